@@ -1,0 +1,84 @@
+// CostModel: the estimator. Given a Problem (model, cluster, training,
+// optional measured profiles) it predicts, for any stage of any plan, the
+// per-micro-batch forward/backward time, the pipeline and data-parallel
+// communication, and the per-GPU memory; and for a whole plan the 1F1B
+// iteration time, throughput, MFU and HFU.
+//
+// Pure: no I/O, no threads, no MPI. Every method is const and thread-safe.
+// Cost: O(layers in the stage) per stage estimate (O(1) for transformer
+// families, whose layers are identical), O(stages) per plan.
+#pragma once
+
+#include <vector>
+
+#include "autohaap/cost/cost_parameters.hpp"
+#include "autohaap/plan.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+// What a stage's per-layer cost depends on besides the layer itself.
+struct StageShape {
+  int group = 0;        // node group (device type, links)
+  int tp = 1;
+  int dp = 1;
+  Recompute recompute = Recompute::none;
+};
+
+// Forward / backward time of one piece of work, one micro-batch, one GPU.
+struct Timing {
+  double forward_s = 0;
+  double backward_s = 0;  // includes the recompute forward
+  double total() const { return forward_s + backward_s; }
+};
+
+// Per-GPU memory that one layer adds to a stage.
+struct LayerMemory {
+  double static_bytes = 0;       // weights + gradients + optimizer states
+  double activation_bytes = 0;   // per micro-batch in flight
+  double working_bytes = 0;      // transient: recompute / backward working set of one layer
+};
+
+class CostModel {
+ public:
+  explicit CostModel(const Problem& problem, CostParameters parameters = {});
+
+  const Problem& problem() const { return problem_; }
+  const CostParameters& parameters() const { return parameters_; }
+
+  // --- per layer -------------------------------------------------------
+  // One layer on one GPU of a stage with this shape; `micro_batch` is B,
+  // the sequences of one pipeline micro-batch (each replica gets B / dp).
+  Timing layer_timing(const StageShape& shape, int micro_batch, int layer) const;
+  LayerMemory layer_memory(const StageShape& shape, int micro_batch, int layer) const;
+  // Embedding (first stage) and final norm + LM head + loss (last stage).
+  Timing edge_timing(const StageShape& shape, int micro_batch, bool first, bool last) const;
+  LayerMemory edge_memory(const StageShape& shape, int micro_batch, bool first, bool last) const;
+
+  // --- per stage ---------------------------------------------------------
+  // Micro-batches whose activations a stage holds at once under 1F1B:
+  // min(p - i, m) for stage i of p (Narayanan et al. 2021, Sec. 2.2).
+  static int in_flight(int stage_index, int num_stages, int num_micro_batches);
+  // Full estimate of stage i of `plan` (placement decides the links).
+  StageEstimate stage(const Plan& plan, int stage_index) const;
+  // Memory only, without a Plan: for memory-aware pruning.
+  MemoryBreakdown stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
+                               int stage_index, int num_stages, int num_micro_batches) const;
+  double capacity_bytes(int group) const;
+
+  // --- per plan ------------------------------------------------------------
+  PredictedPerformance estimate(const Plan& plan) const;
+  // 1F1B with unequal stages (DESIGN.md "Iteration time").
+  static double iteration_time_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches);
+
+  // FLOPs of one iteration: model FLOPs (forward + backward, no recompute)
+  // and hardware FLOPs (with the recompute forward of each stage's mode).
+  double model_flops_per_iteration() const;
+  double hardware_flops_per_iteration(const Plan& plan) const;
+
+ private:
+  const Problem& problem_;
+  CostParameters parameters_;
+};
+
+}  // namespace autohaap

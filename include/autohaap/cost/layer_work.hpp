@@ -1,0 +1,92 @@
+// Layer work: FLOPs, bytes moved, parameters and stored activations of one
+// layer of a model — the hardware-independent half of the cost model.
+//
+// Pure functions of the ModelSpec and a batch shape; O(1) per call for the
+// transformer families, O(1) per generic layer.
+//
+// Sources:
+//  - GEMM FLOPs per transformer layer: Narayanan et al. 2021, "Efficient
+//    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+//    Sec. 5.1 / Appendix: forward 24·b·s·h² + 4·b·s²·h for a GPT layer
+//    (ffn = 4h); backward twice the forward. We keep the terms separate so
+//    GQA (k/v projections of kv_heads·d columns) and SwiGLU (3 matrices of
+//    h x ffn) follow from the same derivation.
+//  - Activation memory: Korthikanti et al. 2022, "Reducing Activation
+//    Recomputation in Large Transformer Models", Sec. 4 (Eq. 1-2, Table 2):
+//    s·b·h·(34 + 5·a·s/h) bytes per layer at 16-bit without parallelism,
+//    /t with tensor + sequence parallelism; 34·s·b·h/t with selective
+//    recompute; 2·s·b·h with full recompute.
+#pragma once
+
+#include <array>
+
+#include "autohaap/specs/model.hpp"
+#include "autohaap/specs/training.hpp"
+
+namespace autohaap {
+
+// One operator of a layer's forward pass on one GPU.
+struct OpWork {
+  const char* name = "";   // profile-table op name
+  double flops = 0;        // floating point operations
+  double bytes = 0;        // HBM bytes read + written
+  double gemm_flops = 0;   // size of one GEMM of this op (sets its efficiency); 0 = not a GEMM
+};
+
+// Forward work of one layer on one GPU, split into the ops a measured
+// profile may override (ProfileTable op names).
+struct LayerWork {
+  static constexpr int kOps = 5;
+  std::array<OpWork, kOps> ops;  // attn_qkv attn_core attn_out mlp elementwise (generic: ops[0] only)
+  // Portion of the forward that selective recompute replays (the attention
+  // core: softmax, dropout and the two batched GEMMs around them).
+  int selective_op = 1;
+  double total_flops() const {
+    double f = 0;
+    for (const auto& o : ops) f += o.flops;
+    return f;
+  }
+};
+
+// The batch a layer processes: `sequences` per replica, each seq_len long,
+// split over `tp` GPUs.
+struct BatchShape {
+  double sequences = 1;
+  int seq_len = 0;
+  int tp = 1;
+  int element_bytes = 2;
+  bool sequence_parallel = true;
+};
+
+// Parameters of transformer/generic layer `layer` (0-based).
+double layer_params(const ModelSpec& model, int layer);
+// Input embedding (token + learned positions for GPT).
+double embedding_params(const ModelSpec& model);
+// Final norm + output projection (a copy of the input embedding when tied:
+// Megatron-LM keeps it on the last stage and all-reduces its gradient).
+double head_params(const ModelSpec& model, bool shares_stage_with_embedding);
+// All parameters counted once (tied embeddings counted once).
+double total_params(const ModelSpec& model);
+
+// Forward FLOPs of one layer for `sequences` sequences, whole layer (no tp).
+double layer_forward_flops(const ModelSpec& model, int layer, double sequences, int seq_len);
+// Forward FLOPs of the output projection (logits) for `sequences` sequences.
+double head_forward_flops(const ModelSpec& model, double sequences, int seq_len);
+
+LayerWork layer_forward_work(const ModelSpec& model, int layer, const BatchShape& shape);
+LayerWork head_forward_work(const ModelSpec& model, const BatchShape& shape);
+LayerWork embedding_forward_work(const ModelSpec& model, const BatchShape& shape);
+
+// Activation bytes one layer stores for its backward pass, per GPU, for one
+// micro-batch of `shape.sequences` sequences.
+double layer_activation_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);
+// Transient bytes while one layer runs its backward (with full recompute the
+// replayed layer's whole activation set lives for that one layer).
+double layer_working_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);
+// Bytes of the layer output (what crosses a pipeline boundary), whole
+// micro-batch of `sequences`, not split by tp.
+double layer_output_bytes(const ModelSpec& model, int layer, double sequences, int seq_len, int element_bytes);
+// Logits and loss buffers on the last stage, per GPU.
+double logits_bytes(const ModelSpec& model, const BatchShape& shape);
+
+}  // namespace autohaap

@@ -1,0 +1,51 @@
+// ProfileTable: measured operator latencies that override the analytic
+// roofline. Keyed by (device, op, tp, micro-batch per replica, seq_len[, layer]).
+//
+// Ops (forward pass of one layer on one GPU; backward looks up
+// "<op>_backward" and falls back to 2x the forward):
+//   layer        whole transformer / generic layer (overrides the ops below)
+//   attn_qkv attn_core attn_out mlp elementwise   parts of a transformer layer
+//   embedding lm_head                              edge ops on the first / last stage
+// Files: CSV with header `device,op,tp,micro_batch,seq_len,latency_ms[,layer]`
+// (io/profile_loader.hpp). Lookup is exact; no interpolation.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+namespace autohaap {
+
+struct ProfileKey {
+  std::string device;
+  std::string op;
+  int tp = 1;
+  int micro_batch = 1;  // sequences per replica
+  int seq_len = 0;
+  int layer = -1;       // -1: any layer
+  auto tie() const { return std::tie(device, op, tp, micro_batch, seq_len, layer); }
+  bool operator<(const ProfileKey& o) const { return tie() < o.tie(); }
+};
+
+class ProfileTable {
+ public:
+  void add(const ProfileKey& key, double latency_s) { entries_[key] = latency_s; }
+  // Exact match on the layer first, then on layer -1.
+  std::optional<double> lookup(ProfileKey key) const {
+    if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+    if (key.layer != -1) {
+      key.layer = -1;
+      if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+    }
+    return std::nullopt;
+  }
+  bool empty() const { return entries_.empty(); }
+  std::size_t size() const { return entries_.size(); }
+  const std::map<ProfileKey, double>& entries() const { return entries_; }
+
+ private:
+  std::map<ProfileKey, double> entries_;
+};
+
+}  // namespace autohaap

@@ -1,0 +1,93 @@
+// Plan: an asymmetric pipeline — stages in order, each on GPUs of one node
+// group with its own tp, dp, layer range and recompute mode — plus what the
+// cost model predicts for it and how the search found it. The same schema is
+// written by `search` and read by `estimate` (io/plan_io.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autohaap/specs/training.hpp"
+
+namespace autohaap {
+
+struct StagePlan {
+  int group = 0;              // index into ClusterSpec::groups
+  std::string device;         // that group's device name (checked on load)
+  int first_gpu = 0;          // offset of the stage's first GPU inside its group
+  int gpus = 0;               // tp * dp
+  int tp = 1;
+  int dp = 1;
+  int layer_begin = 0;        // [layer_begin, layer_end) of the model's layers
+  int layer_end = 0;
+  Recompute recompute = Recompute::none;
+
+  int num_layers() const { return layer_end - layer_begin; }
+};
+
+// Per-GPU memory of one stage, bytes.
+struct MemoryBreakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;     // all micro-batches in flight, incl. recompute working set
+  double logits = 0;          // last stage: logits + loss buffers
+  double headroom = 0;
+  double total() const { return weights + gradients + optimizer + activations + logits + headroom; }
+};
+
+struct StageEstimate {
+  double forward_s = 0;       // one micro-batch: compute + tp communication
+  double backward_s = 0;      // incl. recompute forward
+  double p2p_s = 0;           // one micro-batch: send activation forward + gradient backward
+  double dp_sync_s = 0;       // exposed gradient synchronization per iteration
+  double optimizer_s = 0;     // optimizer step per iteration
+  MemoryBreakdown memory;
+  double capacity_bytes = 0;  // device memory
+  double time_s() const { return forward_s + backward_s; }
+  bool fits() const { return memory.total() <= capacity_bytes; }
+};
+
+struct PredictedPerformance {
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;             // model FLOPs (no recompute) / peak of all GPUs used
+  double hfu = 0;             // hardware FLOPs (with recompute) / peak
+  double model_tflops_per_gpu = 0;
+  double bubble_s = 0;
+  std::vector<double> stage_time_s;      // forward + backward of one micro-batch
+  std::vector<double> stage_memory_GiB;  // per GPU
+  bool fits = false;
+};
+
+struct SearchStats {
+  std::string strategy;
+  std::int64_t evaluated = 0;
+  std::int64_t pruned = 0;
+  std::int64_t cache_hits = 0;
+  std::int64_t cache_misses = 0;
+  double wall_s = 0;
+  int ranks = 1;
+  int threads = 1;
+};
+
+struct Plan {
+  std::string model;          // model name
+  std::string cluster;        // cluster name
+  int global_batch = 0;
+  int micro_batch_size = 0;   // B: sequences per micro-batch per pipeline
+  int num_micro_batches = 0;  // m = global_batch / B
+  int zero = 0;
+  std::vector<StagePlan> stages;
+  PredictedPerformance predicted;
+  SearchStats search;
+
+  int num_gpus() const {
+    int n = 0;
+    for (const auto& s : stages) n += s.gpus;
+    return n;
+  }
+};
+
+}  // namespace autohaap

@@ -1,0 +1,39 @@
+// ClusterSpec: node groups of (possibly) different GPU types and the links
+// between them. A group is homogeneous: one device type, one node shape, one
+// NIC. Groups are joined by an inter-group fabric.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autohaap/specs/device.hpp"
+
+namespace autohaap {
+
+struct NodeGroup {
+  std::string name;                 // defaults to the device name
+  DeviceSpec device;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  double intra_node_GBps = 0;       // per-GPU unidirectional bandwidth inside a node (NVLink or PCIe)
+  double intra_node_latency_us = 0; // per ring step
+  double inter_node_GBps = 0;       // per-GPU unidirectional NIC bandwidth between nodes of this group
+  double inter_node_latency_us = 0;
+
+  int gpus() const { return nodes * gpus_per_node; }
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::vector<NodeGroup> groups;    // non-empty
+  double inter_group_GBps = 0;      // per-GPU unidirectional bandwidth across the fabric between groups
+  double inter_group_latency_us = 0;
+
+  int total_gpus() const {
+    int n = 0;
+    for (const auto& g : groups) n += g.gpus();
+    return n;
+  }
+};
+
+}  // namespace autohaap

@@ -1,0 +1,41 @@
+// DeviceSpec: what the cost model needs to know about one accelerator type.
+//
+// Pure data. Values come from the built-in catalog (io/catalog.hpp) or a
+// device YAML file (io/spec_loader.hpp); both are validated on load, so code
+// that receives a DeviceSpec may assume every field is positive and the
+// efficiency curve is sorted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace autohaap {
+
+// One point of the achievable-GEMM-efficiency curve: a dense matrix multiply
+// of `gemm_gflop` GFLOP reaches `efficiency` of the device's dense peak.
+// Small GEMMs cannot fill the device (tail effects, launch overhead), large
+// ones approach a ceiling; the curve is interpolated in log(gemm_gflop)
+// (Calculon keeps efficiency as such a table, checked for order on load).
+struct EfficiencyPoint {
+  double gemm_gflop = 0;
+  double efficiency = 0;
+};
+
+struct DeviceSpec {
+  std::string name;              // catalog name, e.g. "a100-80gb"
+  double memory_GiB = 0;         // HBM/GDDR capacity
+  double peak_tflops = 0;        // dense tensor-core peak at training precision (BF16, or FP16 where no BF16)
+  double peak_fp32_tflops = 0;   // for fp32 training
+  bool has_bf16 = true;          // false: BF16 is refused, FP16 is used
+  double hbm_GBps = 0;           // memory bandwidth
+  double memory_efficiency = 0.8;  // achievable fraction of hbm_GBps for streaming kernels
+  std::vector<EfficiencyPoint> gemm_efficiency;  // sorted by gemm_gflop, non-empty
+  double nvlink_GBps = 0;        // per-GPU unidirectional GPU-GPU bandwidth; 0 = no NVLink/IF
+  double pcie_GBps = 0;          // per-GPU unidirectional host link bandwidth
+};
+
+// Achieved fraction of peak for a GEMM of `gflop` GFLOP: the curve
+// interpolated linearly in log10(gflop), clamped at both ends.
+double gemm_efficiency(const DeviceSpec& device, double gflop);
+
+}  // namespace autohaap

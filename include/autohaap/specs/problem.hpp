@@ -1,0 +1,21 @@
+// Problem: the three inputs of one planning question, plus optional measured
+// profiles. Every command (estimate, search, batch) works on one Problem.
+#pragma once
+
+#include "autohaap/cost/profile_table.hpp"
+#include "autohaap/specs/cluster.hpp"
+#include "autohaap/specs/model.hpp"
+#include "autohaap/specs/training.hpp"
+
+namespace autohaap {
+
+struct Problem {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  ProfileTable profiles;  // empty: analytic latencies only
+
+  int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
+};
+
+}  // namespace autohaap

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages AutoHAAP needs to build and test, and only
+# those that are missing: quiet and quick when everything is present.
+#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh --slurm    also a local Slurm (slurmctld, slurmd, munge)
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  openmpi-bin libopenmpi-dev
+  libboost-mpi-dev libboost-serialization-dev
+  libtbb-dev libcereal-dev libyaml-cpp-dev libcli11-dev
+  libgtest-dev libgmock-dev
+)
+if [[ "${1:-}" == "--slurm" ]]; then
+  packages+=(slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup: missing packages: ${missing[*]} (run as root, or install them)" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,202 @@
+#include "autohaap/cost/layer_work.hpp"
+
+namespace autohaap {
+namespace {
+
+bool is_generic(const ModelSpec& m) { return m.family == ModelFamily::generic; }
+
+// Dimension of the key (and value) projection: kv_heads heads of head_dim.
+double kv_dim(const ModelSpec& m) { return static_cast<double>(m.kv_heads) * m.head_dim(); }
+
+// Number of ffn_hidden x hidden matrices in the MLP: GeLU MLP has 2, SwiGLU 3
+// (gate, up, down; Shazeer 2020, "GLU Variants Improve Transformer").
+int mlp_matrices(const ModelSpec& m) { return m.family == ModelFamily::llama ? 3 : 2; }
+
+}  // namespace
+
+double layer_params(const ModelSpec& m, int layer) {
+  if (is_generic(m)) return m.generic_layers.at(layer).params;
+  const double h = m.hidden, f = m.ffn_hidden;
+  // Attention: Q and O are h x h, K and V are h x kv_dim.
+  double attention = 2 * h * h + 2 * h * kv_dim(m);
+  double mlp = mlp_matrices(m) * h * f;
+  double norms;
+  if (m.family == ModelFamily::gpt) {
+    attention += h + 2 * kv_dim(m) + h;  // biases of Q, K, V and O
+    mlp += f + h;                         // biases of the two linears
+    norms = 2 * 2 * h;                    // two LayerNorms, weight + bias
+  } else {
+    norms = 2 * h;                        // two RMSNorms, weight only
+  }
+  return attention + mlp + norms;
+}
+
+double embedding_params(const ModelSpec& m) {
+  if (is_generic(m)) return 0;
+  double p = static_cast<double>(m.vocab) * m.hidden;
+  if (m.family == ModelFamily::gpt) p += static_cast<double>(m.seq_len) * m.hidden;  // learned positions
+  return p;
+}
+
+double head_params(const ModelSpec& m, bool shares_stage_with_embedding) {
+  if (is_generic(m)) return 0;
+  const double final_norm = m.family == ModelFamily::gpt ? 2.0 * m.hidden : 1.0 * m.hidden;
+  const bool needs_own_matrix = !m.tied_embeddings || !shares_stage_with_embedding;
+  return final_norm + (needs_own_matrix ? static_cast<double>(m.vocab) * m.hidden : 0.0);
+}
+
+double total_params(const ModelSpec& m) {
+  double p = embedding_params(m) + head_params(m, /*shares_stage_with_embedding=*/true);
+  for (int l = 0; l < m.layers; ++l) p += layer_params(m, l);
+  return p;
+}
+
+double layer_forward_flops(const ModelSpec& m, int layer, double sequences, int seq_len) {
+  BatchShape shape{sequences, seq_len, 1, 2, false};
+  return layer_forward_work(m, layer, shape).total_flops();
+}
+
+double head_forward_flops(const ModelSpec& m, double sequences, int seq_len) {
+  if (is_generic(m)) return 0;
+  // Logits: a (b·s x h) by (h x V) GEMM.
+  return 2.0 * sequences * seq_len * m.hidden * m.vocab;
+}
+
+LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x) {
+  LayerWork w;
+  const double b = x.sequences, s = x.seq_len, t = x.tp, e = x.element_bytes;
+  if (is_generic(m)) {
+    const GenericLayer& g = m.generic_layers.at(layer);
+    const double flops = g.forward_gflop * 1e9 * b / t;
+    // Bytes: read the weights once and the activations in and out.
+    const double bytes = g.params * e / t + (g.output_MB * 2) * 1e6 * b / t;
+    w.ops[0] = {"layer", flops, bytes, flops};
+    w.selective_op = -1;
+    return w;
+  }
+  const double h = m.hidden, f = m.ffn_hidden, a = m.heads, kv = kv_dim(m);
+  const double tokens = b * s;
+  // GEMM (M x K) by (K x N): 2·M·K·N FLOPs, e·(MK + KN + MN) bytes.
+  auto gemm = [&](const char* name, double M, double K, double N) {
+    const double flops = 2 * M * K * N;
+    return OpWork{name, flops, e * (M * K + K * N + M * N), flops};
+  };
+  w.ops[0] = gemm("attn_qkv", tokens, h, (h + 2 * kv) / t);
+  // Scores Q·K^T and context P·V: a/t heads per GPU, each (s x d)(d x s) and
+  // (s x s)(s x d): 4·b·s²·h/t FLOPs (Narayanan et al. 2021). One batched
+  // GEMM per head group; efficiency set by the whole batch.
+  {
+    const double flops = 4 * b * s * s * h / t;
+    double bytes = e * (3 * tokens * h / t + tokens * kv * 2 / t);
+    if (!m.flash_attention) bytes += e * 2 * b * (a / t) * s * s;  // the s x s scores go through HBM
+    w.ops[1] = {"attn_core", flops, bytes, flops};
+  }
+  w.ops[2] = gemm("attn_out", tokens, h / t, h);
+  {
+    OpWork up = gemm("mlp", tokens, h, (mlp_matrices(m) - 1) * f / t);
+    OpWork down = gemm("mlp", tokens, f / t, h);
+    // The up and down GEMMs have the same FLOPs; efficiency from one GEMM of f.
+    w.ops[3] = {"mlp", up.flops + down.flops, up.bytes + down.bytes, down.flops};
+  }
+  {
+    // Memory-bound elementwise work, bytes read + written: two norms (2 each),
+    // two residual adds (3 each), the activation function over ffn (GeLU: 2;
+    // SwiGLU: silu + product, 3 over f), softmax over the scores (2 per
+    // element, skipped with fused flash attention), GPT's dropouts (3 each).
+    const double hidden_split = x.sequence_parallel ? t : 1.0;
+    double elems = tokens * h * (2 * 2 + 2 * 3) / hidden_split;
+    elems += tokens * f / t * (m.family == ModelFamily::llama ? 3 * 2 : 2);
+    if (!m.flash_attention) elems += 2 * b * (a / t) * s * s * (m.family == ModelFamily::gpt ? 2 : 1);
+    if (m.family == ModelFamily::gpt) elems += 2 * 3 * tokens * h / hidden_split;
+    w.ops[4] = {"elementwise", 0, elems * e, 0};
+  }
+  return w;
+}
+
+LayerWork head_forward_work(const ModelSpec& m, const BatchShape& x) {
+  LayerWork w;
+  w.selective_op = -1;
+  if (is_generic(m)) return w;
+  const double tokens = x.sequences * x.seq_len, t = x.tp, e = x.element_bytes;
+  const double flops = 2 * tokens * m.hidden * m.vocab / t;
+  w.ops[0] = {"lm_head", flops, e * (tokens * m.hidden + m.hidden * m.vocab / t + tokens * m.vocab / t), flops};
+  // Final norm, and the fp32 softmax cross-entropy over the vocabulary shard.
+  w.ops[4] = {"elementwise", 0, e * 2 * tokens * m.hidden + 4.0 * 3 * tokens * m.vocab / t, 0};
+  return w;
+}
+
+LayerWork embedding_forward_work(const ModelSpec& m, const BatchShape& x) {
+  LayerWork w;
+  w.selective_op = -1;
+  if (is_generic(m)) return w;
+  // A gather of b·s rows of h, plus positions and dropout for GPT.
+  const double tokens = x.sequences * x.seq_len;
+  const double passes = m.family == ModelFamily::gpt ? 4 : 2;
+  w.ops[4] = {"embedding", 0, x.element_bytes * passes * tokens * m.hidden, 0};
+  return w;
+}
+
+double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {
+  const double b = x.sequences, s = x.seq_len, t = x.tp;
+  if (is_generic(m)) {
+    const GenericLayer& g = m.generic_layers.at(layer);
+    if (recompute == Recompute::full) return g.output_MB * 1e6 * b;
+    return g.activation_MB * 1e6 * b;
+  }
+  const double h = m.hidden, f = m.ffn_hidden, a = m.heads;
+  const double sbh = s * b * h;
+  // Korthikanti et al. 2022 Sec. 4.1 derive 34·s·b·h + 5·a·s²·b for a GPT
+  // layer at 16-bit (ffn = 4h, with dropout); the same accounting in terms of
+  // ffn, kv heads and dropout so it holds for Llama:
+  //  attention: norm input 2, QKV input 2, Q 2 and K,V 2·kv/h each, output
+  //  projection input 2, dropout mask 1;  MLP: norm input 2, input 2,
+  //  activation inputs 2·f/h per stored ffn tensor (GeLU: 2 tensors,
+  //  SwiGLU: 3), dropout mask 1;  s x s: scores 2, dropout mask 1, dropout
+  //  output 2 per a·s²·b (no dropout: scores only; flash attention: none).
+  const bool dropout = m.family == ModelFamily::gpt;
+  const double kv_ratio = kv_dim(m) / h;
+  const double attn = 2 + 2 + 2 + 2 * 2 * kv_ratio + 2 + (dropout ? 1 : 0);
+  const double ffn_tensors = m.family == ModelFamily::llama ? 3 : 2;
+  const double mlp = 2 + 2 + 2 * ffn_tensors * f / h + (dropout ? 1 : 0);
+  const double linear_part = (attn + mlp) * sbh;                    // 34·sbh for GPT
+  const double score_part = m.flash_attention ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * s * b;
+  const double element_scale = x.element_bytes / 2.0;               // the formula counts 16-bit elements
+  switch (recompute) {
+    case Recompute::full:
+      // Only the layer input is kept (Korthikanti Table 2: 2·s·b·h).
+      return 2 * sbh * element_scale;
+    case Recompute::selective:
+      // The attention core is replayed: its s x s part is not stored.
+      return linear_part / (x.sequence_parallel ? t : 1.0) * element_scale;
+    case Recompute::none:
+      break;
+  }
+  if (x.sequence_parallel) return (linear_part + score_part) / t * element_scale;
+  // Without sequence parallelism the norm inputs, the inputs of the first
+  // linear of each block and the dropout masks are replicated across tp
+  // (Korthikanti Eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t))).
+  const double replicated = (2 * 2 + 2 * 2 + (dropout ? 2 : 0)) * sbh;
+  return (replicated + (linear_part - replicated + score_part) / t) * element_scale;
+}
+
+double layer_working_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {
+  if (recompute == Recompute::none) return 0;
+  if (recompute == Recompute::full) return layer_activation_bytes(m, layer, x, Recompute::none);
+  // Selective: the replayed attention core of one layer.
+  return layer_activation_bytes(m, layer, x, Recompute::none) -
+         layer_activation_bytes(m, layer, x, Recompute::selective);
+}
+
+double layer_output_bytes(const ModelSpec& m, int layer, double sequences, int seq_len, int element_bytes) {
+  if (is_generic(m)) return m.generic_layers.at(layer).output_MB * 1e6 * sequences;
+  return static_cast<double>(element_bytes) * sequences * seq_len * m.hidden;
+}
+
+double logits_bytes(const ModelSpec& m, const BatchShape& x) {
+  if (is_generic(m)) return 0;
+  // 16-bit logits plus the fp32 copy the cross-entropy keeps for its
+  // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t).
+  return (x.element_bytes + 4.0) * x.sequences * x.seq_len * m.vocab / x.tp;
+}
+
+}  // namespace autohaap

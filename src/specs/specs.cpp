@@ -1,0 +1,62 @@
+#include <algorithm>
+#include <cmath>
+
+#include "autohaap/specs/device.hpp"
+#include "autohaap/specs/model.hpp"
+#include "autohaap/specs/training.hpp"
+
+namespace autohaap {
+
+double gemm_efficiency(const DeviceSpec& device, double gflop) {
+  const auto& curve = device.gemm_efficiency;
+  if (curve.empty()) return 1.0;
+  if (gflop <= curve.front().gemm_gflop) return curve.front().efficiency;
+  if (gflop >= curve.back().gemm_gflop) return curve.back().efficiency;
+  auto hi = std::upper_bound(curve.begin(), curve.end(), gflop,
+                             [](double g, const EfficiencyPoint& p) { return g < p.gemm_gflop; });
+  auto lo = hi - 1;
+  // Interpolate in log10(size): efficiency rises roughly with the number of
+  // waves of thread blocks, i.e. with the order of magnitude of the GEMM.
+  const double t = (std::log10(gflop) - std::log10(lo->gemm_gflop)) /
+                   (std::log10(hi->gemm_gflop) - std::log10(lo->gemm_gflop));
+  return lo->efficiency + t * (hi->efficiency - lo->efficiency);
+}
+
+const char* to_string(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::gpt: return "gpt";
+    case ModelFamily::llama: return "llama";
+    case ModelFamily::generic: return "generic";
+  }
+  return "?";
+}
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp32: return "fp32";
+  }
+  return "?";
+}
+
+const char* to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return "adam";
+    case Optimizer::sgd: return "sgd";
+  }
+  return "?";
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+
+}  // namespace autohaap

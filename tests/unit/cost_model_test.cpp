@@ -1,0 +1,248 @@
+// Cost model checked against hand calculations and published totals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autohaap/cost/communication.hpp"
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/cost/layer_work.hpp"
+
+namespace autohaap {
+namespace {
+
+ModelSpec gpt(int layers, int hidden, int heads, int vocab = 51200, int seq = 2048) {
+  return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, vocab, seq, true, false, {}};
+}
+
+ModelSpec llama(int layers, int hidden, int ffn, int heads, int kv) {
+  return ModelSpec{"llama-test", ModelFamily::llama, layers, hidden, ffn, heads, kv, 128256, 8192, false, true, {}};
+}
+
+// A device with a flat efficiency curve makes hand calculations exact.
+DeviceSpec flat_device(double tflops, double eff, double memory_GiB = 80) {
+  DeviceSpec d;
+  d.name = "flat";
+  d.memory_GiB = memory_GiB;
+  d.peak_tflops = tflops;
+  d.peak_fp32_tflops = tflops / 16;
+  d.hbm_GBps = 2000;
+  d.memory_efficiency = 0.8;
+  d.gemm_efficiency = {{1.0, eff}};
+  d.nvlink_GBps = 300;
+  d.pcie_GBps = 32;
+  return d;
+}
+
+NodeGroup group(const DeviceSpec& d, int nodes, int gpn) {
+  return NodeGroup{d.name, d, nodes, gpn, 300, 5, 25, 10};
+}
+
+TEST(LayerWork, ParameterCountsMatchPublishedTotals) {
+  // GPT-3 175B (Brown et al. 2020): 96 layers, h 12288, vocab 50257 -> 174.6B
+  // (Narayanan et al. 2021 list 174.6B for this shape).
+  EXPECT_NEAR(total_params(gpt(96, 12288, 96, 50257)) / 175e9, 1.0, 0.01);
+  // Llama 3 (Dubey et al. 2024, Table 3): 8.03B, 70.6B, 405B.
+  EXPECT_NEAR(total_params(llama(32, 4096, 14336, 32, 8)) / 8.03e9, 1.0, 0.01);
+  EXPECT_NEAR(total_params(llama(80, 8192, 28672, 64, 8)) / 70.6e9, 1.0, 0.01);
+  EXPECT_NEAR(total_params(llama(126, 16384, 53248, 128, 8)) / 405e9, 1.0, 0.01);
+}
+
+TEST(LayerWork, GptLayerParamsAreTwelveHSquaredPlusThirteenH) {
+  // 12h² + 13h per GPT layer (Narayanan et al. 2021, Sec. 5.1).
+  const double h = 1024;
+  EXPECT_DOUBLE_EQ(layer_params(gpt(2, 1024, 16), 0), 12 * h * h + 13 * h);
+}
+
+TEST(LayerWork, GptForwardFlopsFollowMegatron) {
+  // 24·b·s·h² + 4·b·s²·h per layer (Narayanan et al. 2021, Sec. 5.1).
+  const ModelSpec m = gpt(2, 1024, 16);
+  const double b = 3, s = 2048, h = 1024;
+  EXPECT_DOUBLE_EQ(layer_forward_flops(m, 0, b, 2048), 24 * b * s * h * h + 4 * b * s * s * h);
+  // Logits: 2·b·s·h·V.
+  EXPECT_DOUBLE_EQ(head_forward_flops(m, b, 2048), 2 * b * s * h * 51200);
+}
+
+TEST(LayerWork, LlamaForwardFlopsCountGqaAndSwiGlu) {
+  // h=4096, ffn=14336, 32 heads, 8 kv heads (d=128): QKV 2·T·h·(h + 2·1024),
+  // scores+context 4·b·s²·h, output 2·T·h², SwiGLU 3 matrices: 6·T·h·f.
+  const ModelSpec m = llama(32, 4096, 14336, 32, 8);
+  const double b = 1, s = 8192, h = 4096, f = 14336, T = b * s;
+  const double expected = 2 * T * h * (h + 2048) + 4 * b * s * s * h + 2 * T * h * h + 6 * T * h * f;
+  EXPECT_DOUBLE_EQ(layer_forward_flops(m, 0, b, 8192), expected);
+}
+
+TEST(LayerWork, ActivationMemoryFollowsKorthikanti) {
+  const ModelSpec m = gpt(2, 1024, 16);
+  const double s = 2048, b = 2, h = 1024, a = 16;
+  // No parallelism, no recompute: s·b·h·(34 + 5·a·s/h) (Eq. 1).
+  BatchShape one{b, 2048, 1, 2, false};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, one, Recompute::none), s * b * h * (34 + 5 * a * s / h));
+  // Tensor + sequence parallel over t: everything / t.
+  BatchShape sp{b, 2048, 4, 2, true};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::none), s * b * h * (34 + 5 * a * s / h) / 4);
+  // Tensor parallel without sequence parallel: s·b·h·(10 + 24/t + 5·a·s/(h·t)) (Eq. 2).
+  BatchShape tp_only{b, 2048, 4, 2, false};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, tp_only, Recompute::none),
+                   s * b * h * (10 + 24.0 / 4 + 5 * a * s / (h * 4)));
+  // Selective recompute: 34·s·b·h/t; full recompute: 2·s·b·h (Table 2).
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::selective), 34 * s * b * h / 4);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::full), 2 * s * b * h);
+}
+
+TEST(Communication, RingCollectivesByHand) {
+  const Link link{100, 0};  // 100 GB/s, no latency
+  // All-reduce of 1 GB over 4 GPUs: 2·3/4·1 GB / 100 GB/s = 15 ms.
+  EXPECT_NEAR(ring_allreduce_s(1e9, 4, link), 0.015, 1e-12);
+  EXPECT_NEAR(ring_allgather_s(1e9, 4, link), 0.0075, 1e-12);
+  // Latency: 2·(n−1) steps of 10 us.
+  EXPECT_NEAR(ring_allreduce_s(0.0 + 1e9, 4, Link{100, 10}), 0.015 + 6 * 10e-6, 1e-12);
+  EXPECT_EQ(ring_allreduce_s(1e9, 1, link), 0.0);
+  EXPECT_NEAR(point_to_point_s(5e8, Link{50, 20}), 0.01 + 20e-6, 1e-12);
+}
+
+TEST(Pipeline, OneFOneBWithUnequalStagesByHand) {
+  // Stages of 1, 2 and 3 s per micro-batch, m = 4, no communication:
+  // fill + drain 1 + 2 + 3, then 3 more micro-batches at the slowest stage.
+  std::vector<StageEstimate> st(3);
+  st[0].forward_s = 0.5, st[0].backward_s = 0.5;
+  st[1].forward_s = 1.0, st[1].backward_s = 1.0;
+  st[2].forward_s = 1.0, st[2].backward_s = 2.0;
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(st, 4), 6 + 3 * 3);
+  // Sends on the slowest stage pace every step; the largest sync + optimizer tail ends it.
+  st[2].p2p_s = 0.25;
+  st[1].p2p_s = 0.5;
+  st[0].dp_sync_s = 0.7;
+  st[1].optimizer_s = 0.2;
+  st[1].dp_sync_s = 0.4;
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(st, 4), 6 + 3 * 3.25 + 0.75 + 0.7);
+}
+
+TEST(CostModel, InFlightMicroBatchesUnder1F1B) {
+  EXPECT_EQ(CostModel::in_flight(0, 4, 8), 4);
+  EXPECT_EQ(CostModel::in_flight(3, 4, 8), 1);
+  EXPECT_EQ(CostModel::in_flight(0, 4, 2), 2);
+}
+
+// One generic layer with a known FLOP count: the roofline is a hand calculation.
+Problem generic_problem(double gflop_per_seq) {
+  Problem p;
+  p.model.name = "one-layer";
+  p.model.family = ModelFamily::generic;
+  p.model.layers = 2;
+  p.model.heads = 1;
+  p.model.seq_len = 512;
+  p.model.generic_layers = {GenericLayer{"a", 1e6, gflop_per_seq, 10, 1},
+                            GenericLayer{"b", 3e6, gflop_per_seq, 10, 1}};
+  DeviceSpec d = flat_device(100, 0.5);
+  p.cluster = ClusterSpec{"c", {group(d, 1, 4)}, 12.5, 20};
+  p.training.global_batch = 8;
+  p.training.zero = 0;
+  return p;
+}
+
+TEST(CostModel, RooflineTimeOfAComputeBoundLayer) {
+  const Problem p = generic_problem(100.0);  // 100 GFLOP per sequence
+  CostModel cm(p);
+  // B = 4 over dp = 2: 2 sequences per replica -> 200 GFLOP at 50 TFLOP/s = 4 ms.
+  const Timing t = cm.layer_timing(StageShape{0, 1, 2, Recompute::none}, 4, 0);
+  const double overhead = cm.parameters().per_layer_overhead_s;
+  EXPECT_NEAR(t.forward_s, 0.004 + overhead, 1e-12);
+  EXPECT_NEAR(t.backward_s, 0.008 + overhead, 1e-12);
+  // Full recompute replays the forward inside the backward.
+  const Timing r = cm.layer_timing(StageShape{0, 1, 2, Recompute::full}, 4, 0);
+  EXPECT_NEAR(r.backward_s, 0.008 + overhead + 0.004 + overhead, 1e-12);
+}
+
+TEST(CostModel, MeasuredProfileOverridesRoofline) {
+  Problem p = generic_problem(100.0);
+  p.profiles.add(ProfileKey{"flat", "layer", 1, 2, 512, -1}, 0.010);
+  p.profiles.add(ProfileKey{"flat", "layer_backward", 1, 2, 512, 1}, 0.030);
+  CostModel cm(p);
+  const double overhead = cm.parameters().per_layer_overhead_s;
+  const Timing t0 = cm.layer_timing(StageShape{0, 1, 2, Recompute::none}, 4, 0);
+  EXPECT_NEAR(t0.forward_s, 0.010 + overhead, 1e-12);
+  EXPECT_NEAR(t0.backward_s, 0.020 + overhead, 1e-12);  // no measured backward: 2x forward
+  const Timing t1 = cm.layer_timing(StageShape{0, 1, 2, Recompute::none}, 4, 1);
+  EXPECT_NEAR(t1.backward_s, 0.030 + overhead, 1e-12);  // per-layer measured backward
+}
+
+TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
+  // 16 bytes per parameter (2 weights + 2 gradients + 12 Adam states;
+  // Rajbhandari et al. 2020); ZeRO-1 divides the 12 by dp.
+  Problem p = generic_problem(1.0);
+  p.training.headroom_GiB = 1.0;
+  CostModel cm(p);
+  const double params = 1e6 + 3e6;
+  MemoryBreakdown m = cm.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.weights, 2 * params);
+  EXPECT_DOUBLE_EQ(m.gradients, 2 * params);
+  EXPECT_DOUBLE_EQ(m.optimizer, 12 * params);
+  // Activations: 10 MB per sequence per layer, 2 sequences per replica, 2 layers,
+  // in flight min(p − i, m) = 1.
+  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6);
+  EXPECT_DOUBLE_EQ(m.headroom, 1024.0 * 1024 * 1024);
+  p.training.zero = 1;
+  CostModel z1(p);
+  m = z1.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.optimizer, 12 * params / 2);
+  p.training.zero = 3;
+  CostModel z3(p);
+  m = z3.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 16 * params / 2);
+}
+
+TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
+  // Two groups; stage 0 in group 0, stage 1 in group 1: the activation
+  // crosses the inter-group fabric (12.5 GB/s per GPU, 20 us) at the network efficiency.
+  Problem p = generic_problem(1.0);
+  p.cluster.groups.push_back(group(flat_device(50, 0.5), 1, 4));
+  p.cluster.groups[1].name = "slow";
+  CostModel cm(p);
+  Plan plan;
+  plan.global_batch = 8;
+  plan.micro_batch_size = 4;
+  plan.num_micro_batches = 2;
+  plan.stages = {StagePlan{0, "flat", 0, 4, 1, 4, 0, 1, Recompute::none},
+                 StagePlan{1, "flat", 0, 2, 1, 2, 1, 2, Recompute::none}};
+  // Layer 0 outputs 1 MB per sequence: 4 MB per micro-batch, over min(4, 2) GPUs.
+  const double bw = 12.5e9 * cm.parameters().network_efficiency;
+  const double expected = 2e6 / bw + 20e-6;
+  EXPECT_NEAR(cm.stage(plan, 0).p2p_s, expected, 1e-15);
+  EXPECT_NEAR(cm.stage(plan, 1).p2p_s, expected, 1e-15);
+  // Inside one group and one node the same transfer goes over NVLink (300 GB/s, 5 us).
+  plan.stages[1] = StagePlan{0, "flat", 0, 2, 1, 2, 1, 2, Recompute::none};
+  plan.stages[0].gpus = 2, plan.stages[0].dp = 2, plan.stages[1].first_gpu = 2;
+  EXPECT_NEAR(cm.stage(plan, 0).p2p_s, 2e6 / (300e9 * cm.parameters().nvlink_efficiency) + 5e-6, 1e-15);
+}
+
+TEST(CostModel, DataParallelSyncOverNicWhenReplicasSpanNodes) {
+  Problem p = generic_problem(1.0);
+  p.cluster.groups[0].nodes = 2;
+  CostModel cm(p);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
+  // 4e6 parameters at 2 bytes, ring all-reduce over 8 GPUs on 25 GB/s NICs
+  // (10 us per step, 14 steps).
+  const double bw = 25e9 * cm.parameters().network_efficiency;
+  const double expected = 14 * 10e-6 + 2.0 * 7 / 8 * 8e6 / bw;
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, expected, 1e-15);
+}
+
+TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {
+  // One stage, compute bound: MFU = model FLOPs / (time · peak).
+  Problem p = generic_problem(100.0);
+  CostModel cm(p);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2;
+  plan.stages = {StagePlan{0, "flat", 0, 1, 1, 1, 0, 2, Recompute::none}};
+  const PredictedPerformance pr = cm.estimate(plan);
+  EXPECT_NEAR(pr.mfu, cm.model_flops_per_iteration() / (pr.iteration_time_s * 100e12), 1e-12);
+  // 8 sequences x 2 layers x 100 GFLOP x 3 = 4.8 TFLOP of model work.
+  EXPECT_NEAR(cm.model_flops_per_iteration(), 4.8e12, 1);
+  EXPECT_LT(pr.mfu, 0.5 + 1e-9);  // never above the flat 50% efficiency
+  EXPECT_GT(pr.mfu, 0.45);
+}
+
+}  // namespace
+}  // namespace autohaap
