@@ -1,0 +1,30 @@
+// Atomic file replacement and whole-file reading: the one place every output
+// of autohaap (plans, reports, caches, checkpoints) goes through, so a kill,
+// a requeue or a full disk never leaves a half-written file where a reader or
+// a resumed job would trust it (DESIGN.md "batch": idempotent, atomic writes).
+//
+// write_file_atomically writes a temporary file next to the target, syncs
+// it, renames it over the target and syncs the directory: a reader sees
+// either the old file or the new one, never a mix. Both functions report
+// failure as InputError naming the path and the operating system's reason,
+// which the CLI turns into exit code 2. Safe to call from several threads,
+// also on the same path (the last rename wins). Cost: one pass over the
+// contents plus two fsyncs.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace autohaap {
+
+// Replaces `path` with `contents`. The directory must exist (it is not
+// created: a mistyped output directory should be an error, not a new tree).
+// An existing file keeps its permission bits; a new one gets 0666 minus the
+// umask. A symbolic link at `path` is replaced by the file, not followed.
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+// The whole contents of a regular file; InputError if it is missing, a
+// directory or unreadable.
+std::string read_file(const std::string& path);
+
+}  // namespace autohaap

@@ -1,0 +1,73 @@
+// Plan files: the one schema that `search` writes and `estimate --plan`
+// reads back (DESIGN.md "Plan / result file"). JSON when the file name ends
+// in `.json`, YAML otherwise; both carry the same keys.
+//
+// Reading validates everything a plan says about itself and throws
+// InputError naming the file, the key path (`stages[2].tp`), the value and
+// what is allowed: wrong format tag, missing or unknown keys, wrong types,
+// non-positive degrees, gpus != tp*dp, a layer range that is not [a, b) with
+// 0 <= a < b, an unknown recompute mode, malformed JSON or YAML.
+// `predicted` and `search` are optional (a hand-written plan has only its
+// inputs); each stage's `nodes` is informational and ignored.
+// Whether the plan fits a given model and cluster is a separate question,
+// answered by check_plan_against() once the specs are loaded.
+//
+// Called by the CLI (estimate, search, batch, validate, report). Cost:
+// linear in the number of stages; writing goes through
+// write_file_atomically. Stateless; safe from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "autohaap/io/plan_serialization.hpp"
+#include "autohaap/plan.hpp"
+#include "autohaap/specs/cluster.hpp"
+#include "autohaap/specs/model.hpp"
+
+namespace autohaap {
+
+// True when `path` names a JSON plan (ends in ".json", any letter case).
+bool is_json_path(std::string_view path);
+
+// Reads and validates a plan file (check_plan included).
+Plan read_plan(const std::string& path);
+
+// Parses plan text; `file` only names the source in errors.
+Plan plan_from_string(const std::string& text, bool is_json, const std::string& file);
+
+// The plan as a document. The informational `nodes` key of each stage needs
+// the GPUs per node of the stage's group: give one count for all groups
+// (`gpus_per_node_hint`, 0 = leave `nodes` out) or the cluster. `predicted`
+// is left out while it holds no stage times (the plan was never estimated),
+// `search` while it names no strategy (the plan did not come from a search).
+std::string plan_to_yaml(const Plan& plan, int gpus_per_node_hint = 0);
+std::string plan_to_yaml(const Plan& plan, const ClusterSpec& cluster);
+std::string plan_to_json(const Plan& plan, int gpus_per_node_hint = 0);
+std::string plan_to_json(const Plan& plan, const ClusterSpec& cluster);
+
+// Writes the plan atomically, JSON or YAML by the file name.
+void write_plan(const Plan& plan, const std::string& path, int gpus_per_node_hint = 0);
+void write_plan(const Plan& plan, const std::string& path, const ClusterSpec& cluster);
+
+// The rules a plan must satisfy on its own (what reading enforces), for
+// plans built in code: names non-empty, batch numbers >= 1, zero in 0..3, at
+// least one stage, group/first_gpu >= 0, tp/dp/gpus >= 1, gpus == tp*dp,
+// layers [a, b) with 0 <= a < b, one predicted entry per stage where given,
+// search counts >= 0 and ranks/threads >= 1. Throws InputError.
+void check_plan(const Plan& plan, const std::string& file);
+
+// The rules that need the model and cluster; runs check_plan first. The plan
+// names this model and cluster; global_batch == micro_batch_size *
+// num_micro_batches; layers run contiguously from 0 to the model's layer
+// count in stage order; each stage's group exists and has the stage's
+// device; its GPUs [first_gpu, first_gpu + gpus) lie inside the group and
+// overlap no other stage's; tp divides the group's gpus_per_node, every
+// tensor-parallel group (tp consecutive GPUs, Megatron's rank order) stays
+// inside one node, and tp divides the attention heads and KV heads (generic
+// models: tp == 1); micro_batch_size is divisible by each stage's dp.
+// Throws InputError naming `file` and the offending key.
+void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+                        const std::string& file);
+
+}  // namespace autohaap

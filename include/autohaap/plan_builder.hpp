@@ -1,0 +1,28 @@
+// Plan builder: turns Megatron-style flags (tp, pp, dp, micro-batch per
+// replica) into a uniform Plan over the first GPUs of a cluster, layers split
+// evenly (the remainder to the first stages). This is how `estimate` scores a
+// published Megatron-LM configuration with the same model as the search.
+#pragma once
+
+#include "autohaap/plan.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+struct UniformPlanRequest {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int micro_batch_per_replica = 1;  // Megatron's --micro-batch-size: B = this x dp
+  Recompute recompute = Recompute::none;
+};
+
+// Places stage i on the next tp·dp free GPUs of the cluster, group by group
+// in cluster order; a stage never spans two groups. Throws InputError (key
+// named after the flag) when the request cannot be placed or does not divide.
+Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& request);
+
+// Even split of `layers` over `stages`: the first (layers % stages) stages get one more.
+std::vector<std::pair<int, int>> even_layer_split(int layers, int stages);
+
+}  // namespace autohaap

@@ -1,0 +1,157 @@
+#include "autohaap/io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "autohaap/error.hpp"
+
+namespace autohaap {
+namespace {
+
+std::string os_reason() { return std::strerror(errno); }
+
+[[noreturn]] void fail_write(const std::string& path, const std::string& what) {
+  throw InputError(path, "", what, "a writable path");
+}
+
+[[noreturn]] void fail_read(const std::string& path, const std::string& what) {
+  throw InputError(path, "", what, "a readable file");
+}
+
+// Removes the temporary file unless the rename consumed it, so a failed write
+// leaves the directory as it was.
+class TemporaryFile {
+ public:
+  TemporaryFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(path_.c_str());
+  }
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+  // close() reports deferred write errors (NFS reports quota errors here), so
+  // its result matters and it is called explicitly rather than left to the
+  // destructor.
+  int close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+  void commit() { committed_ = true; }
+
+ private:
+  std::string path_;
+  int fd_;
+  bool committed_ = false;
+};
+
+// A name no other writer uses: the process id separates processes, the
+// counter separates threads and calls, and O_EXCL settles collisions between
+// hosts sharing a file system.
+TemporaryFile create_temporary(const std::string& path, const std::filesystem::path& dir,
+                               const std::string& base) {
+  static std::atomic<unsigned long> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = "." + base + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    std::string tmp = (dir / name).string();
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return TemporaryFile(tmp, fd);
+    if (errno != EEXIST)
+      fail_write(path, "cannot create a temporary file in '" + dir.string() + "': " + os_reason());
+  }
+  fail_write(path, "cannot find a free temporary file name in '" + dir.string() + "'");
+}
+
+void write_all(const std::string& path, const TemporaryFile& tmp, std::string_view contents) {
+  const char* p = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(tmp.fd(), p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_write(path, "cannot write '" + tmp.path() + "': " + os_reason());
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+// Makes the rename itself durable. File systems that cannot sync a directory
+// answer EINVAL; the file is in place then, only less durable, so that is not
+// an error.
+void sync_directory(const std::string& path, const std::filesystem::path& dir) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;  // e.g. a write-only directory: nothing more we can do
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP) {
+    errno = err;
+    fail_write(path, "cannot sync directory '" + dir.string() + "': " + os_reason());
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  namespace fs = std::filesystem;
+  if (path.empty()) fail_write(path, "an empty file name");
+  const fs::path target(path);
+  const std::string base = target.filename().string();
+  if (base.empty() || base == "." || base == "..") fail_write(path, "a directory name, not a file name");
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+
+  TemporaryFile tmp = create_temporary(path, dir, base);
+
+  // Replacing a file should not change who may read it.
+  struct stat old_stat;
+  if (::stat(path.c_str(), &old_stat) == 0 && S_ISREG(old_stat.st_mode))
+    ::fchmod(tmp.fd(), old_stat.st_mode & 07777);
+
+  write_all(path, tmp, contents);
+  if (::fsync(tmp.fd()) != 0) fail_write(path, "cannot sync '" + tmp.path() + "': " + os_reason());
+  if (tmp.close() != 0) fail_write(path, "cannot close '" + tmp.path() + "': " + os_reason());
+  if (::rename(tmp.path().c_str(), path.c_str()) != 0) fail_write(path, "cannot replace the file: " + os_reason());
+  tmp.commit();
+  sync_directory(path, dir);
+}
+
+std::string read_file(const std::string& path) {
+  if (path.empty()) fail_read(path, "an empty file name");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_read(path, "cannot open: " + os_reason());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0) fail_read(path, "cannot stat: " + os_reason());
+  if (S_ISDIR(st.st_mode)) fail_read(path, "a directory");
+
+  std::string text;
+  if (S_ISREG(st.st_mode)) text.reserve(static_cast<std::size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_read(path, "cannot read: " + os_reason());
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace autohaap

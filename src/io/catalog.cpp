@@ -1,0 +1,333 @@
+#include "autohaap/io/catalog.hpp"
+
+#include <algorithm>
+
+#include "autohaap/error.hpp"
+#include "name_list.hpp"
+
+namespace autohaap {
+
+namespace {
+
+// ------------------------------------------------------------------ devices
+//
+// Facts from the vendors' datasheets and product pages (NVIDIA V100, A100,
+// H100 datasheets; the A800, H800, H200, GH200, A10, T4, L4, A40, L40S
+// product pages; the Ampere GA102 and Turing whitepapers; AMD's MI250X and
+// MI300X pages; H20 from third-party spec listings, NVIDIA publishes none).
+//
+// Units and conventions:
+// - memory_GiB: the capacity as listed (vendors say "GB"; the cost model
+//   reads it as GiB, a 7% margin in the safe direction).
+// - peak_tflops: dense (no sparsity) tensor-core BF16, or FP16 where the
+//   device has no BF16 (V100, T4, Titan RTX, RTX 2080 Ti). GeForce cards
+//   run FP16 tensor math with FP32 accumulation, which mixed-precision
+//   training needs, at half the FP16-accumulate rate: RTX 3090 71 (not
+//   142), RTX 2080 Ti 53.8 (not 107.6).
+// - peak_fp32_tflops: non-tensor FP32. H800 and GH200 list none; they use
+//   the same GH100 SXM silicon and clocks as H100 SXM (66.9). H20 uses the
+//   44 TFLOPS of third-party listings.
+// - hbm_GBps: memory bandwidth, TB/s x 1000.
+// - nvlink_GBps: half the listed bidirectional GPU-GPU bandwidth, i.e. per
+//   GPU per direction, which is what a ring collective streams. NVLink
+//   *bridges* (H100 PCIe, A40, RTX 3090, Titan RTX, RTX 2080 Ti) join only
+//   pairs of cards; an 8-GPU node still rings over PCIe, so they count as 0.
+//   MI250X / MI300X: Infinity Fabric, same rule (800 -> 400, 896 -> 448).
+// - pcie_GBps: per direction, x16: Gen3 16, Gen4 32, Gen5 64. GH200 talks
+//   to its Grace CPU over NVLink-C2C, 900 GB/s bidirectional -> 450.
+// - MI250X is listed per module (two GCDs; software sees two devices of
+//   64 GB and half the peak each).
+struct DeviceRow {
+  const char* name;
+  double memory_GiB;
+  double peak_tflops;
+  double peak_fp32_tflops;
+  bool has_bf16;
+  double hbm_GBps;
+  double nvlink_GBps;
+  double pcie_GBps;
+};
+
+constexpr DeviceRow kDevices[] = {
+    // name         mem    peak    fp32  bf16   hbm     nvlink pcie
+    {"a100-40gb",   40,    312,    19.5, true,  1555,   300,   32},
+    {"a100-80gb",   80,    312,    19.5, true,  2039,   300,   32},
+    {"a800",        80,    312,    19.5, true,  2039,   200,   32},   // NVLink cut to 400 GB/s bidir
+    {"h100-sxm",    80,    989.4,  66.9, true,  3350,   450,   64},
+    {"h100-pcie",   80,    756,    51,   true,  2000,   0,     64},   // bridge pairs only
+    {"h800",        80,    989.4,  66.9, true,  3350,   200,   64},   // NVLink cut to 400 GB/s bidir
+    {"h20",         96,    148,    44,   true,  4000,   450,   64},
+    {"h200",        141,   989.4,  66.9, true,  4800,   450,   64},
+    {"gh200",       96,    989.4,  66.9, true,  4000,   450,   450},  // host link = NVLink-C2C
+    {"v100-16gb",   16,    125,    15.7, false, 900,    150,   16},
+    {"v100-32gb",   32,    125,    15.7, false, 900,    150,   16},
+    {"a10",         24,    125,    31.2, true,  600,    0,     32},
+    {"t4",          16,    65,     8.1,  false, 320,    0,     16},
+    {"l4",          24,    121,    30.3, true,  300,    0,     32},
+    {"a40",         48,    149.7,  37.4, true,  696,    0,     32},   // bridge pairs only
+    {"l40s",        48,    362.05, 91.6, true,  864,    0,     32},
+    {"rtx3090",     24,    71,     35.6, true,  936,    0,     32},   // bridge pairs only
+    {"titan-rtx",   24,    130,    16.3, false, 672,    0,     16},   // bridge pairs only
+    {"rtx2080ti",   11,    53.8,   13.4, false, 616,    0,     16},   // bridge pairs only
+    {"mi250x",      128,   383,    47.9, true,  3276.8, 400,   32},
+    {"mi300x",      192,   1307.4, 163.4, true, 5300,   448,   64},
+};
+
+DeviceSpec to_device(const DeviceRow& r) {
+  DeviceSpec d;
+  d.name = r.name;
+  d.memory_GiB = r.memory_GiB;
+  d.peak_tflops = r.peak_tflops;
+  d.peak_fp32_tflops = r.peak_fp32_tflops;
+  d.has_bf16 = r.has_bf16;
+  d.hbm_GBps = r.hbm_GBps;
+  d.memory_efficiency = kDefaultMemoryEfficiency;
+  d.gemm_efficiency.assign(kDefaultGemmEfficiency.begin(), kDefaultGemmEfficiency.end());
+  d.nvlink_GBps = r.nvlink_GBps;
+  d.pcie_GBps = r.pcie_GBps;
+  return d;
+}
+
+// ------------------------------------------------------------------- models
+//
+// GPT-3: Brown et al. 2020, "Language Models are Few-Shot Learners",
+// Table 2.1 (layers, d_model, heads); ffn = 4 d_model, BPE vocabulary 50257,
+// context 2048, embeddings tied with the output layer. Two rows of the table
+// are inconsistent with heads x d_head = d_model and are taken as Megatron
+// reproductions do: 1.3B prints 24 heads of 128 (= 3072 != 2048) -> 16
+// heads of 128; 13B prints d_model 5140 with 40 heads of 128 -> 5120.
+ModelSpec gpt3(const char* name, int layers, int hidden, int heads) {
+  ModelSpec m;
+  m.name = name;
+  m.family = ModelFamily::gpt;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn_hidden = 4 * hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.vocab = 50257;
+  m.seq_len = 2048;
+  m.tied_embeddings = true;
+  m.flash_attention = false;
+  return m;
+}
+
+// Llama 3: Dubey et al. 2024, "The Llama 3 Herd of Models", Table 3
+// (layers, model dimension, FFN dimension, attention heads, key/value heads);
+// vocabulary 128256, context 8192, untied output layer; trained with
+// FlashAttention-style fused attention.
+ModelSpec llama3(const char* name, int layers, int hidden, int ffn_hidden, int heads, int kv_heads) {
+  ModelSpec m;
+  m.name = name;
+  m.family = ModelFamily::llama;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn_hidden = ffn_hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.vocab = 128256;
+  m.seq_len = 8192;
+  m.tied_embeddings = false;
+  m.flash_attention = true;
+  return m;
+}
+
+// A word-level LSTM language model in the generic layer-list form: token
+// embedding, two LSTM layers, output projection + softmax loss. Per
+// sequence of s tokens, hidden h, vocabulary V, 2-byte activations:
+// - embedding: V·h parameters; a lookup (no FLOPs worth counting); keeps
+//   only the token ids (8 bytes each) for backward; outputs s·h values.
+// - LSTM layer (Hochreiter & Schmidhuber 1997, in the usual four-gate form
+//   with one bias per gate): 4·(h·h + h·h + h) parameters (input weights,
+//   recurrent weights, bias); per token the two gate GEMMs cost
+//   2·4·(h·h + h·h) FLOPs; backward keeps per token the input, the four
+//   gate activations, the cell state and tanh(cell): 7·h values.
+// - output projection: h·V parameters (untied); 2·s·h·V FLOPs; keeps its
+//   input (s·h values) and the fp32 logits (s·V·4 bytes) for the loss;
+//   outputs one fp32 loss per token.
+ModelSpec lstm_language_model() {
+  constexpr double V = 32000, h = 2048, s = 512;
+  constexpr double kValueBytes = 2, kMB = 1e6, kGFLOP = 1e9;
+  ModelSpec m;
+  m.name = "lstm-2layer-lm";
+  m.family = ModelFamily::generic;
+  m.hidden = static_cast<int>(h);
+  m.ffn_hidden = 0;
+  m.heads = 1;      // one "head": generic layers are not tensor-parallel
+  m.kv_heads = 1;
+  m.vocab = static_cast<int>(V);
+  m.seq_len = static_cast<int>(s);
+  m.tied_embeddings = false;
+  m.flash_attention = false;
+  const double hidden_out_MB = s * h * kValueBytes / kMB;
+  m.generic_layers.push_back({"embedding", V * h, 0.0, s * 8 / kMB, hidden_out_MB});
+  for (const char* name : {"lstm1", "lstm2"})
+    m.generic_layers.push_back({name, 4 * (h * h + h * h + h), 2 * 4 * (h * h + h * h) * s / kGFLOP,
+                                7 * h * s * kValueBytes / kMB, hidden_out_MB});
+  m.generic_layers.push_back({"output", h * V, 2 * s * h * V / kGFLOP, hidden_out_MB + s * V * 4 / kMB, s * 4 / kMB});
+  m.layers = static_cast<int>(m.generic_layers.size());
+  return m;
+}
+
+std::vector<ModelSpec> all_models() {
+  return {
+      gpt3("gpt3-125m", 12, 768, 12),
+      gpt3("gpt3-350m", 24, 1024, 16),
+      gpt3("gpt3-760m", 24, 1536, 16),
+      gpt3("gpt3-1.3b", 24, 2048, 16),
+      gpt3("gpt3-2.7b", 32, 2560, 32),
+      gpt3("gpt3-6.7b", 32, 4096, 32),
+      gpt3("gpt3-13b", 40, 5120, 40),
+      gpt3("gpt3-175b", 96, 12288, 96),
+      llama3("llama3-8b", 32, 4096, 14336, 32, 8),
+      llama3("llama3-70b", 80, 8192, 28672, 64, 8),
+      llama3("llama3-405b", 126, 16384, 53248, 128, 8),
+      lstm_language_model(),
+  };
+}
+
+// ----------------------------------------------------------------- clusters
+
+struct GroupRow {
+  const char* device;
+  int nodes;
+  int gpus_per_node;
+};
+
+struct ClusterRow {
+  const char* name;
+  std::vector<GroupRow> groups;
+};
+
+// Mixed clusters put the fastest GPUs first only for readability; the
+// search chooses the pipeline order itself.
+const std::vector<ClusterRow>& cluster_rows() {
+  static const std::vector<ClusterRow> rows = {
+      {"a100x8", {{"a100-80gb", 1, 8}}},
+      {"a100-80gb-128nodes", {{"a100-80gb", 128, 8}}},
+      {"h100-sxm-4nodes", {{"h100-sxm", 4, 8}}},
+      {"mixed-a100-v100", {{"a100-40gb", 2, 8}, {"v100-32gb", 2, 8}}},
+      {"mixed-h100-a100", {{"h100-sxm", 2, 8}, {"a100-80gb", 4, 8}}},
+      {"mixed-h100-a100-v100", {{"h100-sxm", 1, 8}, {"a100-40gb", 2, 8}, {"v100-32gb", 2, 8}}},
+  };
+  return rows;
+}
+
+constexpr const char* kDefaultAlias = "default";
+
+// ----------------------------------------------------------------- training
+
+// Megatron-LM's GPT-3 175B run (Narayanan et al. 2021, Table 2, PTD-P row):
+// batch 1536 sequences of 2048 tokens, micro-batch 1, full activation
+// recomputation, no distributed optimizer.
+TrainingSpec megatron_gpt3_175b() {
+  TrainingSpec t;
+  t.global_batch = 1536;
+  t.seq_len = 2048;
+  t.precision = Precision::bf16;
+  t.micro_batch_sizes = {1};
+  t.recompute_modes = {Recompute::full};
+  t.zero = 0;
+  return t;
+}
+
+[[noreturn]] void unknown(const char* what, const std::string& name, const std::vector<std::string>& names) {
+  throw InputError("", what, name, detail::names_with_hint(names, name));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ devices
+
+std::vector<std::string> catalog_device_names() {
+  std::vector<std::string> out;
+  for (const auto& r : kDevices) out.emplace_back(r.name);
+  return out;
+}
+
+bool is_catalog_device(const std::string& name) {
+  return std::any_of(std::begin(kDevices), std::end(kDevices), [&](const DeviceRow& r) { return name == r.name; });
+}
+
+DeviceSpec catalog_device(const std::string& name) {
+  for (const auto& r : kDevices)
+    if (name == r.name) return to_device(r);
+  unknown("device", name, catalog_device_names());
+}
+
+// ------------------------------------------------------------------- models
+
+std::vector<std::string> catalog_model_names() {
+  std::vector<std::string> out;
+  for (const auto& m : all_models()) out.push_back(m.name);
+  return out;
+}
+
+bool is_catalog_model(const std::string& name) {
+  const auto names = catalog_model_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+ModelSpec catalog_model(const std::string& name) {
+  for (auto& m : all_models())
+    if (m.name == name) return m;
+  unknown("model", name, catalog_model_names());
+}
+
+// ----------------------------------------------------------------- clusters
+
+NodeGroup make_node_group(const DeviceSpec& device, int nodes, int gpus_per_node) {
+  NodeGroup g;
+  g.name = device.name;
+  g.device = device;
+  g.nodes = nodes;
+  g.gpus_per_node = gpus_per_node;
+  const bool nvlink = device.nvlink_GBps > 0;
+  g.intra_node_GBps = nvlink ? device.nvlink_GBps : device.pcie_GBps;
+  g.intra_node_latency_us = nvlink ? kNvlinkLatencyUs : kPcieLatencyUs;
+  g.inter_node_GBps = kDefaultInterNodeGBps;
+  g.inter_node_latency_us = kDefaultInterNodeLatencyUs;
+  return g;
+}
+
+std::vector<std::string> catalog_cluster_names() {
+  std::vector<std::string> out{kDefaultAlias};
+  for (const auto& r : cluster_rows()) out.emplace_back(r.name);
+  return out;
+}
+
+bool is_catalog_cluster(const std::string& name) {
+  const auto names = catalog_cluster_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+ClusterSpec catalog_cluster(const std::string& name) {
+  const std::string wanted = name == kDefaultAlias ? kDefaultClusterName : name;
+  for (const auto& r : cluster_rows()) {
+    if (wanted != r.name) continue;
+    ClusterSpec c;
+    c.name = r.name;
+    for (const auto& g : r.groups) c.groups.push_back(make_node_group(catalog_device(g.device), g.nodes, g.gpus_per_node));
+    c.inter_group_GBps = kDefaultInterGroupGBps;
+    c.inter_group_latency_us = kDefaultInterGroupLatencyUs;
+    return c;
+  }
+  unknown("cluster", name, catalog_cluster_names());
+}
+
+// ----------------------------------------------------------------- training
+
+std::vector<std::string> catalog_training_names() { return {kDefaultTrainingName, "gpt3-175b-megatron"}; }
+
+bool is_catalog_training(const std::string& name) {
+  const auto names = catalog_training_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TrainingSpec catalog_training(const std::string& name) {
+  if (name == kDefaultTrainingName) return TrainingSpec{};
+  if (name == "gpt3-175b-megatron") return megatron_gpt3_175b();
+  unknown("training", name, catalog_training_names());
+}
+
+}  // namespace autohaap

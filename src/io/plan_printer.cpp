@@ -1,0 +1,106 @@
+#include "autohaap/io/plan_printer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace autohaap {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string printf_string(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+std::string layer_range(const StagePlan& s) {
+  return "[" + std::to_string(s.layer_begin) + "," + std::to_string(s.layer_end) + ")";
+}
+
+}  // namespace
+
+std::string format_stage_table(const CostModel& model, const Plan& plan) {
+  std::string out = printf_string("%-5s %-10s %5s %7s %-10s %-9s %9s %9s %8s %8s %8s %8s %8s %s\n", "stage", "device",
+                                  "gpus", "tp x dp", "layers", "recompute", "fwd ms", "bwd ms", "send ms", "sync ms",
+                                  "opt ms", "mem GiB", "cap GiB", "fits");
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const StagePlan& s = plan.stages[i];
+    const StageEstimate e = model.stage(plan, i);
+    const std::string tpdp = std::to_string(s.tp) + " x " + std::to_string(s.dp);
+    out += printf_string("%-5d %-10s %5d %7s %-10s %-9s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %s\n", i,
+                         s.device.c_str(), s.gpus, tpdp.c_str(), layer_range(s).c_str(), to_string(s.recompute),
+                         e.forward_s * 1e3, e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
+                         e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
+  }
+  return out;
+}
+
+std::string format_memory_table(const CostModel& model, const Plan& plan) {
+  std::string out = printf_string("%-5s %9s %9s %9s %11s %8s %9s %9s\n", "stage", "weights", "grads", "optim",
+                                  "activations", "logits", "headroom", "total");
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const MemoryBreakdown m = model.stage(plan, i).memory;
+    out += printf_string("%-5d %9.2f %9.2f %9.2f %11.2f %8.2f %9.2f %9.2f\n", i, m.weights / kGiB,
+                         m.gradients / kGiB, m.optimizer / kGiB, m.activations / kGiB, m.logits / kGiB,
+                         m.headroom / kGiB, m.total() / kGiB);
+  }
+  return out;
+}
+
+std::string format_fit_problems(const CostModel& model, const Plan& plan) {
+  std::string out;
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const StageEstimate e = model.stage(plan, i);
+    if (e.fits()) continue;
+    out += printf_string("stage %d (%s, layers %s) does not fit: needs %.2f GiB per GPU, has %.2f GiB (over by %.2f GiB)\n",
+                         i, plan.stages[i].device.c_str(), layer_range(plan.stages[i]).c_str(),
+                         e.memory.total() / kGiB, e.capacity_bytes / kGiB, (e.memory.total() - e.capacity_bytes) / kGiB);
+  }
+  return out;
+}
+
+std::string format_summary_block(const Plan& plan, const std::string& status) {
+  const PredictedPerformance& p = plan.predicted;
+  const double max_mem = p.stage_memory_GiB.empty()
+                             ? 0.0
+                             : *std::max_element(p.stage_memory_GiB.begin(), p.stage_memory_GiB.end());
+  std::string stages;
+  for (const StagePlan& s : plan.stages) {
+    if (!stages.empty()) stages += " | ";
+    stages += s.device + " " + std::to_string(s.tp) + "x" + std::to_string(s.dp) + " " + layer_range(s) + " " +
+              to_string(s.recompute);
+  }
+  std::string out = "== AutoHAAP summary ==\n";
+  out += "status              : " + status + "\n";
+  out += "model               : " + plan.model + "\n";
+  out += "cluster             : " + plan.cluster + "\n";
+  out += printf_string("gpus                : %d\n", plan.num_gpus());
+  out += printf_string("pipeline_stages     : %zu\n", plan.stages.size());
+  out += "stages              : " + stages + "\n";
+  out += printf_string("micro_batch_size    : %d\n", plan.micro_batch_size);
+  out += printf_string("num_micro_batches   : %d\n", plan.num_micro_batches);
+  out += printf_string("iteration_time_s    : %.6g\n", p.iteration_time_s);
+  out += printf_string("tokens_per_s        : %.6g\n", p.tokens_per_s);
+  out += printf_string("mfu                 : %.4f\n", p.mfu);
+  out += printf_string("hfu                 : %.4f\n", p.hfu);
+  out += printf_string("tflops_per_gpu      : %.2f\n", p.model_tflops_per_gpu);
+  out += printf_string("max_memory_GiB      : %.2f\n", max_mem);
+  out += std::string("fits                : ") + (p.fits ? "yes" : "no") + "\n";
+  if (!plan.search.strategy.empty()) {
+    const SearchStats& s = plan.search;
+    out += "strategy            : " + s.strategy + "\n";
+    out += printf_string("evaluated           : %lld\n", static_cast<long long>(s.evaluated));
+    out += printf_string("pruned              : %lld\n", static_cast<long long>(s.pruned));
+    out += printf_string("cache_hits          : %lld\n", static_cast<long long>(s.cache_hits));
+    out += printf_string("cache_misses        : %lld\n", static_cast<long long>(s.cache_misses));
+    out += printf_string("wall_s              : %.3f\n", s.wall_s);
+    out += printf_string("ranks               : %d\n", s.ranks);
+    out += printf_string("threads             : %d\n", s.threads);
+  }
+  out += "== end summary ==\n";
+  return out;
+}
+
+}  // namespace autohaap

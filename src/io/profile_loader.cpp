@@ -1,0 +1,104 @@
+#include "autohaap/io/profile_loader.hpp"
+
+#include <array>
+#include <charconv>
+#include <sstream>
+#include <vector>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/catalog.hpp"
+
+namespace autohaap {
+namespace {
+
+constexpr std::array<const char*, 8> kOps = {"layer",   "attn_qkv",  "attn_core", "attn_out",
+                                             "mlp",     "elementwise", "embedding", "lm_head"};
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) {
+    while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\r')) cell.pop_back();
+    while (!cell.empty() && cell.front() == ' ') cell.erase(cell.begin());
+    cells.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+bool known_op(const std::string& op) {
+  std::string base = op;
+  const std::string suffix = "_backward";
+  if (base.size() > suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    base.resize(base.size() - suffix.size());
+  }
+  for (const char* k : kOps) {
+    if (base == k) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_profile_csv(ProfileTable& table, const std::string& path) {
+  const std::string text = read_file(path);
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) throw InputError(path, "header", "(empty file)", "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
+  const std::vector<std::string> header = split_csv_line(line);
+  const std::vector<std::string> expected = {"device", "op", "tp", "micro_batch", "seq_len", "latency_ms"};
+  if (header.size() < expected.size() || !std::equal(expected.begin(), expected.end(), header.begin()) ||
+      (header.size() == 7 && header[6] != "layer") || header.size() > 7) {
+    throw InputError(path, "header", line, "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
+  }
+  int row = 1;
+  while (std::getline(in, line)) {
+    ++row;
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> c = split_csv_line(line);
+    const std::string where = "row " + std::to_string(row);
+    if (c.size() != header.size() && !(c.size() == 6 && header.size() == 7)) {
+      throw InputError(path, where, line, std::to_string(header.size()) + " comma-separated cells");
+    }
+    auto integer = [&](int col, int min) {
+      int v = 0;
+      const std::string& s = c[col];
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p != s.data() + s.size() || v < min) {
+        throw InputError(path, where + "." + header[col], s, "an integer >= " + std::to_string(min));
+      }
+      return v;
+    };
+    ProfileKey key;
+    key.device = c[0];
+    if (!is_catalog_device(key.device)) throw InputError(path, where + ".device", key.device, "a catalog device name");
+    key.op = c[1];
+    if (!known_op(key.op)) {
+      throw InputError(path, where + ".op", key.op,
+                       "layer attn_qkv attn_core attn_out mlp elementwise embedding lm_head, optionally with _backward");
+    }
+    key.tp = integer(2, 1);
+    key.micro_batch = integer(3, 1);
+    key.seq_len = integer(4, 1);
+    double ms = 0;
+    try {
+      std::size_t used = 0;
+      ms = std::stod(c[5], &used);
+      if (used != c[5].size() || !(ms > 0)) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(path, where + ".latency_ms", c[5], "a positive number of milliseconds");
+    }
+    key.layer = (c.size() == 7 && !c[6].empty()) ? (c[6] == "-1" ? -1 : integer(6, 0)) : -1;
+    table.add(key, ms * 1e-3);
+  }
+}
+
+ProfileTable load_profile_csv(const std::string& path) {
+  ProfileTable t;
+  add_profile_csv(t, path);
+  return t;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,403 @@
+#include "autohaap/io/spec_loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/yaml_value.hpp"
+#include "name_list.hpp"
+
+namespace autohaap {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kPlanFormat = "autohaap-plan/1";
+
+// ---------------------------------------------------------------- helpers
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << std::setprecision(12) << v;
+  return out.str();
+}
+
+std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
+
+bool has_yaml_extension(const std::string& ref) {
+  const std::string ext = fs::path(ref).extension().string();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+// One of a fixed set of names, e.g. precision: bf16|fp16|fp32.
+template <class Enum>
+Enum parse_choice(const YamlValue& v, const std::vector<std::pair<std::string, Enum>>& choices) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices) {
+    if (v.is_scalar() && v.node().Scalar() == name) return value;
+    names.push_back(name);
+  }
+  v.fail(detail::names_with_hint(names, v.text()));
+}
+
+const std::vector<std::pair<std::string, ModelFamily>> kFamilies = {
+    {"gpt", ModelFamily::gpt}, {"llama", ModelFamily::llama}, {"generic", ModelFamily::generic}};
+const std::vector<std::pair<std::string, Precision>> kPrecisions = {
+    {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp32", Precision::fp32}};
+const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adam", Optimizer::adam}, {"sgd", Optimizer::sgd}};
+const std::vector<std::pair<std::string, Recompute>> kRecomputes = {
+    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+
+[[noreturn]] void unknown_name(const char* what, const std::string& ref, const std::vector<std::string>& names) {
+  throw InputError("", what, ref,
+                   "a YAML file path or a catalog " + std::string(what) + ": " + detail::names_with_hint(names, ref));
+}
+
+// ------------------------------------------------------------------ model
+
+ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
+  ModelSpec m;
+  m.family = parse_choice(obj.at("family", "gpt, llama or generic"), kFamilies);
+  m.name = obj.get_string("name", default_name);
+
+  if (m.family == ModelFamily::generic) {
+    // Shape keys of a transformer mean nothing here; accepting them would
+    // suggest they are used.
+    obj.check_keys({"name", "family", "layers", "seq_len", "hidden", "vocab"});
+    const YamlValue layers = obj.at("layers", "a list of layers");
+    if (!layers.is_list() || layers.node().size() == 0)
+      layers.fail("a non-empty list of {name, params, forward_gflop, activation_MB, output_MB} for family generic");
+    for (const YamlValue& item : layers.as_list()) {
+      const YamlObject l = item.as_object();
+      l.check_keys({"name", "params", "forward_gflop", "activation_MB", "output_MB"});
+      GenericLayer g;
+      g.name = l.get_string("name", "layer" + std::to_string(m.generic_layers.size()));
+      g.params = l.get_double("params", Bound::non_negative);
+      g.forward_gflop = l.get_double("forward_gflop", Bound::non_negative);
+      g.activation_MB = l.get_double("activation_MB", Bound::non_negative);
+      g.output_MB = l.get_double("output_MB", Bound::non_negative);
+      m.generic_layers.push_back(g);
+    }
+    m.layers = static_cast<int>(m.generic_layers.size());
+    m.seq_len = obj.get_int("seq_len", Bound::positive);
+    m.hidden = obj.get_int("hidden", Bound::positive, 0);
+    m.vocab = obj.get_int("vocab", Bound::positive, 0);
+    m.heads = m.kv_heads = 1;  // generic layers are not tensor-parallel
+    check_model(m, obj.file());
+    return m;
+  }
+
+  obj.check_keys({"name", "family", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len",
+                  "tied_embeddings", "flash_attention"});
+  const YamlValue layers = obj.at("layers", describe_int(Bound::positive));
+  if (layers.is_list()) layers.fail("a positive integer (a list of layers needs family: generic)");
+  m.layers = layers.as_int(Bound::positive);
+  m.hidden = obj.get_int("hidden", Bound::positive);
+  m.heads = obj.get_int("heads", Bound::positive);
+  m.kv_heads = obj.get_int("kv_heads", Bound::positive, m.heads);
+  m.vocab = obj.get_int("vocab", Bound::positive);
+  m.seq_len = obj.get_int("seq_len", Bound::positive);
+  const bool gpt = m.family == ModelFamily::gpt;
+  // GPT's MLP is 4h wide by construction; SwiGLU widths vary, so Llama
+  // files must say.
+  m.ffn_hidden = gpt ? obj.get_int("ffn_hidden", Bound::positive, 4 * m.hidden)
+                     : obj.get_int("ffn_hidden", Bound::positive);
+  m.tied_embeddings = obj.get_bool("tied_embeddings", gpt);
+  m.flash_attention = obj.get_bool("flash_attention", !gpt);
+  check_model(m, obj.file());
+  return m;
+}
+
+// ----------------------------------------------------------------- device
+
+std::vector<EfficiencyPoint> parse_efficiency_curve(const YamlValue& v) {
+  const char* kShape = "a non-empty list of [gemm_gflop, efficiency] pairs";
+  if (!v.is_list() || v.node().size() == 0) v.fail(kShape);
+  std::vector<EfficiencyPoint> curve;
+  for (const YamlValue& point : v.as_list()) {
+    if (!point.is_list() || point.node().size() != 2) point.fail("[gemm_gflop, efficiency]");
+    const auto pair = point.as_list();
+    EfficiencyPoint p;
+    p.gemm_gflop = pair[0].as_double(Bound::positive);
+    p.efficiency = pair[1].as_double(Bound::fraction);
+    if (!curve.empty() && p.gemm_gflop <= curve.back().gemm_gflop)
+      pair[0].fail("gemm_gflop above the previous point's " + number_text(curve.back().gemm_gflop) +
+                   " (strictly increasing)");
+    curve.push_back(p);
+  }
+  return curve;
+}
+
+// `default_name` empty: the name must be given (devices written inline).
+DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) {
+  obj.check_keys({"name", "base", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "has_bf16", "hbm_GBps",
+                  "memory_efficiency", "gemm_efficiency", "nvlink_GBps", "pcie_GBps"});
+  DeviceSpec d;
+  const bool from_base = obj.has("base");
+  if (from_base) {
+    const YamlValue base = obj.at("base", "a catalog device");
+    const std::string name = base.as_string();
+    if (!is_catalog_device(name)) base.fail("a catalog device: " + detail::names_with_hint(catalog_device_names(), name));
+    d = catalog_device(name);
+  } else {
+    d.memory_efficiency = kDefaultMemoryEfficiency;
+    d.gemm_efficiency.assign(kDefaultGemmEfficiency.begin(), kDefaultGemmEfficiency.end());
+  }
+  d.name = default_name.empty() ? obj.get_string("name") : obj.get_string("name", default_name);
+
+  // Without a base, the numbers that differ between every two devices are
+  // required; the rest have the catalog's defaults.
+  auto number = [&](const char* key, Bound bound, double& field, bool required) {
+    field = required && !from_base ? obj.get_double(key, bound) : obj.get_double(key, bound, field);
+  };
+  number("memory_GiB", Bound::positive, d.memory_GiB, true);
+  number("peak_tflops", Bound::positive, d.peak_tflops, true);
+  number("peak_fp32_tflops", Bound::positive, d.peak_fp32_tflops, true);
+  number("hbm_GBps", Bound::positive, d.hbm_GBps, true);
+  number("pcie_GBps", Bound::positive, d.pcie_GBps, true);
+  number("nvlink_GBps", Bound::non_negative, d.nvlink_GBps, false);
+  number("memory_efficiency", Bound::fraction, d.memory_efficiency, false);
+  d.has_bf16 = obj.get_bool("has_bf16", d.has_bf16);
+  if (auto curve = obj.find("gemm_efficiency")) d.gemm_efficiency = parse_efficiency_curve(*curve);
+  check_device(d, obj.file());
+  return d;
+}
+
+DeviceSpec load_device_file(const std::string& path) {
+  return parse_device(YamlObject(load_yaml_file(path), path, ""), stem_of(path));
+}
+
+// ---------------------------------------------------------------- cluster
+
+// A group's `device:` — a catalog name, a device file (relative paths are
+// relative to the cluster file), or a device written inline.
+DeviceSpec group_device(const YamlValue& v, const fs::path& cluster_dir) {
+  if (v.is_map()) return parse_device(v.as_object(), "");
+  const std::string ref = v.as_string();
+  fs::path path(ref);
+  if (path.is_relative()) path = cluster_dir / path;
+  const bool path_like = ref.find('/') != std::string::npos || has_yaml_extension(ref);
+  if (!path_like && is_catalog_device(ref)) return catalog_device(ref);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return load_device_file(path.string());
+  v.fail("a catalog device (" + detail::names_with_hint(catalog_device_names(), ref) +
+         ") or an existing device file (looked for " + path.string() + ")");
+}
+
+ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name) {
+  obj.check_keys({"name", "inter_group_GBps", "inter_group_latency_us", "groups"});
+  ClusterSpec c;
+  c.name = obj.get_string("name", default_name);
+  c.inter_group_GBps = obj.get_double("inter_group_GBps", Bound::positive, kDefaultInterGroupGBps);
+  c.inter_group_latency_us =
+      obj.get_double("inter_group_latency_us", Bound::non_negative, kDefaultInterGroupLatencyUs);
+
+  const YamlValue groups = obj.at("groups", "a non-empty list of node groups");
+  if (!groups.is_list() || groups.node().size() == 0)
+    groups.fail("a non-empty list of node groups {device, nodes, gpus_per_node, ...}");
+  const fs::path dir = fs::path(obj.file()).parent_path();
+  for (const YamlValue& item : groups.as_list()) {
+    const YamlObject g = item.as_object();
+    g.check_keys({"name", "device", "nodes", "gpus_per_node", "intra_node_GBps", "intra_node_latency_us",
+                  "inter_node_GBps", "inter_node_latency_us"});
+    const DeviceSpec device = group_device(g.at("device", "a catalog device or a device file"), dir);
+    NodeGroup n = make_node_group(device, g.get_int("nodes", Bound::positive), g.get_int("gpus_per_node", Bound::positive));
+    n.name = g.get_string("name", device.name);
+    n.intra_node_GBps = g.get_double("intra_node_GBps", Bound::positive, n.intra_node_GBps);
+    n.intra_node_latency_us = g.get_double("intra_node_latency_us", Bound::non_negative, n.intra_node_latency_us);
+    n.inter_node_GBps = g.get_double("inter_node_GBps", Bound::positive, n.inter_node_GBps);
+    n.inter_node_latency_us = g.get_double("inter_node_latency_us", Bound::non_negative, n.inter_node_latency_us);
+    // Plans and reports name groups; two with one name would be ambiguous.
+    for (const auto& earlier : c.groups)
+      if (earlier.name == n.name)
+        throw InputError(obj.file(), g.key_path("name"), n.name,
+                         "a name no other group has (set name: when two groups share a device)");
+    c.groups.push_back(std::move(n));
+  }
+  return c;
+}
+
+// --------------------------------------------------------------- training
+
+TrainingSpec parse_training(const YamlObject& obj) {
+  obj.check_keys({"global_batch", "seq_len", "precision", "optimizer", "zero", "micro_batch_sizes", "recompute",
+                  "headroom_GiB", "sequence_parallel"});
+  TrainingSpec t;
+  t.global_batch = obj.get_int("global_batch", Bound::positive);
+  t.seq_len = obj.get_int("seq_len", Bound::positive, 0);
+  if (auto v = obj.find("precision")) t.precision = parse_choice(*v, kPrecisions);
+  if (auto v = obj.find("optimizer")) t.optimizer = parse_choice(*v, kOptimizers);
+  if (auto v = obj.find("zero")) {
+    t.zero = v->as_int(Bound::non_negative);
+    if (t.zero > 3) v->fail("0, 1, 2 or 3");
+  }
+  if (auto v = obj.find("micro_batch_sizes")) {
+    if (!v->is_list() || v->node().size() == 0) v->fail("a non-empty list of positive integers, e.g. [1, 2, 4]");
+    t.micro_batch_sizes.clear();
+    for (const YamlValue& item : v->as_list()) {
+      const int b = item.as_int(Bound::positive);
+      if (std::find(t.micro_batch_sizes.begin(), t.micro_batch_sizes.end(), b) != t.micro_batch_sizes.end())
+        item.fail("each size once");
+      t.micro_batch_sizes.push_back(b);
+    }
+    // The order of a set to search carries no meaning; keep one order.
+    std::sort(t.micro_batch_sizes.begin(), t.micro_batch_sizes.end());
+  }
+  if (auto v = obj.find("recompute")) {
+    if (!v->is_list() || v->node().size() == 0) v->fail("a non-empty list of none, selective, full");
+    t.recompute_modes.clear();
+    for (const YamlValue& item : v->as_list()) {
+      const Recompute r = parse_choice(item, kRecomputes);
+      if (std::find(t.recompute_modes.begin(), t.recompute_modes.end(), r) != t.recompute_modes.end())
+        item.fail("each mode once");
+      t.recompute_modes.push_back(r);
+    }
+    std::sort(t.recompute_modes.begin(), t.recompute_modes.end());
+  }
+  t.headroom_GiB = obj.get_double("headroom_GiB", Bound::non_negative, t.headroom_GiB);
+  t.sequence_parallel = obj.get_bool("sequence_parallel", t.sequence_parallel);
+  return t;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ public
+
+bool is_file_reference(const std::string& ref) {
+  if (ref.find('/') != std::string::npos || has_yaml_extension(ref)) return true;
+  std::error_code ec;
+  return fs::is_regular_file(ref, ec);
+}
+
+ModelSpec load_model(const std::string& ref) {
+  if (!is_file_reference(ref)) {
+    if (!is_catalog_model(ref)) unknown_name("model", ref, catalog_model_names());
+    return catalog_model(ref);
+  }
+  return parse_model(YamlObject(load_yaml_file(ref), ref, ""), stem_of(ref));
+}
+
+DeviceSpec load_device(const std::string& ref) {
+  if (!is_file_reference(ref)) {
+    if (!is_catalog_device(ref)) unknown_name("device", ref, catalog_device_names());
+    return catalog_device(ref);
+  }
+  return load_device_file(ref);
+}
+
+ClusterSpec load_cluster(const std::string& ref) {
+  if (!is_file_reference(ref)) {
+    if (!is_catalog_cluster(ref)) unknown_name("cluster", ref, catalog_cluster_names());
+    return catalog_cluster(ref);
+  }
+  return parse_cluster(YamlObject(load_yaml_file(ref), ref, ""), stem_of(ref));
+}
+
+TrainingSpec load_training(const std::string& ref) {
+  if (ref.empty()) return catalog_training(kDefaultTrainingName);
+  if (!is_file_reference(ref)) {
+    if (!is_catalog_training(ref)) unknown_name("training", ref, catalog_training_names());
+    return catalog_training(ref);
+  }
+  return parse_training(YamlObject(load_yaml_file(ref), ref, ""));
+}
+
+Problem load_problem(const std::string& model, const std::string& cluster, const std::string& training) {
+  Problem p;
+  p.model = load_model(model);
+  p.cluster = load_cluster(cluster);
+  p.training = load_training(training);
+  return p;
+}
+
+std::string validate_file(const std::string& path) {
+  const YamlObject obj(load_yaml_file(path), path, "");
+  if (auto format = obj.find("format")) {
+    if (format->as_string() != kPlanFormat) format->fail(kPlanFormat);
+    return "plan";
+  }
+  if (obj.has("groups")) {
+    parse_cluster(obj, stem_of(path));
+    return "cluster";
+  }
+  if (obj.has("family") || obj.has("layers")) {
+    parse_model(obj, stem_of(path));
+    return "model";
+  }
+  if (obj.has("peak_tflops") || obj.has("memory_GiB") || obj.has("base")) {
+    parse_device(obj, stem_of(path));
+    return "device";
+  }
+  if (obj.has("global_batch")) {
+    parse_training(obj);
+    return "training";
+  }
+  throw InputError(path, "", detail::join_names(obj.keys()),
+                   "the keys of a model (family, layers), device (memory_GiB, peak_tflops), cluster (groups), "
+                   "training (global_batch) or plan (format: " +
+                       std::string(kPlanFormat) + ") file");
+}
+
+// ------------------------------------------------------------- invariants
+
+void check_model(const ModelSpec& m, const std::string& file) {
+  auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
+    if (!ok) throw InputError(file, key, number_text(value), allowed);
+  };
+  require(!m.name.empty(), "name", 0, "a non-empty name");
+  require(m.seq_len > 0, "seq_len", m.seq_len, describe_int(Bound::positive));
+  if (m.family == ModelFamily::generic) {
+    require(m.layers > 0 && static_cast<std::size_t>(m.layers) == m.generic_layers.size(), "layers", m.layers,
+            "the number of entries of the layer list (" + std::to_string(m.generic_layers.size()) + ", at least 1)");
+    require(m.heads == 1 && m.kv_heads == 1, "heads", m.heads, "1 (generic layers are not tensor-parallel)");
+    for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
+      const GenericLayer& g = m.generic_layers[i];
+      const std::string at = "layers[" + std::to_string(i) + "].";
+      for (auto [key, v] : {std::pair{"params", g.params}, {"forward_gflop", g.forward_gflop},
+                            {"activation_MB", g.activation_MB}, {"output_MB", g.output_MB}})
+        if (!(std::isfinite(v) && v >= 0)) throw InputError(file, at + key, number_text(v), describe_double(Bound::non_negative));
+    }
+    return;
+  }
+  require(m.generic_layers.empty(), "layers", m.layers, "a layer count (a layer list needs family: generic)");
+  require(m.layers > 0, "layers", m.layers, describe_int(Bound::positive));
+  require(m.hidden > 0, "hidden", m.hidden, describe_int(Bound::positive));
+  require(m.ffn_hidden > 0, "ffn_hidden", m.ffn_hidden, describe_int(Bound::positive));
+  require(m.heads > 0, "heads", m.heads, describe_int(Bound::positive));
+  require(m.kv_heads > 0, "kv_heads", m.kv_heads, describe_int(Bound::positive));
+  require(m.vocab > 0, "vocab", m.vocab, describe_int(Bound::positive));
+  require(m.hidden % m.heads == 0, "hidden", m.hidden,
+          "a multiple of heads (" + std::to_string(m.heads) + "): each head gets hidden / heads dimensions");
+  require(m.heads % m.kv_heads == 0, "kv_heads", m.kv_heads,
+          "a divisor of heads (" + std::to_string(m.heads) + "): query heads share key/value heads in equal groups");
+}
+
+void check_device(const DeviceSpec& d, const std::string& file) {
+  auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
+    if (!ok) throw InputError(file, key, number_text(value), allowed);
+  };
+  require(!d.name.empty(), "name", 0, "a non-empty name");
+  require(d.memory_GiB > 0, "memory_GiB", d.memory_GiB, describe_double(Bound::positive));
+  require(d.peak_tflops > 0, "peak_tflops", d.peak_tflops, describe_double(Bound::positive));
+  require(d.peak_fp32_tflops > 0, "peak_fp32_tflops", d.peak_fp32_tflops, describe_double(Bound::positive));
+  require(d.hbm_GBps > 0, "hbm_GBps", d.hbm_GBps, describe_double(Bound::positive));
+  require(d.memory_efficiency > 0 && d.memory_efficiency <= 1, "memory_efficiency", d.memory_efficiency,
+          describe_double(Bound::fraction));
+  require(d.nvlink_GBps >= 0, "nvlink_GBps", d.nvlink_GBps, describe_double(Bound::non_negative));
+  require(d.pcie_GBps > 0, "pcie_GBps", d.pcie_GBps, describe_double(Bound::positive));
+  require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
+  for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
+    const EfficiencyPoint& p = d.gemm_efficiency[i];
+    const std::string at = "gemm_efficiency[" + std::to_string(i) + "]";
+    if (!(p.gemm_gflop > 0) || (i > 0 && p.gemm_gflop <= d.gemm_efficiency[i - 1].gemm_gflop))
+      throw InputError(file, at, number_text(p.gemm_gflop), "gemm_gflop > 0, strictly increasing");
+    if (!(p.efficiency > 0 && p.efficiency <= 1)) throw InputError(file, at, number_text(p.efficiency), describe_double(Bound::fraction));
+  }
+}
+
+}  // namespace autohaap

@@ -1,0 +1,200 @@
+#include "autohaap/io/yaml_value.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "autohaap/error.hpp"
+#include "name_list.hpp"
+
+namespace autohaap {
+
+namespace {
+
+bool within(double v, Bound bound) {
+  switch (bound) {
+    case Bound::any: return true;
+    case Bound::non_negative: return v >= 0;
+    case Bound::positive: return v > 0;
+    case Bound::fraction: return v > 0 && v <= 1;
+  }
+  return false;
+}
+
+std::string line_column(const YAML::Mark& mark) {
+  // yaml-cpp counts from 0; editors count from 1.
+  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+}
+
+}  // namespace
+
+std::string describe_int(Bound bound) {
+  switch (bound) {
+    case Bound::any: return "an integer";
+    case Bound::non_negative: return "an integer >= 0";
+    case Bound::positive: return "a positive integer";
+    case Bound::fraction: return "an integer in (0, 1]";
+  }
+  return "an integer";
+}
+
+std::string describe_double(Bound bound) {
+  switch (bound) {
+    case Bound::any: return "a number";
+    case Bound::non_negative: return "a number >= 0";
+    case Bound::positive: return "a positive number";
+    case Bound::fraction: return "a number in (0, 1]";
+  }
+  return "a number";
+}
+
+// ---------------------------------------------------------------- YamlValue
+
+std::string YamlValue::text() const {
+  if (!node_ || node_.IsNull()) return "null";
+  if (node_.IsScalar()) return node_.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node_;
+  return out.c_str();
+}
+
+void YamlValue::fail(const std::string& allowed) const { throw InputError(file_, path_, text(), allowed); }
+
+int YamlValue::as_int(Bound bound) const {
+  int v = 0;
+  // convert<int> demands the whole scalar be an integer: "3.5", "4x" and
+  // out-of-range numbers fail instead of being truncated.
+  if (!node_.IsScalar() || !YAML::convert<int>::decode(node_, v) || !within(v, bound)) fail(describe_int(bound));
+  return v;
+}
+
+double YamlValue::as_double(Bound bound) const {
+  double v = 0;
+  if (!node_.IsScalar() || !YAML::convert<double>::decode(node_, v) || !std::isfinite(v) || !within(v, bound))
+    fail(describe_double(bound));
+  return v;
+}
+
+bool YamlValue::as_bool() const {
+  bool v = false;
+  if (!node_.IsScalar() || !YAML::convert<bool>::decode(node_, v)) fail("true or false");
+  return v;
+}
+
+std::string YamlValue::as_string() const {
+  if (!node_.IsScalar() || node_.Scalar().empty()) fail("a non-empty string");
+  return node_.Scalar();
+}
+
+YamlObject YamlValue::as_object() const { return YamlObject(node_, file_, path_); }
+
+std::vector<YamlValue> YamlValue::as_list() const {
+  if (!node_.IsSequence()) fail("a list");
+  std::vector<YamlValue> out;
+  out.reserve(node_.size());
+  for (std::size_t i = 0; i < node_.size(); ++i)
+    out.emplace_back(node_[i], file_, path_ + "[" + std::to_string(i) + "]");
+  return out;
+}
+
+// --------------------------------------------------------------- YamlObject
+
+YamlObject::YamlObject(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+  if (!node_.IsMap()) YamlValue(node_, file_, path_).fail("a map of key: value");
+  // yaml-cpp keeps both copies of a repeated key and lookups see the first;
+  // a user editing the second would be ignored without a word.
+  std::set<std::string> seen;
+  for (const auto& kv : node_) {
+    if (!kv.first.IsScalar()) YamlValue(kv.first, file_, path_).fail("plain keys");
+    const std::string& key = kv.first.Scalar();
+    if (!seen.insert(key).second) throw InputError(file_, key_path(key), key, "each key at most once");
+  }
+}
+
+std::string YamlObject::key_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+bool YamlObject::has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+
+std::vector<std::string> YamlObject::keys() const {
+  std::vector<std::string> out;
+  for (const auto& kv : node_) out.push_back(kv.first.Scalar());
+  return out;
+}
+
+void YamlObject::check_keys(const std::vector<std::string>& allowed) const {
+  for (const auto& kv : node_) {
+    const std::string& key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      throw InputError(file_, key_path(key), key, "keys " + detail::names_with_hint(allowed, key));
+  }
+}
+
+std::optional<YamlValue> YamlObject::find(const std::string& key) const {
+  const YAML::Node child = node_[key];
+  if (!child) return std::nullopt;
+  return YamlValue(child, file_, key_path(key));
+}
+
+YamlValue YamlObject::at(const std::string& key, const std::string& expected) const {
+  auto v = find(key);
+  if (!v) throw InputError(file_, key_path(key), "(missing)", "required: " + expected);
+  return *v;
+}
+
+int YamlObject::get_int(const std::string& key, Bound bound) const {
+  return at(key, describe_int(bound)).as_int(bound);
+}
+
+int YamlObject::get_int(const std::string& key, Bound bound, int fallback) const {
+  auto v = find(key);
+  return v ? v->as_int(bound) : fallback;
+}
+
+double YamlObject::get_double(const std::string& key, Bound bound) const {
+  return at(key, describe_double(bound)).as_double(bound);
+}
+
+double YamlObject::get_double(const std::string& key, Bound bound, double fallback) const {
+  auto v = find(key);
+  return v ? v->as_double(bound) : fallback;
+}
+
+bool YamlObject::get_bool(const std::string& key, bool fallback) const {
+  auto v = find(key);
+  return v ? v->as_bool() : fallback;
+}
+
+std::string YamlObject::get_string(const std::string& key) const { return at(key, "a non-empty string").as_string(); }
+
+std::string YamlObject::get_string(const std::string& key, const std::string& fallback) const {
+  auto v = find(key);
+  return v ? v->as_string() : fallback;
+}
+
+// ------------------------------------------------------------------ parsing
+
+YAML::Node parse_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source, line_column(e.mark), e.msg, "well-formed YAML");
+  }
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "", "no such file", "an existing YAML file");
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "unreadable", "a readable YAML file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_yaml(text.str(), path);
+}
+
+}  // namespace autohaap

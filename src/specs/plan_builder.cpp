@@ -1,0 +1,92 @@
+#include "autohaap/plan_builder.hpp"
+
+#include <string>
+
+#include "autohaap/error.hpp"
+
+namespace autohaap {
+
+std::vector<std::pair<int, int>> even_layer_split(int layers, int stages) {
+  std::vector<std::pair<int, int>> ranges;
+  int begin = 0;
+  for (int i = 0; i < stages; ++i) {
+    const int n = layers / stages + (i < layers % stages ? 1 : 0);
+    ranges.emplace_back(begin, begin + n);
+    begin += n;
+  }
+  return ranges;
+}
+
+Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
+  const std::string src = "command line";
+  auto positive = [&](const char* flag, int v) {
+    if (v <= 0) throw InputError(src, flag, std::to_string(v), "a positive integer");
+  };
+  positive("--tp", r.tp);
+  positive("--pp", r.pp);
+  positive("--dp", r.dp);
+  positive("--micro-batch", r.micro_batch_per_replica);
+  const ModelSpec& model = problem.model;
+  if (r.pp > model.layers) {
+    throw InputError(src, "--pp", std::to_string(r.pp),
+                     "at most the model's " + std::to_string(model.layers) + " layers");
+  }
+  if (model.heads % r.tp != 0) {
+    throw InputError(src, "--tp", std::to_string(r.tp),
+                     "a divisor of the model's " + std::to_string(model.heads) + " attention heads");
+  }
+  const int B = r.micro_batch_per_replica * r.dp;
+  const int G = problem.training.global_batch;
+  if (G % B != 0) {
+    throw InputError(src, "--micro-batch", std::to_string(r.micro_batch_per_replica),
+                     "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
+  }
+  const int needed = r.tp * r.pp * r.dp;
+  if (needed > problem.cluster.total_gpus()) {
+    throw InputError(src, "--tp x --pp x --dp", std::to_string(needed),
+                     "at most the cluster's " + std::to_string(problem.cluster.total_gpus()) + " GPUs");
+  }
+
+  Plan plan;
+  plan.model = model.name;
+  plan.cluster = problem.cluster.name;
+  plan.global_batch = G;
+  plan.micro_batch_size = B;
+  plan.num_micro_batches = G / B;
+  plan.zero = problem.training.zero;
+  const auto split = even_layer_split(model.layers, r.pp);
+  int group = 0, next_gpu = 0;
+  for (int i = 0; i < r.pp; ++i) {
+    while (group < static_cast<int>(problem.cluster.groups.size()) &&
+           next_gpu + r.tp * r.dp > problem.cluster.groups[group].gpus()) {
+      ++group;
+      next_gpu = 0;
+    }
+    if (group >= static_cast<int>(problem.cluster.groups.size())) {
+      throw InputError(src, "--pp", std::to_string(r.pp),
+                       "stages of tp x dp = " + std::to_string(r.tp * r.dp) +
+                           " GPUs that fit inside the cluster's node groups (a stage never spans two groups)");
+    }
+    const NodeGroup& g = problem.cluster.groups[group];
+    if (r.tp > g.gpus_per_node || g.gpus_per_node % r.tp != 0) {
+      throw InputError(src, "--tp", std::to_string(r.tp),
+                       "a divisor of the " + std::to_string(g.gpus_per_node) + " GPUs per node of group '" + g.name +
+                           "' (tensor parallelism stays inside a node)");
+    }
+    StagePlan s;
+    s.group = group;
+    s.device = g.device.name;
+    s.first_gpu = next_gpu;
+    s.gpus = r.tp * r.dp;
+    s.tp = r.tp;
+    s.dp = r.dp;
+    s.layer_begin = split[i].first;
+    s.layer_end = split[i].second;
+    s.recompute = r.recompute;
+    plan.stages.push_back(s);
+    next_gpu += s.gpus;
+  }
+  return plan;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,141 @@
+// Atomic file writes: the target is replaced whole, nothing is left beside
+// it, permissions survive, concurrent writers leave one complete version,
+// and every failure is an InputError naming the path and the reason.
+#include "autohaap/io/atomic_file.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "autohaap/error.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AtomicFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("autohaap_atomic_file_" + std::string(info->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    return names;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(AtomicFile, ReplacesContentAndLeavesNoTemporaryFile) {
+  const std::string path = (dir_ / "plan.yaml").string();
+  write_file_atomically(path, "first version, longer than the second\n");
+  write_file_atomically(path, "second\n");
+  EXPECT_EQ(read_file(path), "second\n");
+  EXPECT_EQ(entries(), std::vector<std::string>{"plan.yaml"});
+}
+
+TEST_F(AtomicFile, WritesEmptyAndBinaryContents) {
+  const std::string path = (dir_ / "blob").string();
+  write_file_atomically(path, "");
+  EXPECT_EQ(read_file(path), "");
+  const std::string bytes("a\0b\xff", 4);
+  write_file_atomically(path, bytes);
+  EXPECT_EQ(read_file(path), bytes);
+}
+
+TEST_F(AtomicFile, KeepsThePermissionsOfTheFileItReplaces) {
+  const std::string path = (dir_ / "cache.bin").string();
+  write_file_atomically(path, "old");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  write_file_atomically(path, "new");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+}
+
+TEST_F(AtomicFile, ConcurrentWritersLeaveOneCompleteVersion) {
+  const std::string path = (dir_ / "shared.txt").string();
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) write_file_atomically(path, std::string(1000, static_cast<char>('a' + t)));
+    });
+  for (auto& w : writers) w.join();
+  const std::string text = read_file(path);
+  ASSERT_EQ(text.size(), 1000u);
+  EXPECT_EQ(text, std::string(1000, text.front()));
+  EXPECT_EQ(entries(), std::vector<std::string>{"shared.txt"});
+}
+
+TEST_F(AtomicFile, MissingDirectoryIsAClearError) {
+  const std::string path = (dir_ / "no-such-dir" / "plan.json").string();
+  try {
+    write_file_atomically(path, "x");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_EQ(e.allowed(), "a writable path");
+    EXPECT_NE(e.value().find("No such file or directory"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(AtomicFile, ADirectoryCannotBeReplaced) {
+  fs::create_directories(dir_ / "out");
+  EXPECT_THROW(write_file_atomically((dir_ / "out").string(), "x"), InputError);
+  EXPECT_THROW(write_file_atomically((dir_ / "out").string() + "/", "x"), InputError);
+  EXPECT_THROW(write_file_atomically("", "x"), InputError);
+  // The failed rename took its temporary file with it.
+  EXPECT_EQ(entries(), std::vector<std::string>{"out"});
+}
+
+TEST_F(AtomicFile, AFileInPlaceOfTheDirectoryIsAClearError) {
+  write_file_atomically((dir_ / "plans").string(), "not a directory");
+  try {
+    write_file_atomically((dir_ / "plans" / "plan.yaml").string(), "x");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.value().find("Not a directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(AtomicFile, UnwritableDirectoryIsAClearError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may write anywhere";
+  fs::create_directories(dir_ / "locked");
+  fs::permissions(dir_ / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+  const std::string path = (dir_ / "locked" / "plan.yaml").string();
+  try {
+    write_file_atomically(path, "x");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.value().find("Permission denied"), std::string::npos) << e.what();
+  }
+  fs::permissions(dir_ / "locked", fs::perms::owner_all);
+}
+
+TEST_F(AtomicFile, ReadingMissingFilesAndDirectoriesFailsClearly) {
+  const std::string missing = (dir_ / "absent.yaml").string();
+  try {
+    read_file(missing);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), missing);
+    EXPECT_NE(e.value().find("No such file or directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_file(dir_.string()), InputError);
+  EXPECT_THROW(read_file(""), InputError);
+}
+
+}  // namespace
+}  // namespace autohaap

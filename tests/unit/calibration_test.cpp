@@ -1,0 +1,101 @@
+// Calibration against measured Megatron-LM runs (Narayanan et al. 2021,
+// tests/data/calibration_runs.csv): for every row whose configuration is
+// complete (gpus, global batch, micro-batch, tp, pp, dp), the predicted
+// throughput in that paper's FLOP convention,
+//   96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration (recompute counted),
+// must be within ±15% of the published TFLOP/s per GPU. The cost model is
+// tuned only through parameters with physical meaning (the A100's GEMM
+// efficiency curve, link efficiencies, ZeRO-3 overlap), never per row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/io/catalog.hpp"
+
+namespace autohaap {
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) cells.emplace_back();
+    else cells.back() += c;
+  }
+  return cells;
+}
+
+struct MeasuredRun {
+  std::string id;
+  int layers, hidden, heads, ffn, vocab, seq, gpus, gpus_per_node, global_batch, micro_batch, tp, pp, dp;
+  double published_tflops;
+};
+
+std::vector<MeasuredRun> complete_runs() {
+  std::ifstream in(std::string(AUTOHAAP_TEST_DATA_DIR) + "/calibration_runs.csv");
+  std::string line;
+  std::getline(in, line);
+  std::vector<MeasuredRun> runs;
+  while (std::getline(in, line)) {
+    const auto c = split_csv(line);
+    auto num = [&](int i) { return c.at(i).empty() ? -1 : std::stoi(c.at(i)); };
+    MeasuredRun r{c[0], num(4), num(5), num(6), num(7), num(8), num(9), num(12), num(13),
+          num(14), num(15), num(16), num(17), num(18), std::stod(c.at(19))};
+    const bool complete = r.gpus > 0 && r.global_batch > 0 && r.micro_batch > 0 && r.tp > 0 && r.pp > 0 && r.dp > 0;
+    if (complete) runs.push_back(r);
+  }
+  return runs;
+}
+
+TEST(Calibration, MegatronRunsWithinFifteenPercent) {
+  const std::vector<MeasuredRun> runs = complete_runs();
+  ASSERT_EQ(runs.size(), 12u);  // Table 2 of the paper: 6 PTD-P and 6 ZeRO-3 runs
+  std::printf("%-42s %5s %4s %4s %4s %3s %9s %9s %7s\n", "run", "gpus", "tp", "pp", "dp", "b", "predicted",
+              "published", "error");
+  double worst = 0;
+  for (const MeasuredRun& r : runs) {
+    ASSERT_EQ(r.tp * r.pp * r.dp, r.gpus) << r.id;
+    Problem p;
+    p.model = ModelSpec{r.id, ModelFamily::gpt, r.layers, r.hidden, r.ffn, r.heads, r.heads, r.vocab, r.seq,
+                        true, false, {}};
+    p.cluster.name = "selene";
+    p.cluster.groups = {make_node_group(catalog_device("a100-80gb"), r.gpus / r.gpus_per_node, r.gpus_per_node)};
+    p.training.global_batch = r.global_batch;
+    p.training.precision = Precision::fp16;
+    // Table 2 compares Megatron's PTD-P (no optimizer sharding in 2021) with
+    // DeepSpeed ZeRO-3 (tp = pp = 1); both with full activation recompute.
+    p.training.zero = (r.tp == 1 && r.pp == 1) ? 3 : 0;
+    const CostModel model(p);
+
+    Plan plan;
+    plan.global_batch = r.global_batch;
+    plan.micro_batch_size = r.micro_batch * r.dp;
+    plan.num_micro_batches = r.global_batch / plan.micro_batch_size;
+    const int per_stage = r.layers / r.pp;
+    for (int i = 0; i < r.pp; ++i) {
+      plan.stages.push_back(StagePlan{0, "a100-80gb", i * r.tp * r.dp, r.tp * r.dp, r.tp, r.dp, i * per_stage,
+                                      i == r.pp - 1 ? r.layers : (i + 1) * per_stage, Recompute::full});
+    }
+    const PredictedPerformance pr = model.estimate(plan);
+    const double s = r.seq, h = r.hidden, l = r.layers, V = r.vocab;
+    const double flops = 96.0 * r.global_batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    const double predicted = flops / pr.iteration_time_s / r.gpus / 1e12;
+    const double error = (predicted - r.published_tflops) / r.published_tflops;
+    worst = std::max(worst, std::abs(error));
+    std::printf("%-42s %5d %4d %4d %4d %3d %9.1f %9.1f %+6.1f%%\n", r.id.c_str(), r.gpus, r.tp, r.pp, r.dp,
+                r.micro_batch, predicted, r.published_tflops, 100 * error);
+    EXPECT_TRUE(pr.fits) << r.id << " ran on real hardware, so it must fit";
+    EXPECT_LE(std::abs(error), 0.15) << r.id;
+  }
+  std::printf("worst error %.1f%%\n", 100 * worst);
+}
+
+}  // namespace
+}  // namespace autohaap

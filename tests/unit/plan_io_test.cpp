@@ -1,0 +1,521 @@
+// Plan files: both formats give back exactly the plan written, a
+// hand-written plan needs only its inputs, every kind of bad input is one
+// InputError naming the key path and the value, and check_plan_against
+// catches a plan that does not fit its model or cluster.
+#include "autohaap/io/plan_io.hpp"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "plan_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_fixtures::expect_same_plan;
+using testing_fixtures::sample_plan;
+
+// The InputError `f` throws; fails the test if it throws nothing.
+InputError input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no InputError thrown";
+  return InputError("", "", "", "");
+}
+
+// `text` with its one occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "fixture lacks '" << from << "'";
+  EXPECT_EQ(text.find(from, at + 1), std::string::npos) << "fixture has '" << from << "' twice";
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// ------------------------------------------------------------ round trips
+
+TEST(PlanIo, JsonRoundTripKeepsEveryField) {
+  const Plan plan = sample_plan();
+  expect_same_plan(plan, plan_from_string(plan_to_json(plan, 8), true, "plan.json"));
+}
+
+TEST(PlanIo, YamlRoundTripKeepsEveryField) {
+  const Plan plan = sample_plan();
+  expect_same_plan(plan, plan_from_string(plan_to_yaml(plan, 8), false, "plan.yaml"));
+}
+
+TEST(PlanIo, NonFiniteNumbersSurviveBothFormats) {
+  Plan plan = sample_plan();
+  plan.predicted.tokens_per_s = std::numeric_limits<double>::infinity();
+  plan.predicted.bubble_s = -std::numeric_limits<double>::infinity();
+  const Plan from_yaml = plan_from_string(plan_to_yaml(plan), false, "plan.yaml");
+  const Plan from_json = plan_from_string(plan_to_json(plan), true, "plan.json");
+  EXPECT_EQ(from_yaml.predicted.tokens_per_s, plan.predicted.tokens_per_s);
+  EXPECT_EQ(from_yaml.predicted.bubble_s, plan.predicted.bubble_s);
+  EXPECT_EQ(from_json.predicted.tokens_per_s, plan.predicted.tokens_per_s);
+  EXPECT_EQ(from_json.predicted.bubble_s, plan.predicted.bubble_s);
+}
+
+TEST(PlanIo, NamesThatLookLikeOtherTypesAreQuotedInYaml) {
+  Plan plan = sample_plan();
+  plan.model = "yes";
+  plan.cluster = "2024";
+  plan.search.strategy = "null";
+  const std::string text = plan_to_yaml(plan);
+  EXPECT_NE(text.find("model: \"yes\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cluster: \"2024\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("device: a100-80gb\n"), std::string::npos) << text;
+  // Any YAML reader now sees strings, not a boolean, a number and null.
+  const YAML::Node doc = YAML::Load(text);
+  EXPECT_EQ(doc["cluster"].Tag(), "!");
+  EXPECT_EQ(doc["search"]["strategy"].Tag(), "!");
+  expect_same_plan(plan, plan_from_string(text, false, "plan.yaml"));
+}
+
+TEST(PlanIo, WritePlanPicksTheFormatByFileNameAndReadsBack) {
+  const fs::path dir = fs::temp_directory_path() / "autohaap_plan_io_write";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Plan plan = sample_plan();
+  for (const char* name : {"plan.json", "PLAN.JSON", "plan.yaml", "plan.out"}) {
+    SCOPED_TRACE(name);
+    const std::string path = (dir / name).string();
+    write_plan(plan, path, 8);
+    const std::string text = read_file(path);
+    if (is_json_path(path)) {
+      EXPECT_EQ(text.front(), '{');
+    } else {
+      EXPECT_EQ(text.rfind("format: autohaap-plan/1\n", 0), 0u);
+    }
+    expect_same_plan(plan, read_plan(path));
+  }
+  fs::remove_all(dir);
+}
+
+TEST(PlanIo, ReadingAMissingFileNamesIt) {
+  const auto e = input_error_of([] { read_plan("/nonexistent/dir/plan.yaml"); });
+  EXPECT_EQ(e.file(), "/nonexistent/dir/plan.yaml");
+}
+
+// Every key at every level, with its nesting: JSON and YAML must not drift.
+std::set<std::string> key_paths(const YAML::Node& node, const std::string& prefix = "") {
+  std::set<std::string> keys;
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string key = prefix + "." + entry.first.Scalar();
+      keys.insert(key);
+      for (const auto& k : key_paths(entry.second, key)) keys.insert(k);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      for (const auto& k : key_paths(node[i], prefix + "[" + std::to_string(i) + "]")) keys.insert(k);
+  }
+  return keys;
+}
+
+TEST(PlanIo, JsonAndYamlHoldTheSameKeys) {
+  const Plan plan = sample_plan();
+  // JSON is YAML, so one parser reads both.
+  const auto json_keys = key_paths(YAML::Load(plan_to_json(plan, 8)));
+  const auto yaml_keys = key_paths(YAML::Load(plan_to_yaml(plan, 8)));
+  EXPECT_EQ(json_keys, yaml_keys);
+  for (const char* key : {".format", ".stages[2].nodes", ".stages[0].layers", ".predicted.stage_memory_GiB",
+                          ".search.threads"})
+    EXPECT_TRUE(yaml_keys.count(key)) << key;
+}
+
+TEST(PlanIo, NodesCountTheNodesEachStageTouches) {
+  const Plan plan = sample_plan();
+  // One count for all groups: 8 GPUs per node.
+  const YAML::Node uniform = YAML::Load(plan_to_yaml(plan, 8))["stages"];
+  EXPECT_EQ(uniform[0]["nodes"].as<int>(), 1);  // GPUs 0..7
+  EXPECT_EQ(uniform[1]["nodes"].as<int>(), 1);  // GPUs 8..11
+  EXPECT_EQ(uniform[2]["nodes"].as<int>(), 2);  // GPUs 0..15
+
+  // Per group from the cluster: the V100 group has 4 GPUs per node.
+  ClusterSpec cluster;
+  cluster.groups.resize(2);
+  cluster.groups[0].gpus_per_node = 8;
+  cluster.groups[1].gpus_per_node = 4;
+  const YAML::Node per_group = YAML::Load(plan_to_json(plan, cluster))["stages"];
+  EXPECT_EQ(per_group[1]["nodes"].as<int>(), 1);
+  EXPECT_EQ(per_group[2]["nodes"].as<int>(), 4);
+
+  // A stage straddling a node boundary touches both nodes.
+  Plan straddling = plan;
+  straddling.stages[1].first_gpu = 6;
+  EXPECT_EQ(YAML::Load(plan_to_yaml(straddling, 8))["stages"][1]["nodes"].as<int>(), 2);
+
+  // Without a count the key is left out.
+  EXPECT_FALSE(YAML::Load(plan_to_yaml(plan))["stages"][0]["nodes"]);
+  EXPECT_FALSE(YAML::Load(plan_to_json(plan))["stages"][0]["nodes"]);
+}
+
+TEST(PlanIo, UnsetSectionsAreLeftOutAndReadBackAsDefaults) {
+  Plan plan = sample_plan();
+  plan.predicted = PredictedPerformance{};
+  plan.search = SearchStats{};
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "json" : "yaml");
+    const std::string text = json ? plan_to_json(plan) : plan_to_yaml(plan);
+    EXPECT_EQ(text.find("predicted"), std::string::npos);
+    EXPECT_EQ(text.find("search"), std::string::npos);
+    expect_same_plan(plan, plan_from_string(text, json, "plan"));
+  }
+}
+
+// ------------------------------------------------------------ hand-written
+
+// Only the required keys, as a user would write a published configuration.
+const std::string kHandWrittenYaml = R"(format: autohaap-plan/1
+model: gpt3-1.3b
+cluster: mixed-a100-v100
+global_batch: 512
+micro_batch_size: 4
+num_micro_batches: 128
+zero: 1
+stages:
+  - device: a100-80gb
+    group: 0
+    first_gpu: 0
+    gpus: 8
+    tp: 4
+    dp: 2
+    layers: [0, 12]
+    recompute: none
+  - device: v100-32gb
+    group: 1
+    first_gpu: 0
+    gpus: 16
+    tp: 4
+    dp: 4
+    layers: [12, 24]
+    recompute: full
+)";
+
+const std::string kHandWrittenJson = R"({
+  "format": "autohaap-plan/1",
+  "model": "gpt3-1.3b",
+  "cluster": "mixed-a100-v100",
+  "global_batch": 512,
+  "micro_batch_size": 4,
+  "num_micro_batches": 128,
+  "zero": 1,
+  "stages": [
+    {"device": "a100-80gb", "group": 0, "first_gpu": 0, "gpus": 8, "tp": 4, "dp": 2,
+     "layers": [0, 12], "recompute": "none"},
+    {"device": "v100-32gb", "group": 1, "first_gpu": 0, "gpus": 16, "tp": 4, "dp": 4,
+     "layers": [12, 24], "recompute": "full"}
+  ]
+}
+)";
+
+void expect_hand_written(const Plan& plan) {
+  EXPECT_EQ(plan.model, "gpt3-1.3b");
+  EXPECT_EQ(plan.cluster, "mixed-a100-v100");
+  EXPECT_EQ(plan.global_batch, 512);
+  EXPECT_EQ(plan.micro_batch_size, 4);
+  EXPECT_EQ(plan.num_micro_batches, 128);
+  EXPECT_EQ(plan.zero, 1);
+  ASSERT_EQ(plan.stages.size(), 2u);
+  EXPECT_EQ(plan.stages[0].device, "a100-80gb");
+  EXPECT_EQ(plan.stages[0].tp, 4);
+  EXPECT_EQ(plan.stages[0].dp, 2);
+  EXPECT_EQ(plan.stages[0].layer_begin, 0);
+  EXPECT_EQ(plan.stages[0].layer_end, 12);
+  EXPECT_EQ(plan.stages[0].recompute, Recompute::none);
+  EXPECT_EQ(plan.stages[1].group, 1);
+  EXPECT_EQ(plan.stages[1].gpus, 16);
+  EXPECT_EQ(plan.stages[1].layer_begin, 12);
+  EXPECT_EQ(plan.stages[1].layer_end, 24);
+  EXPECT_EQ(plan.stages[1].recompute, Recompute::full);
+  EXPECT_TRUE(plan.predicted.stage_time_s.empty());
+  EXPECT_EQ(plan.predicted.iteration_time_s, 0.0);
+  EXPECT_TRUE(plan.search.strategy.empty());
+  EXPECT_EQ(plan.num_gpus(), 24);
+}
+
+TEST(PlanIo, HandWrittenYamlNeedsOnlyTheInputs) {
+  expect_hand_written(plan_from_string(kHandWrittenYaml, false, "hand.yaml"));
+}
+
+TEST(PlanIo, HandWrittenJsonNeedsOnlyTheInputs) {
+  expect_hand_written(plan_from_string(kHandWrittenJson, true, "hand.json"));
+}
+
+TEST(PlanIo, NodesKeyIsAcceptedAndIgnored) {
+  const std::string yaml = replaced(kHandWrittenYaml, "    gpus: 16\n", "    nodes: 99\n    gpus: 16\n");
+  expect_hand_written(plan_from_string(yaml, false, "hand.yaml"));
+  const std::string json = replaced(kHandWrittenJson, R"("gpus": 16,)", R"("nodes": 99, "gpus": 16,)");
+  expect_hand_written(plan_from_string(json, true, "hand.json"));
+}
+
+// ------------------------------------------------------------ bad input
+
+struct BadInput {
+  std::string from, to;  // one edit of the good document
+  std::string key;       // the key path the error must name
+  std::string value;     // the value it must quote
+};
+
+void expect_rejected(const std::string& good, bool json, const BadInput& c) {
+  SCOPED_TRACE("'" + c.from + "' -> '" + c.to + "'");
+  const std::string text = replaced(good, c.from, c.to);
+  const auto e = input_error_of([&] { plan_from_string(text, json, "bad-plan"); });
+  EXPECT_EQ(e.file(), "bad-plan");
+  EXPECT_EQ(e.key(), c.key) << e.what();
+  EXPECT_EQ(e.value(), c.value) << e.what();
+  EXPECT_FALSE(e.allowed().empty()) << e.what();
+}
+
+TEST(PlanIo, BadYamlNamesTheKeyAndValue) {
+  const std::vector<BadInput> cases = {
+      {"format: autohaap-plan/1", "format: autohaap-plan/2", "format", "autohaap-plan/2"},
+      {"format: autohaap-plan/1\n", "", "format", "<missing>"},
+      {"model: gpt3-1.3b\n", "", "model", "<missing>"},
+      {"global_batch: 512", "global_batch: lots", "global_batch", "lots"},
+      {"global_batch: 512", "global_batch: 0", "global_batch", "0"},
+      {"zero: 1", "zero: 4", "zero", "4"},
+      {"zero: 1\n", "zero: 1\nextra: 3\n", "extra", "3"},
+      {"stages:\n", "stages: 3\nignored:\n", "stages", "3"},
+      {"tp: 4\n    dp: 4", "tp: four\n    dp: 4", "stages[1].tp", "four"},
+      {"tp: 4\n    dp: 4", "tp: \"4\"\n    dp: 4", "stages[1].tp", "4"},
+      {"tp: 4\n    dp: 4", "tp: 4.0\n    dp: 4", "stages[1].tp", "4.0"},
+      {"tp: 4\n    dp: 4", "tp: 0\n    dp: 4", "stages[1].tp", "0"},
+      {"dp: 4", "dp: -1", "stages[1].dp", "-1"},
+      {"gpus: 8", "gpus: 6", "stages[0].gpus", "6"},
+      {"    group: 0\n", "", "stages[0].group", "<missing>"},
+      {"first_gpu: 0\n    gpus: 16", "first_gpu: -2\n    gpus: 16", "stages[1].first_gpu", "-2"},
+      {"layers: [12, 24]", "layers: [12, 12]", "stages[1].layers", "[12, 12]"},
+      {"layers: [0, 12]", "layers: [0]", "stages[0].layers", "[0]"},
+      {"layers: [0, 12]", "layers: 12", "stages[0].layers", "12"},
+      {"layers: [0, 12]", "layers: [0, x]", "stages[0].layers[1]", "x"},
+      {"recompute: full", "recompute: partial", "stages[1].recompute", "partial"},
+      {"    recompute: none\n", "    recompute: none\n    pp: 2\n", "stages[0].pp", "2"},
+  };
+  for (const auto& c : cases) expect_rejected(kHandWrittenYaml, false, c);
+}
+
+TEST(PlanIo, BadJsonNamesTheKeyAndValue) {
+  const std::vector<BadInput> cases = {
+      {R"("format": "autohaap-plan/1")", R"("format": "autohaap-model/1")", "format", "autohaap-model/1"},
+      {R"("model": "gpt3-1.3b",)", "", "model", "<missing>"},
+      {R"("global_batch": 512)", R"("global_batch": 512.5)", "global_batch", "512.5"},
+      {R"("tp": 4, "dp": 4)", R"("tp": "4", "dp": 4)", "stages[1].tp", "4"},
+      {R"("tp": 4, "dp": 2,)", R"("tp": 4,)", "stages[0].dp", "<missing>"},
+      {R"("tp": 4, "dp": 4)", R"("tp": 0, "dp": 4)", "stages[1].tp", "0"},
+      {R"("gpus": 8)", R"("gpus": 6)", "stages[0].gpus", "6"},
+      {R"("layers": [0, 12])", R"("layers": [0, 12, 24])", "stages[0].layers", "[0, 12, 24]"},
+      {R"("layers": [0, 12])", R"("layers": [12, 0])", "stages[0].layers", "[12, 0]"},
+      {R"("layers": [0, 12])", R"("layers": "0-12")", "stages[0].layers", "0-12"},
+      {R"("recompute": "full")", R"("recompute": "some")", "stages[1].recompute", "some"},
+      {R"("recompute": "none")", R"("recompute": "none", "pp": 2)", "stages[0].pp", "2"},
+      {R"("zero": 1,)", R"("zero": 1, "extra": true,)", "extra", "true"},
+      {R"("zero": 1,)", R"("zero": 1, "predicted": 5,)", "predicted", "5"},
+      {R"("zero": 1,)", R"("zero": 1, "search": {"strategy": "x"},)", "search.evaluated", "<missing>"},
+  };
+  for (const auto& c : cases) expect_rejected(kHandWrittenJson, true, c);
+
+  // Whole-list shapes, edited apart from the table: a list that is not one.
+  const auto not_a_list = input_error_of([&] {
+    std::string text = kHandWrittenJson;
+    text.replace(text.find("\"stages\": ["), text.size(), "\"stages\": {}}");
+    plan_from_string(text, true, "bad-plan");
+  });
+  EXPECT_EQ(not_a_list.key(), "stages");
+  const auto not_a_stage = input_error_of([&] {
+    std::string text = kHandWrittenJson;
+    text.replace(text.find("\"stages\": ["), text.size(), "\"stages\": [5]}");
+    plan_from_string(text, true, "bad-plan");
+  });
+  EXPECT_EQ(not_a_stage.key(), "stages[0]");
+  EXPECT_EQ(not_a_stage.value(), "5");
+}
+
+TEST(PlanIo, OptionalSectionsAreCheckedWhenPresent) {
+  const Plan plan = sample_plan();
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "json" : "yaml");
+    const std::string good = json ? plan_to_json(plan) : plan_to_yaml(plan);
+    const std::string mfu = json ? "\"mfu\": 0.4321" : "mfu: 0.4321";
+    const std::string bad_mfu = json ? "\"mfu\": \"high\"" : "mfu: high";
+    expect_rejected(good, json, {mfu, bad_mfu, "predicted.mfu", "high"});
+    const std::string ranks = json ? "\"ranks\": 4" : "ranks: 4";
+    const std::string bad_ranks = json ? "\"ranks\": 0" : "ranks: 0";
+    expect_rejected(good, json, {ranks, bad_ranks, "search.ranks", "0"});
+    const std::string times = json ? "\"stage_time_s\": [\n      0.1," : "stage_time_s: [0.1, ";
+    const std::string fewer = json ? "\"stage_time_s\": [" : "stage_time_s: [";
+    expect_rejected(good, json, {times, fewer, "predicted.stage_time_s", "2 entries"});
+  }
+}
+
+TEST(PlanIo, SyntaxErrorsGiveTheLine) {
+  const auto yaml = input_error_of([] { plan_from_string("format: [autohaap\nmodel: x\n", false, "p.yaml"); });
+  EXPECT_EQ(yaml.file(), "p.yaml");
+  EXPECT_NE(yaml.value().find("line "), std::string::npos) << yaml.what();
+  EXPECT_EQ(yaml.allowed(), "well-formed YAML");
+
+  const auto json = input_error_of([] { plan_from_string("{\n\"format\": \"x\"\n\"model\": 1}", true, "p.json"); });
+  EXPECT_EQ(json.file(), "p.json");
+  EXPECT_NE(json.value().find("line 3"), std::string::npos) << json.what();
+  EXPECT_EQ(json.allowed(), "well-formed JSON");
+
+  EXPECT_EQ(input_error_of([] { plan_from_string("", false, "empty.yaml"); }).value(), "an empty document");
+  EXPECT_EQ(input_error_of([] { plan_from_string("[1, 2]", true, "list.json"); }).value(), "[1,2]");
+  EXPECT_EQ(input_error_of([] { plan_from_string("- 1\n", false, "list.yaml"); }).key(), "");
+}
+
+// ------------------------------------------------------------ against specs
+
+class PlanAgainstSpecs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plan_ = sample_plan();
+    model_.name = "gpt3-1.3b";
+    model_.family = ModelFamily::gpt;
+    model_.layers = 24;
+    model_.hidden = 2048;
+    model_.heads = 16;
+    model_.kv_heads = 16;
+    cluster_.name = "mixed-a100-v100";
+    cluster_.groups.resize(2);
+    cluster_.groups[0].device.name = "a100-80gb";
+    cluster_.groups[0].nodes = 2;
+    cluster_.groups[0].gpus_per_node = 8;
+    cluster_.groups[1].device.name = "v100-32gb";
+    cluster_.groups[1].nodes = 4;
+    cluster_.groups[1].gpus_per_node = 4;
+  }
+
+  // The key path of the error check_plan_against raises, "" for none.
+  std::string rejected_key() {
+    try {
+      check_plan_against(plan_, model_, cluster_, "plan.yaml");
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "plan.yaml");
+      return e.key();
+    }
+    return "";
+  }
+
+  void set_degrees(std::size_t stage, int tp, int dp) {
+    plan_.stages[stage].tp = tp;
+    plan_.stages[stage].dp = dp;
+    plan_.stages[stage].gpus = tp * dp;
+  }
+
+  Plan plan_;
+  ModelSpec model_;
+  ClusterSpec cluster_;
+};
+
+TEST_F(PlanAgainstSpecs, TheSamplePlanFits) { EXPECT_EQ(rejected_key(), ""); }
+
+TEST_F(PlanAgainstSpecs, NamesMustMatchAndTheErrorNamesBoth) {
+  plan_.model = "gpt3-2.7b";
+  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, "plan.yaml"); });
+  EXPECT_EQ(e.key(), "model");
+  EXPECT_NE(std::string(e.what()).find("gpt3-2.7b"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("gpt3-1.3b"), std::string::npos);
+  plan_.model = model_.name;
+  plan_.cluster = "other";
+  EXPECT_EQ(rejected_key(), "cluster");
+}
+
+TEST_F(PlanAgainstSpecs, BatchMustBeMicroBatchTimesCount) {
+  plan_.num_micro_batches = 100;
+  EXPECT_EQ(rejected_key(), "global_batch");
+}
+
+TEST_F(PlanAgainstSpecs, LayersRunContiguouslyOverTheWholeModel) {
+  plan_.stages[0].layer_begin = 1;
+  EXPECT_EQ(rejected_key(), "stages[0].layers");
+  SetUp();
+  plan_.stages[1].layer_begin = 11;  // gap after stage 0
+  EXPECT_EQ(rejected_key(), "stages[1].layers");
+  SetUp();
+  plan_.stages[1].layer_begin = 9;  // overlaps stage 0
+  EXPECT_EQ(rejected_key(), "stages[1].layers");
+  SetUp();
+  plan_.stages[2].layer_end = 23;  // last layer left out
+  EXPECT_EQ(rejected_key(), "stages[2].layers");
+  SetUp();
+  plan_.stages[2].layer_end = 25;  // past the model
+  EXPECT_EQ(rejected_key(), "stages[2].layers");
+}
+
+TEST_F(PlanAgainstSpecs, StageMustSitOnItsGroupsDevice) {
+  plan_.stages[2].group = 2;
+  EXPECT_EQ(rejected_key(), "stages[2].group");
+  SetUp();
+  plan_.stages[2].device = "a100-80gb";
+  EXPECT_EQ(rejected_key(), "stages[2].device");
+}
+
+TEST_F(PlanAgainstSpecs, GpusMustLieInsideTheGroupWithoutOverlap) {
+  plan_.stages[1].first_gpu = 14;  // 14..17 of a 16-GPU group
+  EXPECT_EQ(rejected_key(), "stages[1].first_gpu");
+  SetUp();
+  plan_.stages[1].first_gpu = 6;  // 6..9 overlaps stage 0's 0..7
+  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, "plan.yaml"); });
+  EXPECT_EQ(e.key(), "stages[1].first_gpu");
+  EXPECT_NE(e.allowed().find("stages[0]"), std::string::npos) << e.what();
+  SetUp();
+  // The same GPU numbers in another group are other GPUs.
+  plan_.stages[1].first_gpu = 8;
+  plan_.stages[2].first_gpu = 0;
+  EXPECT_EQ(rejected_key(), "");
+}
+
+TEST_F(PlanAgainstSpecs, TensorParallelismStaysInsideANode) {
+  set_degrees(0, 3, 2);  // 3 does not divide 8 GPUs per node
+  EXPECT_EQ(rejected_key(), "stages[0].tp");
+  SetUp();
+  set_degrees(2, 8, 2);  // the V100 nodes hold 4 GPUs
+  EXPECT_EQ(rejected_key(), "stages[2].tp");
+  SetUp();
+  set_degrees(2, 4, 1);
+  plan_.stages[2].first_gpu = 2;  // GPUs 2..5 cross from node 0 to node 1
+  EXPECT_EQ(rejected_key(), "stages[2].first_gpu");
+  SetUp();
+  set_degrees(2, 2, 2);
+  plan_.stages[2].first_gpu = 2;  // pairs 2..3 and 4..5 each inside a node
+  EXPECT_EQ(rejected_key(), "");
+}
+
+TEST_F(PlanAgainstSpecs, TensorParallelismDividesTheHeads) {
+  model_.heads = 6;
+  model_.kv_heads = 6;
+  EXPECT_EQ(rejected_key(), "stages[0].tp");
+  SetUp();
+  model_.kv_heads = 2;  // grouped-query attention: 2 KV heads over tp=4
+  EXPECT_EQ(rejected_key(), "stages[0].tp");
+  SetUp();
+  model_.family = ModelFamily::generic;
+  EXPECT_EQ(rejected_key(), "stages[0].tp");
+}
+
+TEST_F(PlanAgainstSpecs, MicroBatchSplitsEvenlyOverReplicas) {
+  plan_.micro_batch_size = 2;
+  plan_.num_micro_batches = 256;
+  EXPECT_EQ(rejected_key(), "stages[2].dp");  // dp 4 cannot share 2 sequences
+}
+
+TEST_F(PlanAgainstSpecs, SelfConsistencyIsCheckedFirst) {
+  plan_.stages[1].gpus = 5;
+  EXPECT_EQ(rejected_key(), "stages[1].gpus");
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,538 @@
+// The spec loader: good files load with their documented defaults, every
+// kind of bad input is one InputError naming the key path and the value,
+// and every file shipped under configs/ equals its catalog entry.
+#include "autohaap/io/spec_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include <unistd.h>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Each test writes its YAML into a fresh folder of its own; the process id
+// keeps concurrent runs from different build trees apart.
+class SpecLoader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("autohaap_spec_loader_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  fs::path dir_;
+};
+
+// Runs `load` and returns the InputError it must throw.
+InputError error_of(const std::function<void()>& load) {
+  try {
+    load();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return InputError("", "", "", "");
+}
+
+#define EXPECT_INPUT_ERROR(call, expected_key, expected_value)    \
+  do {                                                             \
+    const InputError e_ = error_of([&] { (void)(call); });         \
+    EXPECT_EQ(e_.key(), expected_key) << e_.what();                \
+    EXPECT_EQ(e_.value(), expected_value) << e_.what();            \
+  } while (0)
+
+const char* kGpt = R"(name: tiny
+family: gpt
+layers: 4
+hidden: 256
+heads: 8
+vocab: 1000
+seq_len: 128
+)";
+
+// ------------------------------------------------------------------ models
+
+TEST_F(SpecLoader, GptModelTakesDocumentedDefaults) {
+  const ModelSpec m = load_model(write("tiny.yaml", kGpt));
+  EXPECT_EQ(m.name, "tiny");
+  EXPECT_EQ(m.family, ModelFamily::gpt);
+  EXPECT_EQ(m.layers, 4);
+  EXPECT_EQ(m.ffn_hidden, 1024);  // 4 * hidden
+  EXPECT_EQ(m.kv_heads, 8);       // = heads
+  EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_FALSE(m.flash_attention);
+}
+
+TEST_F(SpecLoader, ModelNameDefaultsToTheFileStem) {
+  const ModelSpec m = load_model(write("my-model.yml", "family: llama\nlayers: 2\nhidden: 64\nffn_hidden: 172\n"
+                                                       "heads: 4\nkv_heads: 2\nvocab: 100\nseq_len: 16\n"));
+  EXPECT_EQ(m.name, "my-model");
+  EXPECT_EQ(m.kv_heads, 2);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_TRUE(m.flash_attention);
+}
+
+TEST_F(SpecLoader, ModelMissingRequiredKey) {
+  EXPECT_INPUT_ERROR(load_model(write("m.yaml", "family: gpt\nlayers: 2\nhidden: 64\nvocab: 10\nseq_len: 8\n")),
+                     "heads", "(missing)");
+  // Llama's SwiGLU width has no rule of thumb: it must be given.
+  EXPECT_INPUT_ERROR(load_model(write("l.yaml", "family: llama\nlayers: 2\nhidden: 64\nheads: 4\nvocab: 10\n"
+                                                "seq_len: 8\n")),
+                     "ffn_hidden", "(missing)");
+  EXPECT_INPUT_ERROR(load_model(write("f.yaml", "layers: 2\n")), "family", "(missing)");
+}
+
+TEST_F(SpecLoader, ModelWrongTypes) {
+  EXPECT_INPUT_ERROR(load_model(write("a.yaml", "family: gpt\nlayers: abc\n")), "layers", "abc");
+  const std::string fractional = std::string(kGpt).replace(std::string(kGpt).find("hidden: 256"), 11, "hidden: 25.6");
+  EXPECT_INPUT_ERROR(load_model(write("c.yaml", fractional)), "hidden", "25.6");
+  EXPECT_INPUT_ERROR(load_model(write("d.yaml", std::string(kGpt) + "tied_embeddings: maybe\n")), "tied_embeddings",
+                     "maybe");
+  EXPECT_INPUT_ERROR(load_model(write("e.yaml", "family: bert\nlayers: 2\n")), "family", "bert");
+  // A map where a number belongs is shown in flow style.
+  EXPECT_INPUT_ERROR(load_model(write("g.yaml", "family: gpt\nlayers: {n: 2}\n")), "layers", "{n: 2}");
+}
+
+TEST_F(SpecLoader, ModelNonPositiveSizes) {
+  std::string zero = kGpt;
+  zero.replace(zero.find("layers: 4"), 9, "layers: 0");
+  EXPECT_INPUT_ERROR(load_model(write("z.yaml", zero)), "layers", "0");
+  std::string negative = kGpt;
+  negative.replace(negative.find("vocab: 1000"), 11, "vocab: -5");
+  EXPECT_INPUT_ERROR(load_model(write("n.yaml", negative)), "vocab", "-5");
+}
+
+TEST_F(SpecLoader, ModelUnknownKeyIsRejectedWithAHint) {
+  const InputError e = error_of([&] { load_model(write("t.yaml", std::string(kGpt) + "ffn_hiden: 1024\n")); });
+  EXPECT_EQ(e.key(), "ffn_hiden");
+  EXPECT_EQ(e.value(), "ffn_hiden");
+  EXPECT_NE(e.allowed().find("did you mean 'ffn_hidden'"), std::string::npos) << e.what();
+  EXPECT_NE(e.allowed().find("kv_heads"), std::string::npos);
+}
+
+TEST_F(SpecLoader, ModelHeadDivisibility) {
+  std::string odd = kGpt;
+  odd.replace(odd.find("hidden: 256"), 11, "hidden: 260");
+  EXPECT_INPUT_ERROR(load_model(write("h.yaml", odd)), "hidden", "260");
+  EXPECT_INPUT_ERROR(load_model(write("k.yaml", std::string(kGpt) + "kv_heads: 3\n")), "kv_heads", "3");
+}
+
+TEST_F(SpecLoader, GenericLayerList) {
+  const ModelSpec m = load_model(write("net.yaml", R"(family: generic
+seq_len: 64
+layers:
+  - {name: a, params: 100, forward_gflop: 0.5, activation_MB: 1, output_MB: 0.25}
+  - {params: 200, forward_gflop: 1.5, activation_MB: 2, output_MB: 0.5}
+)"));
+  EXPECT_EQ(m.family, ModelFamily::generic);
+  EXPECT_EQ(m.layers, 2);
+  EXPECT_EQ(m.heads, 1);
+  ASSERT_EQ(m.generic_layers.size(), 2u);
+  EXPECT_EQ(m.generic_layers[0].name, "a");
+  EXPECT_EQ(m.generic_layers[1].name, "layer1");
+  EXPECT_DOUBLE_EQ(m.generic_layers[1].forward_gflop, 1.5);
+}
+
+TEST_F(SpecLoader, GenericLayerListErrors) {
+  EXPECT_INPUT_ERROR(load_model(write("a.yaml", "family: generic\nseq_len: 8\nlayers:\n"
+                                                "  - {params: 1, forward_gflop: 1, activation_MB: 1, output_MB: 1}\n"
+                                                "  - {forward_gflop: 1, activation_MB: 1, output_MB: 1}\n")),
+                     "layers[1].params", "(missing)");
+  EXPECT_INPUT_ERROR(load_model(write("b.yaml", "family: generic\nseq_len: 8\nlayers:\n"
+                                                "  - {params: 1, forward_gflop: -1, activation_MB: 1, output_MB: 1}\n")),
+                     "layers[0].forward_gflop", "-1");
+  // A count makes no sense without the layers themselves...
+  EXPECT_INPUT_ERROR(load_model(write("c.yaml", "family: generic\nseq_len: 8\nlayers: 4\n")), "layers", "4");
+  // ...and a transformer cannot take a layer list.
+  EXPECT_INPUT_ERROR(load_model(write("d.yaml", "family: gpt\nlayers: [1, 2]\n")), "layers", "[1, 2]");
+  // Transformer-only keys are refused rather than ignored.
+  EXPECT_INPUT_ERROR(load_model(write("e.yaml", "family: generic\nseq_len: 8\nheads: 4\nlayers: []\n")), "heads",
+                     "heads");
+}
+
+TEST_F(SpecLoader, MalformedYamlNamesTheLine) {
+  const std::string path = write("bad.yaml", "family: gpt\nlayers: 4\nhidden: [256\n");
+  const InputError e = error_of([&] { load_model(path); });
+  EXPECT_EQ(e.file(), path);
+  EXPECT_EQ(e.key().rfind("line ", 0), 0u) << e.key();
+  EXPECT_EQ(e.allowed(), "well-formed YAML");
+}
+
+TEST_F(SpecLoader, DuplicateKeyIsRejected) {
+  EXPECT_INPUT_ERROR(load_training(write("t.yaml", "global_batch: 8\nglobal_batch: 16\n")), "global_batch",
+                     "global_batch");
+}
+
+TEST_F(SpecLoader, EmptyFileIsNotAMap) {
+  EXPECT_INPUT_ERROR(load_training(write("empty.yaml", "")), "", "null");
+}
+
+TEST_F(SpecLoader, UnknownCatalogNamesAndMissingFiles) {
+  const InputError e = error_of([] { load_model("gpt3-175"); });
+  EXPECT_EQ(e.key(), "model");
+  EXPECT_EQ(e.value(), "gpt3-175");
+  EXPECT_NE(e.allowed().find("llama3-405b"), std::string::npos);
+  EXPECT_INPUT_ERROR(load_cluster("nowhere"), "cluster", "nowhere");
+  EXPECT_INPUT_ERROR(load_device("b200"), "device", "b200");
+  EXPECT_INPUT_ERROR(load_training("huge"), "training", "huge");
+
+  const std::string missing = (dir_ / "absent.yaml").string();
+  const InputError m = error_of([&] { load_model(missing); });
+  EXPECT_EQ(m.file(), missing);
+  EXPECT_EQ(m.value(), "no such file");
+}
+
+TEST_F(SpecLoader, FileReferencesVersusCatalogNames) {
+  EXPECT_FALSE(is_file_reference("llama3-8b"));
+  EXPECT_TRUE(is_file_reference("configs/models/llama3-8b.yaml"));
+  EXPECT_TRUE(is_file_reference("mine.yml"));
+  // A bare name that exists as a file is read as the file.
+  const std::string bare = write("llama-like", kGpt);
+  EXPECT_TRUE(is_file_reference(bare));
+  EXPECT_EQ(load_model("gpt3-2.7b").layers, 32);
+}
+
+// ----------------------------------------------------------------- devices
+
+const char* kDevice = R"(name: x1
+memory_GiB: 24
+peak_tflops: 100
+peak_fp32_tflops: 20
+hbm_GBps: 900
+pcie_GBps: 32
+)";
+
+TEST_F(SpecLoader, DeviceDefaultsAndCurve) {
+  const DeviceSpec d = load_device(write("x1.yaml", kDevice));
+  EXPECT_EQ(d.name, "x1");
+  EXPECT_TRUE(d.has_bf16);
+  EXPECT_EQ(d.nvlink_GBps, 0);
+  EXPECT_DOUBLE_EQ(d.memory_efficiency, kDefaultMemoryEfficiency);
+  EXPECT_EQ(d.gemm_efficiency.size(), kDefaultGemmEfficiency.size());
+
+  const DeviceSpec c =
+      load_device(write("x2.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [100, 0.9]]\nhas_bf16: no\n"));
+  ASSERT_EQ(c.gemm_efficiency.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.gemm_efficiency[1].gemm_gflop, 100);
+  EXPECT_DOUBLE_EQ(c.gemm_efficiency[1].efficiency, 0.9);
+  EXPECT_FALSE(c.has_bf16);
+}
+
+TEST_F(SpecLoader, DeviceFromBaseOverridesOnlyWhatIsGiven) {
+  const DeviceSpec d = load_device(write("a100-96.yaml", "base: a100-80gb\nmemory_GiB: 96\n"));
+  const DeviceSpec base = catalog_device("a100-80gb");
+  EXPECT_EQ(d.name, "a100-96");
+  EXPECT_DOUBLE_EQ(d.memory_GiB, 96);
+  EXPECT_DOUBLE_EQ(d.peak_tflops, base.peak_tflops);
+  EXPECT_DOUBLE_EQ(d.nvlink_GBps, base.nvlink_GBps);
+  EXPECT_INPUT_ERROR(load_device(write("b.yaml", "base: a100\n")), "base", "a100");
+}
+
+TEST_F(SpecLoader, DeviceErrors) {
+  EXPECT_INPUT_ERROR(load_device(write("a.yaml", "memory_GiB: 24\npeak_tflops: 100\npeak_fp32_tflops: 20\n"
+                                                 "pcie_GBps: 32\n")),
+                     "hbm_GBps", "(missing)");
+  EXPECT_INPUT_ERROR(load_device(write("b.yaml", std::string(kDevice) + "memory_efficiency: 1.2\n")),
+                     "memory_efficiency", "1.2");
+  EXPECT_INPUT_ERROR(load_device(write("c.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [1, 0.6]]\n")),
+                     "gemm_efficiency[1][0]", "1");
+  EXPECT_INPUT_ERROR(load_device(write("d.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [10, 0]]\n")),
+                     "gemm_efficiency[1][1]", "0");
+  EXPECT_INPUT_ERROR(load_device(write("e.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5, 3]]\n")),
+                     "gemm_efficiency[0]", "[1, 0.5, 3]");
+  EXPECT_INPUT_ERROR(load_device(write("f.yaml", std::string(kDevice) + "nvlink_GBps: -1\n")), "nvlink_GBps", "-1");
+  EXPECT_INPUT_ERROR(load_device(write("g.yaml", std::string(kDevice) + "peak_tflop: 1\n")), "peak_tflop",
+                     "peak_tflop");
+}
+
+// ---------------------------------------------------------------- clusters
+
+TEST_F(SpecLoader, ClusterDefaultsOverridesAndRelativeDeviceFiles) {
+  write("site/devices/x1.yaml", kDevice);
+  const ClusterSpec c = load_cluster(write("site/two.yaml", R"(name: two
+inter_group_GBps: 50
+groups:
+  - device: h100-sxm
+    nodes: 2
+    gpus_per_node: 8
+  - device: devices/x1.yaml
+    name: custom
+    nodes: 3
+    gpus_per_node: 4
+    inter_node_GBps: 12.5
+    intra_node_latency_us: 7
+)"));
+  EXPECT_EQ(c.name, "two");
+  EXPECT_DOUBLE_EQ(c.inter_group_GBps, 50);
+  EXPECT_DOUBLE_EQ(c.inter_group_latency_us, kDefaultInterGroupLatencyUs);
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_EQ(c.groups[0].name, "h100-sxm");
+  EXPECT_DOUBLE_EQ(c.groups[0].intra_node_GBps, 450);
+  EXPECT_DOUBLE_EQ(c.groups[0].inter_node_GBps, kDefaultInterNodeGBps);
+  EXPECT_EQ(c.groups[1].name, "custom");
+  EXPECT_EQ(c.groups[1].device.name, "x1");
+  EXPECT_DOUBLE_EQ(c.groups[1].intra_node_GBps, 32);  // no NVLink: PCIe
+  EXPECT_DOUBLE_EQ(c.groups[1].intra_node_latency_us, 7);
+  EXPECT_DOUBLE_EQ(c.groups[1].inter_node_GBps, 12.5);
+  EXPECT_EQ(c.total_gpus(), 28);
+}
+
+TEST_F(SpecLoader, ClusterWithInlineDevice) {
+  const ClusterSpec c = load_cluster(write("inline.yaml", R"(groups:
+  - device: {name: mini, base: t4, memory_GiB: 8}
+    nodes: 1
+    gpus_per_node: 2
+)"));
+  EXPECT_EQ(c.name, "inline");
+  EXPECT_EQ(c.groups[0].device.name, "mini");
+  EXPECT_DOUBLE_EQ(c.groups[0].device.memory_GiB, 8);
+  EXPECT_DOUBLE_EQ(c.groups[0].device.peak_tflops, 65);
+}
+
+TEST_F(SpecLoader, ClusterErrorsNameTheGroup) {
+  const char* head = "name: c\ngroups:\n  - {device: a100-80gb, nodes: 1, gpus_per_node: 8}\n";
+  EXPECT_INPUT_ERROR(load_cluster(write("a.yaml", std::string(head) + "  - {device: v100-32gb, nodes: -2, "
+                                                                       "gpus_per_node: 8}\n")),
+                     "groups[1].nodes", "-2");
+  EXPECT_INPUT_ERROR(load_cluster(write("b.yaml", std::string(head) + "  - {device: a100-90gb, nodes: 1, "
+                                                                       "gpus_per_node: 8}\n")),
+                     "groups[1].device", "a100-90gb");
+  EXPECT_INPUT_ERROR(load_cluster(write("c.yaml", std::string(head) + "  - {device: v100-32gb, nodes: 1}\n")),
+                     "groups[1].gpus_per_node", "(missing)");
+  EXPECT_INPUT_ERROR(load_cluster(write("d.yaml", std::string(head) + "  - {device: v100-32gb, nodes: 1, "
+                                                                       "gpus_per_node: eight}\n")),
+                     "groups[1].gpus_per_node", "eight");
+  EXPECT_INPUT_ERROR(load_cluster(write("e.yaml", std::string(head) + "  - {device: a100-80gb, nodes: 1, "
+                                                                       "gpus_per_node: 8}\n")),
+                     "groups[1].name", "a100-80gb");
+  EXPECT_INPUT_ERROR(load_cluster(write("f.yaml", std::string(head) + "  - {device: t4, nodes: 1, "
+                                                                       "gpus_per_node: 8, intra_GBps: 5}\n")),
+                     "groups[1].intra_GBps", "intra_GBps");
+  EXPECT_INPUT_ERROR(load_cluster(write("g.yaml", "name: c\ngroups: []\n")), "groups", "[]");
+  EXPECT_INPUT_ERROR(load_cluster(write("h.yaml", "name: c\ngroups:\n  - {device: gone.yaml, nodes: 1, "
+                                                  "gpus_per_node: 1}\n")),
+                     "groups[0].device", "gone.yaml");
+}
+
+TEST_F(SpecLoader, ErrorsInsideAReferencedDeviceFileNameThatFile) {
+  const std::string device = write("broken.yaml", "memory_GiB: lots\n");
+  const InputError e = error_of([&] {
+    load_cluster(write("c.yaml", "groups:\n  - {device: broken.yaml, nodes: 1, gpus_per_node: 1}\n"));
+  });
+  EXPECT_EQ(e.file(), device);
+  EXPECT_EQ(e.key(), "memory_GiB");
+  EXPECT_EQ(e.value(), "lots");
+}
+
+// ---------------------------------------------------------------- training
+
+TEST_F(SpecLoader, TrainingDefaultsAndNormalizedLists) {
+  const TrainingSpec t = load_training(write("t.yaml", "global_batch: 64\nmicro_batch_sizes: [4, 1, 2]\n"
+                                                       "recompute: [full, none]\nprecision: fp16\nzero: 3\n"));
+  EXPECT_EQ(t.global_batch, 64);
+  EXPECT_EQ(t.seq_len, 0);
+  EXPECT_EQ(t.precision, Precision::fp16);
+  EXPECT_EQ(t.zero, 3);
+  EXPECT_EQ(t.micro_batch_sizes, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(t.recompute_modes, (std::vector<Recompute>{Recompute::none, Recompute::full}));
+  EXPECT_EQ(t.optimizer, Optimizer::adam);
+  EXPECT_TRUE(t.sequence_parallel);
+
+  const TrainingSpec d = load_training("");
+  EXPECT_EQ(d.global_batch, TrainingSpec{}.global_batch);
+  EXPECT_EQ(d.micro_batch_sizes, TrainingSpec{}.micro_batch_sizes);
+}
+
+TEST_F(SpecLoader, TrainingErrors) {
+  EXPECT_INPUT_ERROR(load_training(write("a.yaml", "seq_len: 2048\n")), "global_batch", "(missing)");
+  EXPECT_INPUT_ERROR(load_training(write("b.yaml", "global_batch: 8\nprecision: fp8\n")), "precision", "fp8");
+  EXPECT_INPUT_ERROR(load_training(write("c.yaml", "global_batch: 8\nzero: 4\n")), "zero", "4");
+  EXPECT_INPUT_ERROR(load_training(write("d.yaml", "global_batch: 8\nmicro_batch_sizes: [2, 0]\n")),
+                     "micro_batch_sizes[1]", "0");
+  EXPECT_INPUT_ERROR(load_training(write("e.yaml", "global_batch: 8\nmicro_batch_sizes: [2, 2]\n")),
+                     "micro_batch_sizes[1]", "2");
+  EXPECT_INPUT_ERROR(load_training(write("f.yaml", "global_batch: 8\nmicro_batch_sizes: 4\n")), "micro_batch_sizes",
+                     "4");
+  EXPECT_INPUT_ERROR(load_training(write("g.yaml", "global_batch: 8\nrecompute: [none, partial]\n")), "recompute[1]",
+                     "partial");
+  EXPECT_INPUT_ERROR(load_training(write("h.yaml", "global_batch: 8\noptimizer: lamb\n")), "optimizer", "lamb");
+  EXPECT_INPUT_ERROR(load_training(write("i.yaml", "global_batch: 8\nheadroom_GiB: -1\n")), "headroom_GiB", "-1");
+  EXPECT_INPUT_ERROR(load_training(write("j.yaml", "global_batch: 0\n")), "global_batch", "0");
+  EXPECT_INPUT_ERROR(load_training(write("k.yaml", "global_batch: 8\nmicrobatch: [1]\n")), "microbatch",
+                     "microbatch");
+}
+
+// ------------------------------------------------------- problem, validate
+
+TEST_F(SpecLoader, ProblemFromMixedReferences) {
+  const Problem p =
+      load_problem("gpt3-1.3b", write("c.yaml", "groups:\n  - {device: l4, nodes: 2, gpus_per_node: 4}\n"), "");
+  EXPECT_EQ(p.model.name, "gpt3-1.3b");
+  EXPECT_EQ(p.cluster.total_gpus(), 8);
+  EXPECT_EQ(p.training.global_batch, TrainingSpec{}.global_batch);
+  EXPECT_EQ(p.seq_len(), 2048);
+  EXPECT_TRUE(p.profiles.empty());
+}
+
+TEST_F(SpecLoader, ValidateDetectsTheKind) {
+  EXPECT_EQ(validate_file(write("m.yaml", kGpt)), "model");
+  EXPECT_EQ(validate_file(write("d.yaml", kDevice)), "device");
+  EXPECT_EQ(validate_file(write("c.yaml", "groups:\n  - {device: t4, nodes: 1, gpus_per_node: 1}\n")), "cluster");
+  EXPECT_EQ(validate_file(write("t.yaml", "global_batch: 16\n")), "training");
+  EXPECT_EQ(validate_file(write("p.yaml", "format: autohaap-plan/1\nstages: []\n")), "plan");
+  EXPECT_INPUT_ERROR(validate_file(write("q.yaml", "format: autohaap-plan/9\n")), "format", "autohaap-plan/9");
+  EXPECT_INPUT_ERROR(validate_file(write("r.yaml", "colour: blue\nsize: 3\n")), "", "colour, size");
+  // Detection does not excuse errors in the detected kind.
+  EXPECT_INPUT_ERROR(validate_file(write("s.yaml", "global_batch: 16\nzero: 7\n")), "zero", "7");
+}
+
+// ---------------------------------------------------------- shipped configs
+
+void expect_same_device(const DeviceSpec& a, const DeviceSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_DOUBLE_EQ(a.memory_GiB, b.memory_GiB);
+  EXPECT_DOUBLE_EQ(a.peak_tflops, b.peak_tflops);
+  EXPECT_DOUBLE_EQ(a.peak_fp32_tflops, b.peak_fp32_tflops);
+  EXPECT_EQ(a.has_bf16, b.has_bf16);
+  EXPECT_DOUBLE_EQ(a.hbm_GBps, b.hbm_GBps);
+  EXPECT_DOUBLE_EQ(a.memory_efficiency, b.memory_efficiency);
+  EXPECT_DOUBLE_EQ(a.nvlink_GBps, b.nvlink_GBps);
+  EXPECT_DOUBLE_EQ(a.pcie_GBps, b.pcie_GBps);
+  ASSERT_EQ(a.gemm_efficiency.size(), b.gemm_efficiency.size());
+  for (std::size_t i = 0; i < a.gemm_efficiency.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.gemm_efficiency[i].gemm_gflop, b.gemm_efficiency[i].gemm_gflop);
+    EXPECT_DOUBLE_EQ(a.gemm_efficiency[i].efficiency, b.gemm_efficiency[i].efficiency);
+  }
+}
+
+void expect_same_model(const ModelSpec& a, const ModelSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.layers, b.layers);
+  EXPECT_EQ(a.hidden, b.hidden);
+  EXPECT_EQ(a.ffn_hidden, b.ffn_hidden);
+  EXPECT_EQ(a.heads, b.heads);
+  EXPECT_EQ(a.kv_heads, b.kv_heads);
+  EXPECT_EQ(a.vocab, b.vocab);
+  EXPECT_EQ(a.seq_len, b.seq_len);
+  EXPECT_EQ(a.tied_embeddings, b.tied_embeddings);
+  EXPECT_EQ(a.flash_attention, b.flash_attention);
+  ASSERT_EQ(a.generic_layers.size(), b.generic_layers.size());
+  for (std::size_t i = 0; i < a.generic_layers.size(); ++i) {
+    EXPECT_EQ(a.generic_layers[i].name, b.generic_layers[i].name);
+    EXPECT_DOUBLE_EQ(a.generic_layers[i].params, b.generic_layers[i].params);
+    EXPECT_DOUBLE_EQ(a.generic_layers[i].forward_gflop, b.generic_layers[i].forward_gflop);
+    EXPECT_DOUBLE_EQ(a.generic_layers[i].activation_MB, b.generic_layers[i].activation_MB);
+    EXPECT_DOUBLE_EQ(a.generic_layers[i].output_MB, b.generic_layers[i].output_MB);
+  }
+}
+
+void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_DOUBLE_EQ(a.inter_group_GBps, b.inter_group_GBps);
+  EXPECT_DOUBLE_EQ(a.inter_group_latency_us, b.inter_group_latency_us);
+  ASSERT_EQ(a.groups.size(), b.groups.size());
+  for (std::size_t i = 0; i < a.groups.size(); ++i) {
+    const NodeGroup &x = a.groups[i], &y = b.groups[i];
+    EXPECT_EQ(x.name, y.name);
+    expect_same_device(x.device, y.device);
+    EXPECT_EQ(x.nodes, y.nodes);
+    EXPECT_EQ(x.gpus_per_node, y.gpus_per_node);
+    EXPECT_DOUBLE_EQ(x.intra_node_GBps, y.intra_node_GBps);
+    EXPECT_DOUBLE_EQ(x.intra_node_latency_us, y.intra_node_latency_us);
+    EXPECT_DOUBLE_EQ(x.inter_node_GBps, y.inter_node_GBps);
+    EXPECT_DOUBLE_EQ(x.inter_node_latency_us, y.inter_node_latency_us);
+  }
+}
+
+void expect_same_training(const TrainingSpec& a, const TrainingSpec& b) {
+  EXPECT_EQ(a.global_batch, b.global_batch);
+  EXPECT_EQ(a.seq_len, b.seq_len);
+  EXPECT_EQ(a.precision, b.precision);
+  EXPECT_EQ(a.optimizer, b.optimizer);
+  EXPECT_EQ(a.zero, b.zero);
+  EXPECT_EQ(a.micro_batch_sizes, b.micro_batch_sizes);
+  EXPECT_EQ(a.recompute_modes, b.recompute_modes);
+  EXPECT_DOUBLE_EQ(a.headroom_GiB, b.headroom_GiB);
+  EXPECT_EQ(a.sequence_parallel, b.sequence_parallel);
+}
+
+// The YAML files of one configs/ folder, by stem.
+std::set<std::string> config_stems(const std::string& folder) {
+  std::set<std::string> stems;
+  for (const auto& entry : fs::directory_iterator(fs::path(AUTOHAAP_SOURCE_DIR) / "configs" / folder))
+    if (entry.path().extension() == ".yaml") stems.insert(entry.path().stem().string());
+  return stems;
+}
+
+std::string config_path(const std::string& folder, const std::string& stem) {
+  return (fs::path(AUTOHAAP_SOURCE_DIR) / "configs" / folder / (stem + ".yaml")).string();
+}
+
+TEST(Configs, EveryFileValidatesAsItsFolderSays) {
+  for (const auto& [folder, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"models", "model"}, {"devices", "device"}, {"clusters", "cluster"}, {"training", "training"}})
+    for (const auto& stem : config_stems(folder)) {
+      SCOPED_TRACE(folder + "/" + stem);
+      EXPECT_EQ(validate_file(config_path(folder, stem)), kind);
+    }
+}
+
+TEST(Configs, FilesEqualTheirCatalogEntries) {
+  for (const auto& stem : config_stems("devices")) {
+    SCOPED_TRACE(stem);
+    ASSERT_TRUE(is_catalog_device(stem));
+    expect_same_device(load_device(config_path("devices", stem)), catalog_device(stem));
+  }
+  for (const auto& stem : config_stems("models")) {
+    SCOPED_TRACE(stem);
+    ASSERT_TRUE(is_catalog_model(stem));
+    expect_same_model(load_model(config_path("models", stem)), catalog_model(stem));
+  }
+  for (const auto& stem : config_stems("clusters")) {
+    SCOPED_TRACE(stem);
+    ASSERT_TRUE(is_catalog_cluster(stem));
+    expect_same_cluster(load_cluster(config_path("clusters", stem)), catalog_cluster(stem));
+  }
+  for (const auto& stem : config_stems("training")) {
+    SCOPED_TRACE(stem);
+    ASSERT_TRUE(is_catalog_training(stem));
+    expect_same_training(load_training(config_path("training", stem)), catalog_training(stem));
+  }
+}
+
+TEST(Configs, EveryCatalogEntryShipsAsAFile) {
+  auto missing = [](const std::vector<std::string>& names, const std::set<std::string>& stems) {
+    std::vector<std::string> out;
+    for (const auto& n : names)
+      if (!stems.count(n) && n != "default") out.push_back(n);
+    return out;
+  };
+  EXPECT_EQ(missing(catalog_device_names(), config_stems("devices")), std::vector<std::string>{});
+  EXPECT_EQ(missing(catalog_model_names(), config_stems("models")), std::vector<std::string>{});
+  EXPECT_EQ(missing(catalog_cluster_names(), config_stems("clusters")), std::vector<std::string>{});
+  EXPECT_TRUE(config_stems("training").count("default"));
+  EXPECT_EQ(missing(catalog_training_names(), config_stems("training")), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace autohaap
