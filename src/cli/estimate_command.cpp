@@ -1,16 +1,29 @@
-#include <cstdio>
+// `autohaap estimate`: score one plan (a file, or Megatron-style flags) with
+// the cost model and print its per-stage time and memory breakdown.
+#include <CLI/CLI.hpp>
+
 #include <iostream>
+#include <memory>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_printer.hpp"
-#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "commands.hpp"
 #include "problem_args.hpp"
 
 namespace autohaap::cli {
+namespace {
+
+struct EstimateArgs {
+  ProblemArgs problem;
+  std::string plan_file;
+  int tp = 0, pp = 0, dp = 0, micro_batch = 0;
+  std::string recompute = "none";
+  int zero = -1;  // -1: keep the training settings'
+  std::string out;
+};
 
 int run_estimate(const EstimateArgs& a) {
   Problem problem = load_problem_args(a.problem);
@@ -42,12 +55,11 @@ int run_estimate(const EstimateArgs& a) {
 
   std::cout << "AutoHAAP estimate: " << problem.model.name << " on " << problem.cluster.name << " ("
             << plan.num_gpus() << " of " << problem.cluster.total_gpus() << " GPUs), global batch "
-            << plan.global_batch << ", micro-batch " << plan.micro_batch_size << " x " << plan.num_micro_batches
+            << plan.global_batch << " = micro-batch " << plan.micro_batch_size << " x " << plan.num_micro_batches
             << ", zero " << problem.training.zero << "\n\n";
   std::cout << format_stage_table(model, plan) << "\nmemory per GPU (GiB)\n" << format_memory_table(model, plan)
             << "\n";
-  const std::string problems = format_fit_problems(model, plan);
-  std::cout << problems;
+  std::cout << format_fit_problems(model, plan);
   if (!a.out.empty()) {
     write_plan(plan, a.out, problem.cluster);
     std::cout << "plan written to " << a.out << "\n";
@@ -56,13 +68,22 @@ int run_estimate(const EstimateArgs& a) {
   return plan.predicted.fits ? kExitOk : kExitInfeasible;
 }
 
-int run_validate(const std::vector<std::string>& files) {
-  for (const std::string& f : files) {
-    const std::string kind = validate_file(f);
-    if (kind == "plan") read_plan(f);
-    std::cout << f << ": valid " << kind << "\n";
-  }
-  return kExitOk;
+}  // namespace
+
+CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
+  auto a = std::make_shared<EstimateArgs>();
+  auto* cmd = app.add_subcommand("estimate", "score one plan: per-stage time and memory, iteration time, MFU");
+  add_problem_options(cmd, a->problem, true);
+  cmd->add_option("--plan", a->plan_file, "plan file (YAML or JSON) to score");
+  cmd->add_option("--tp", a->tp, "tensor-parallel degree (Megatron-style uniform plan)");
+  cmd->add_option("--pp", a->pp, "pipeline stages");
+  cmd->add_option("--dp", a->dp, "data-parallel degree");
+  cmd->add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per replica (Megatron's meaning)");
+  cmd->add_option("--recompute", a->recompute, "none | selective | full")->default_val("none");
+  cmd->add_option("--zero", a->zero, "ZeRO stage 0-3 (default: the training settings')");
+  cmd->add_option("-o,--out", a->out, "write the scored plan here (.json or .yaml)");
+  action = [a] { return run_estimate(*a); };
+  return cmd;
 }
 
 }  // namespace autohaap::cli

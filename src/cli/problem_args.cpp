@@ -1,10 +1,23 @@
 #include "problem_args.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include "autohaap/error.hpp"
 #include "autohaap/io/profile_loader.hpp"
 #include "autohaap/io/spec_loader.hpp"
 
 namespace autohaap::cli {
+
+void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
+  auto* m = cmd->add_option("-m,--model", p.model, "model: catalog name (e.g. llama3-8b) or YAML file");
+  auto* c = cmd->add_option("-c,--cluster", p.cluster, "cluster: catalog name or YAML file");
+  if (required) {
+    m->required();
+    c->required();
+  }
+  cmd->add_option("-t,--train", p.train, "training settings: catalog name or YAML file (default: built-in)");
+  cmd->add_option("--profiles", p.profiles, "measured latency profile: CSV file");
+}
 
 Problem load_problem_args(const ProblemArgs& a) {
   Problem p = load_problem(a.model, a.cluster, a.train);

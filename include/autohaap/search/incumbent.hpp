@@ -1,0 +1,56 @@
+// Incumbent: the K best plans found so far, shared by every search worker,
+// and the bound they give for pruning.
+//
+// Plans are ranked by a canonical order: predicted iteration time, then the
+// skeleton (micro-batch size, stages' group / placement / tp / dp), then
+// the split and recompute modes. The order is total, so the K plans kept
+// do not depend on which worker, thread count or rank offered what first.
+// One plan per skeleton is kept (the better one): the top-K are K different
+// parallel layouts, not K splits of one.
+//
+// Thread safety: offer() and tighten() may be called from any thread at
+// once; bound() is a lock-free read. Cost: offer O(K) under a mutex.
+#pragma once
+
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "autohaap/plan.hpp"
+#include "autohaap/search/parallel.hpp"
+
+namespace autohaap {
+
+// True when a comes before b in the canonical order of plans.
+bool plan_before(const Plan& a, const Plan& b);
+// True when a and b are the same skeleton (placement, degrees and B).
+bool same_skeleton(const Plan& a, const Plan& b);
+
+class Incumbent {
+ public:
+  explicit Incumbent(int k);
+
+  int k() const { return k_; }
+  // Offers a plan whose `predicted` is filled; plans that do not fit memory
+  // are refused. Returns whether it entered the top K.
+  bool offer(const Plan& plan);
+  // A plan slower than this cannot enter: the K-th best iteration time
+  // (infinity until K plans are held), lowered by tighten().
+  double bound() const { return bound_.load(); }
+  // Lowers the bound with one known from elsewhere (a peer's K-th best).
+  void tighten(double bound) { bound_.lower(bound); }
+  // The plans held, best first.
+  std::vector<Plan> plans() const;
+
+ private:
+  int k_;
+  mutable std::mutex mutex_;
+  std::vector<Plan> plans_;  // sorted, at most k_
+  parallel::AtomicMin bound_;
+};
+
+// The K best plans of several lists (e.g. one per rank), one per skeleton,
+// in canonical order: the same answer whatever the lists' order.
+std::vector<Plan> merge_top_k(const std::vector<std::vector<Plan>>& lists, int k);
+
+}  // namespace autohaap

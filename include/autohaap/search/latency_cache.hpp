@@ -1,0 +1,182 @@
+// LatencyCache: memoized cost-model answers shared by every search thread,
+// so a skeleton or a tuning move recomputes only what it has not seen.
+//
+// Two tables:
+//  - layer entries: time and memory of one layer (or the embedding / LM-head
+//    edge) on one GPU of a stage shape, keyed by (group, tp, dp, B,
+//    recompute, layer kind or generic layer index, edge flags);
+//  - stage entries: a whole stage's forward/backward, pipeline send/recv,
+//    data-parallel sync, optimizer step and memory, keyed by the stage's
+//    shape and placement, its layer range, its position in the pipeline,
+//    its neighbours' placement and the micro-batch count. Moving one layer
+//    between two stages changes two keys; every other stage is a hit.
+// Entries are plain structs with cereal serialize(), so a distributed
+// driver can ship them: delta_since(mark) returns the entries this process
+// added after a mark, import() takes a peer's; a hit on an imported entry
+// counts as a peer hit, not a hit. Keys do not name the model or devices:
+// one cache serves one Problem (a persistent cache must be stored with a
+// fingerprint of the Problem).
+//
+// Thread safety: every method may be called from any thread at once, except
+// delta_since / snapshot, which must not run concurrently with inserts
+// (call them between search phases). Cost: one hash lookup per query; a
+// delta scans the table, O(entries log entries).
+#pragma once
+
+#include <atomic>
+#include <compare>
+#include <cstdint>
+#include <vector>
+
+#include "autohaap/search/parallel.hpp"
+
+namespace autohaap {
+
+struct LayerKey {
+  int group = 0;
+  int tp = 1;
+  int dp = 1;
+  int micro_batch = 1;
+  int recompute = 0;  // Recompute as int
+  int layer = -1;     // -1: the (identical) transformer layer; >= 0: generic layer index
+  int first = 0;      // 1: embedding edge of the first stage
+  int last = 0;       // 1: head edge of the last stage (first = last = 0: a layer)
+
+  auto operator<=>(const LayerKey&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(group, tp, dp, micro_batch, recompute, layer, first, last);
+  }
+};
+
+struct LayerEntry {
+  double forward_s = 0;
+  double backward_s = 0;
+  double static_bytes = 0;
+  double activation_bytes = 0;
+  double working_bytes = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(forward_s, backward_s, static_bytes, activation_bytes, working_bytes);
+  }
+};
+
+struct StageKey {
+  // the stage
+  int group = 0, first_gpu = 0, gpus = 0, tp = 1, dp = 1;
+  int micro_batch = 1, recompute = 0;
+  int layer_begin = 0, layer_end = 0;
+  int stage_index = 0, num_stages = 1, num_micro_batches = 1;
+  // its neighbours' placement (group = -1: none); they decide the p2p links
+  int prev_group = -1, prev_first_gpu = 0, prev_gpus = 0, prev_tp = 0, prev_dp = 0;
+  int next_group = -1, next_first_gpu = 0, next_gpus = 0, next_tp = 0, next_dp = 0;
+
+  auto operator<=>(const StageKey&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(group, first_gpu, gpus, tp, dp, micro_batch, recompute, layer_begin, layer_end, stage_index, num_stages,
+       num_micro_batches, prev_group, prev_first_gpu, prev_gpus, prev_tp, prev_dp, next_group, next_first_gpu,
+       next_gpus, next_tp, next_dp);
+  }
+};
+
+struct StageEntry {
+  double forward_s = 0;
+  double backward_s = 0;
+  double p2p_s = 0;
+  double dp_sync_s = 0;
+  double optimizer_s = 0;
+  double memory_bytes = 0;    // per GPU, total
+  double capacity_bytes = 0;  // device memory
+
+  double time_s() const { return forward_s + backward_s; }
+  bool fits() const { return memory_bytes <= capacity_bytes; }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(forward_s, backward_s, p2p_s, dp_sync_s, optimizer_s, memory_bytes, capacity_bytes);
+  }
+};
+
+// Entries in key order: what one process sends its peers.
+struct CacheDelta {
+  std::vector<std::pair<LayerKey, LayerEntry>> layers;
+  std::vector<std::pair<StageKey, StageEntry>> stages;
+
+  bool empty() const { return layers.empty() && stages.empty(); }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(layers, stages);
+  }
+};
+
+struct CacheCounters {
+  std::int64_t hits = 0;       // hits on entries computed here
+  std::int64_t peer_hits = 0;  // hits on imported entries
+  std::int64_t misses = 0;     // lookups that had to compute
+  std::int64_t entries = 0;    // layer + stage entries held
+};
+
+class LatencyCache {
+ public:
+  // The entry for `key`; on a miss, compute() -> Entry is called and stored.
+  // Two threads missing the same key may both compute; one value is kept
+  // (the cost model is deterministic, so they are equal).
+  template <class Compute>
+  LayerEntry layer(const LayerKey& key, Compute&& compute) {
+    return get(layers_, key, compute);
+  }
+  template <class Compute>
+  StageEntry stage(const StageKey& key, Compute&& compute) {
+    return get(stages_, key, compute);
+  }
+
+  // Marks "now": entries added later belong to the next delta.
+  std::uint64_t mark() const { return sequence_.load(std::memory_order_acquire); }
+  // Entries computed here (not imported) since `mark`, in key order.
+  CacheDelta delta_since(std::uint64_t mark) const;
+  // Every entry, in key order (for a persistent cache).
+  CacheDelta snapshot() const;
+  // Adds entries not yet present; they never appear in this process's
+  // deltas. from_peer: hits on them count as peer hits; otherwise (loaded
+  // from disk) as ordinary hits.
+  void import(const CacheDelta& delta, bool from_peer = true);
+
+  CacheCounters counters() const;
+  // Hits/misses since construction minus these (for per-phase reports).
+  void reset_counters();
+
+ private:
+  enum class Origin : std::uint8_t { computed, peer, loaded };
+  template <class Entry>
+  struct Stored {
+    Entry entry;
+    std::uint64_t sequence = 0;  // order of computation; meaningful for `computed` only
+    Origin origin = Origin::computed;
+  };
+  struct Hash {
+    std::size_t operator()(const LayerKey& k) const;
+    std::size_t operator()(const StageKey& k) const;
+  };
+  template <class Key, class Entry>
+  using Table = parallel::ConcurrentMap<Key, Stored<Entry>, Hash>;
+
+  template <class Key, class Entry, class Compute>
+  Entry get(Table<Key, Entry>& table, const Key& key, Compute& compute) {
+    if (auto found = table.find(key)) {
+      (found->origin == Origin::peer ? peer_hits_ : hits_).fetch_add(1, std::memory_order_relaxed);
+      return found->entry;
+    }
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    Stored<Entry> stored{compute(), sequence_.fetch_add(1, std::memory_order_acq_rel), Origin::computed};
+    table.insert(key, stored);
+    return stored.entry;
+  }
+
+  Table<LayerKey, LayerEntry> layers_;
+  Table<StageKey, StageEntry> stages_;
+  std::atomic<std::uint64_t> sequence_{0};
+  std::atomic<std::int64_t> hits_{0}, peer_hits_{0}, misses_{0};
+};
+
+}  // namespace autohaap

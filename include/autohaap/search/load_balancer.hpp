@@ -1,0 +1,104 @@
+// LoadBalancer: for one skeleton, the contiguous layer split and per-stage
+// recompute that minimize the 1F1B iteration time within every stage's
+// memory, and a cheap lower bound on that time.
+//
+// Objective (DESIGN.md "Iteration time", CostModel::iteration_time_1f1b):
+//   sum_i (t_i + p2p_i) + (m - 1) * max_i t_i + max_i (sync_i + opt_i)
+// with t_i the forward + backward time of one micro-batch on stage i. For a
+// fixed layer range the best recompute of a stage is the fastest mode
+// (none < selective < full) whose memory fits: it lowers t_i and leaves the
+// other terms alone. So the balancer derives recompute instead of searching
+// it.
+//
+// Method (exact for that objective). The two max terms are fixed by
+// thresholds: for a bottleneck T and a sync bound S, each stage may take any
+// range whose time is <= T, sync <= S and memory fits; a DP over contiguous
+// splits minimizes the sum term, and T + S + DP is an upper bound that is
+// attained at the optimum's own (T, S). T runs through the stage times at
+// which some stage's reach grows, ascending from the least feasible one; S
+// likewise for each T. Both loops stop as soon as
+// (m - 1) T + S + (a lower bound of the sum) cannot beat the best so far
+// (or the caller's bound). The best split is then polished by moving single
+// layers across stage boundaries while the true iteration time improves:
+// this guards the result should the cost model's iteration time ever
+// deviate from the decomposition above. Models of identical layers work on
+// layer counts, generic layer lists on ranges.
+//
+// Lower bound (no stage estimate needed): with tau_i the per-layer time of
+// stage i in its fastest mode, E_i its embedding / head time and c_i its
+// layer capacity, the bottleneck is at least the least T with
+// sum_i min(c_i, (T - E_i) / tau_i) >= L (a fractional split), and the sum
+// term at least sum_i (E_i + tau_i) + (L - p) min_i tau_i. Communication,
+// sync and recompute only add. Generic layers use per-stage speed ratios.
+//
+// Thread safety: const methods; many threads may balance different
+// skeletons at once (the cache is concurrent). Cost: lower_bound
+// O(stages + groups * distinct layers); balance O(stage estimates touched +
+// (T, S) pairs tried * stages * layers * layers per stage).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+struct BalancedSplit {
+  std::vector<int> layer_end;         // stage i holds [layer_end[i-1], layer_end[i]); last == layers
+  std::vector<Recompute> recompute;   // per stage
+  double iteration_time_s = 0;        // CostModel::iteration_time_1f1b of these stages
+};
+
+struct BalanceResult {
+  enum class Status {
+    found,              // split holds the skeleton's best split
+    above_bound,        // proven: no split beats the caller's bound
+    no_feasible_split,  // no split fits every stage's memory
+  };
+  Status status = Status::no_feasible_split;
+  BalancedSplit split;
+};
+
+class LoadBalancer {
+ public:
+  // `cache` may be null: stage estimates are then computed afresh each
+  // time (the Metis-style baseline runs that way).
+  LoadBalancer(const CostModel& cost, const MemoryPruner& memory, LatencyCache* cache);
+
+  const CostModel& cost() const { return cost_; }
+
+  // A value no plan on this skeleton can beat (within rounding).
+  double lower_bound(const Skeleton& skeleton) const;
+
+  // The skeleton's best split, if its iteration time is <= bound (ties with
+  // an incumbent count as found). The bound only decides whether the search
+  // may give up early; the split found never depends on it, so results do
+  // not depend on the order skeletons are searched in.
+  BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity()) const;
+
+  // Metis-style: the split minimizing the slowest stage's time alone, with
+  // the given recompute per stage and no memory constraint (infeasibility is
+  // left to the final estimate).
+  BalancedSplit balance_bottleneck(const Skeleton& skeleton, const std::vector<Recompute>& recompute) const;
+
+  // Stage estimates computed (cache misses included, cache hits excluded).
+  std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class BalancerStageTable;
+  const CostModel& cost_;
+  const MemoryPruner& memory_;
+  LatencyCache* cache_;
+  bool identical_layers_;
+  std::vector<Recompute> modes_;  // allowed recompute modes, fastest first
+  mutable std::atomic<std::int64_t> stage_estimates_{0};
+};
+
+}  // namespace autohaap

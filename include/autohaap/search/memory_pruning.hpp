@@ -1,0 +1,136 @@
+// Memory-aware initialization: before any latency is computed, remove every
+// skeleton that is invalid or cannot hold the model, and count what each
+// rule removed so `--explain` can show where the space went.
+//
+// Rules, applied in this order (a skeleton is counted under the first rule
+// it breaks):
+//   structural (every strategy):
+//     micro_batch_not_dividing_batch   B does not divide the global batch
+//     tp_exceeds_node                  tp does not divide the GPUs of a node
+//     tp_not_dividing_heads            tp does not divide the (kv) heads, or
+//                                      tp > 1 on a generic layer-list model
+//     dp_not_dividing_micro_batch      a stage's dp does not divide B
+//     more_stages_than_layers          every stage needs at least one layer
+//   memory (AutoHAAP only; from CostModel::stage_memory, before any latency):
+//     stage_cannot_hold_one_layer      a stage cannot hold one layer, even
+//                                      with the leanest allowed recompute
+//     capacity_below_layers            the stages' layer capacities sum to
+//                                      fewer than the model's layers
+// During the search the report also counts skeletons skipped because their
+// lower bound cannot beat the best plan (lower_bound_above_best) and those
+// with no split that fits memory (no_feasible_split).
+//
+// Capacity: the most layers one GPU of a stage can hold for (group, tp, dp,
+// B, recompute, first/last position, micro-batches in flight under 1F1B).
+// For a model of identical layers that is a count; for a generic layer list
+// it is the longest contiguous window that fits where the stage may sit
+// (from layer 0 for the first stage, up to the last layer for the last), an
+// upper bound, so pruning stays safe. Memory is assumed to grow with the
+// layer range (true of every term of the cost model).
+//
+// Thread safety: MemoryPruner is safe to share (its memo is concurrent);
+// initialize_skeletons runs in parallel itself and returns the same list for
+// any thread count. Cost: one capacity needs O(log layers) stage_memory
+// calls (O(layers) windows for generic models), memoized.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+enum class PruneRule : int {
+  micro_batch_not_dividing_batch,
+  tp_exceeds_node,
+  tp_not_dividing_heads,
+  dp_not_dividing_micro_batch,
+  more_stages_than_layers,
+  stage_cannot_hold_one_layer,
+  capacity_below_layers,
+  lower_bound_above_best,
+  no_feasible_split,
+};
+inline constexpr int kPruneRuleCount = 9;
+
+// Stable snake_case name (what --explain and result files print).
+const char* to_string(PruneRule rule);
+// One line saying what the rule means.
+const char* describe(PruneRule rule);
+
+struct PruneReport {
+  std::int64_t considered = 0;  // skeletons in the raw space
+  std::int64_t kept = 0;        // skeletons left after initialization
+  std::array<std::int64_t, kPruneRuleCount> removed{};  // by PruneRule
+
+  void add(PruneRule rule, std::int64_t count) { removed[static_cast<int>(rule)] += count; }
+  std::int64_t count(PruneRule rule) const { return removed[static_cast<int>(rule)]; }
+  // Removed by initialization (structural + memory rules).
+  std::int64_t removed_initially() const;
+  // Skipped during the search (bound, no split).
+  std::int64_t skipped_in_search() const;
+  // Adds another report's counts (shares of a distributed search).
+  void merge(const PruneReport& other);
+  // (rule name, count) for every rule, in rule order, zero counts included.
+  std::vector<std::pair<std::string, std::int64_t>> rows() const;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(considered, kept, removed);
+  }
+};
+
+// The first structural rule a group layout breaks with micro-batch size B
+// (tp_exceeds_node, tp_not_dividing_heads, dp_not_dividing_micro_batch).
+std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch);
+
+class MemoryPruner {
+ public:
+  explicit MemoryPruner(const CostModel& cost);
+  ~MemoryPruner();
+  MemoryPruner(const MemoryPruner&) = delete;
+  MemoryPruner& operator=(const MemoryPruner&) = delete;
+
+  const CostModel& cost() const { return cost_; }
+
+  // Layers one GPU of stage `stage_index` (of `num_stages`) can hold with
+  // this slot, recompute mode, B and micro-batch count; 0: not even one.
+  int max_layers(const StageSlot& slot, Recompute recompute, int micro_batch, int stage_index, int num_stages,
+                 int num_micro_batches) const;
+  // The same with the leanest mode among the training's recompute modes.
+  int max_layers_leanest(const StageSlot& slot, int micro_batch, int stage_index, int num_stages,
+                         int num_micro_batches) const;
+  // Per stage of the skeleton, max_layers_leanest.
+  std::vector<int> capacities(const Skeleton& skeleton) const;
+  // The first memory rule the skeleton breaks, if any.
+  std::optional<PruneRule> check(const Skeleton& skeleton) const;
+
+ private:
+  struct Memo;
+  const CostModel& cost_;
+  std::unique_ptr<Memo> memo_;
+};
+
+struct SkeletonList {
+  std::vector<Skeleton> skeletons;  // canonical (id) order
+  PruneReport report;
+};
+
+// Every skeleton of the space that passes the structural rules and, when
+// `memory` is given, the memory rules; counted per rule.
+SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory);
+
+// Why no plan exists, in one sentence a user can act on, from the report of
+// an initialization (or search) that kept nothing: the rule that removed
+// the most and, for memory, the smallest per-GPU memory the model needs
+// (weights, gradients and optimizer states spread over every GPU) against
+// the largest device.
+std::string infeasible_reason(const CostModel& cost, const PruneReport& report);
+
+}  // namespace autohaap

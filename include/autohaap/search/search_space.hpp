@@ -1,0 +1,132 @@
+// SearchSpace: every pipeline skeleton AutoHAAP may choose, in one canonical
+// order, each with a stable id.
+//
+// A skeleton fixes everything of a plan but the layer split and the
+// recompute modes: the node groups used and their order along the pipeline,
+// each group cut into k equal stages (a used group contributes all its GPUs),
+// each group's (tp, dp) for its stages, and the micro-batch size B. The raw
+// space is
+//   ordered non-empty subsets of groups
+//   x per group a layout (k, tp): the stage size gpus/k divides a node or is
+//     a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp any divisor
+//     of the stage size, dp = stage size / tp
+//   x B from the training's micro_batch_sizes.
+// Rules that make a raw skeleton invalid or hopeless (tp beyond a node, dp
+// not dividing B, too little memory, ...) live in memory_pruning.hpp, so
+// that every removed candidate is counted under its rule.
+//
+// Canonical order: group orders by length, then lexicographically; within
+// one order, B ascending; then the groups' layouts as a mixed-radix number
+// (first group of the pipeline most significant), each group's layouts by k
+// then tp ascending. The id of a skeleton is its rank in that order, so any
+// process building the same Problem numbers skeletons identically and a
+// distributed driver can hand out ids or positions as shares.
+//
+// Immutable after construction; every method is const and thread-safe.
+// Cost: construction O(groups! * groups + layouts); decode O(groups).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autohaap/plan.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+// One pipeline stage of a skeleton: where it sits and how it is cut.
+struct StageSlot {
+  int group = 0;
+  int first_gpu = 0;  // offset inside the group
+  int gpus = 0;       // tp * dp
+  int tp = 1;
+  int dp = 1;
+
+  bool operator==(const StageSlot&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(group, first_gpu, gpus, tp, dp);
+  }
+};
+
+struct Skeleton {
+  std::uint64_t id = 0;     // rank in the canonical order of the raw space
+  int micro_batch = 0;      // B: sequences per pipeline micro-batch
+  std::vector<StageSlot> stages;
+  // Filled by the search's initialization: a valid lower bound on the
+  // iteration time of any plan on this skeleton, and the relative effort
+  // of searching it (for work-balanced shares).
+  double lower_bound_s = 0;
+  double work = 0;
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(id, micro_batch, stages, lower_bound_s, work);
+  }
+};
+
+// One group's cut: `stages` stages of `gpus_per_stage` GPUs, each (tp, dp).
+struct GroupLayout {
+  int group = 0;
+  int stages = 0;
+  int gpus_per_stage = 0;
+  int tp = 1;
+  int dp = 1;
+};
+
+class SearchSpace {
+ public:
+  explicit SearchSpace(const Problem& problem);
+
+  const Problem& problem() const { return problem_; }
+  // Ordered non-empty subsets of group indices, canonical order.
+  const std::vector<std::vector<int>>& group_orders() const { return orders_; }
+  // Raw layouts of one group, canonical order.
+  const std::vector<GroupLayout>& layouts(int group) const { return layouts_[group]; }
+  // Micro-batch sizes, ascending, without duplicates.
+  const std::vector<int>& micro_batches() const { return micro_batches_; }
+
+  // Skeletons in the raw space (saturates at UINT64_MAX).
+  std::uint64_t raw_size() const { return raw_size_; }
+  // Raw skeletons of one group order and one B: product of layout counts.
+  std::uint64_t combinations(int order_index) const { return combos_[order_index]; }
+  // Id of the first skeleton of (order, B index).
+  std::uint64_t first_id(int order_index, int micro_batch_index) const;
+
+  // The skeleton of a group order, a B and one layout per used group
+  // (layout_index[j] indexes layouts(order[j])).
+  Skeleton make(int order_index, int micro_batch_index, const std::vector<int>& layout_index) const;
+
+ private:
+  const Problem& problem_;
+  std::vector<std::vector<int>> orders_;
+  std::vector<std::vector<GroupLayout>> layouts_;
+  std::vector<int> micro_batches_;
+  std::vector<std::uint64_t> combos_;       // per order
+  std::vector<std::uint64_t> order_first_;  // per order: id of its first skeleton
+  std::uint64_t raw_size_ = 0;
+};
+
+// A stage must not straddle nodes partially: it fits in one node (and a
+// whole number of stages fill the node) or it is made of whole nodes.
+bool valid_stage_size(int stage_gpus, int gpus_per_node);
+
+// Micro-batches per iteration for a skeleton: global_batch / B.
+int num_micro_batches(const Problem& problem, const Skeleton& skeleton);
+
+// Ways to split `layers` layers into `stages` non-empty contiguous ranges,
+// C(layers-1, stages-1), saturating at INT64_MAX.
+std::int64_t count_splits(int layers, int stages);
+
+// Megatron's even split: layers / stages each, the remainder to the first
+// stages. Returns the end of each stage's range.
+std::vector<int> even_split(int layers, int stages);
+
+// The plan of a skeleton with a split (layer_end[i] = end of stage i's
+// range, the last one == layers) and a recompute mode per stage. Prediction
+// and search stats are left empty.
+Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
+               const std::vector<Recompute>& recompute);
+
+}  // namespace autohaap

@@ -1,0 +1,137 @@
+// Searcher: the search's one entry point, run_search(problem, options), and
+// the pieces a distributed driver composes the same search from.
+//
+// Strategies, all scored by the same CostModel::estimate of the final plan:
+//   autohaap    memory-aware initialization, lower bounds, load balancer and
+//               latency cache; skeletons best lower bound first, after
+//               seeding the incumbent with the best uniform plans.
+//   exhaustive  every valid skeleton x every contiguous split x every
+//               per-stage recompute mode, each fully estimated; no pruning,
+//               no cache. Refused (InputError) when the candidate count
+//               exceeds options.exhaustive_limit.
+//   uniform     Megatron-style: one (stage size, tp, dp, B, recompute) for
+//               every stage, groups in cluster order, layers split evenly.
+//   metis       Metis-style: every group order and intra-stage layout, data
+//               parallelism first (per group the largest dp whose plan fits,
+//               smaller ones only if it does not), layers balanced on the
+//               slowest stage alone; no memory-aware initialization, no cache.
+// The result does not depend on the thread count: ties are broken by the
+// canonical order of plans (incumbent.hpp).
+//
+// Thread safety: run_search may be called from any thread; it uses up to
+// options.threads workers. The progress callback is called from one worker
+// at a time (never concurrently), at most every progress_interval_s, and
+// once at the end from the calling thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/plan.hpp"
+#include "autohaap/search/incumbent.hpp"
+#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_space.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+struct SearchProgress {
+  std::int64_t done = 0;        // skeletons (exhaustive: candidates) finished or skipped
+  std::int64_t total = 0;
+  std::int64_t evaluated = 0;   // full plan estimates so far
+  std::int64_t pruned = 0;
+  double best_iteration_s = std::numeric_limits<double>::infinity();
+  double elapsed_s = 0;
+};
+
+struct SearchOptions {
+  std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
+  int threads = 0;                    // 0: all hardware threads
+  int top_k = 1;
+  double time_limit_s = 0;            // 0: none; else stop and return the best so far
+  std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
+  std::function<void(const SearchProgress&)> progress;
+  double progress_interval_s = 0.2;
+  const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
+  LatencyCache* cache = nullptr;              // autohaap: reuse this cache (e.g. loaded from disk)
+};
+
+struct SearchResult {
+  std::vector<Plan> top;        // best first; predicted and search filled
+  PruneReport prune;
+  SearchStats stats;
+  bool timed_out = false;       // time limit or cancel: `top` is the best so far
+  std::string infeasible_reason;  // set when `top` is empty
+  std::int64_t candidates = 0;  // size of the strategy's candidate space (saturating)
+  // Cost-model calls below a full plan estimate: stage and layer estimates
+  // computed (autohaap: latency-cache misses; metis: its balancer's).
+  std::int64_t stage_estimates = 0;
+};
+
+// Names accepted by SearchOptions::strategy.
+const std::vector<std::string>& search_strategies();
+
+SearchResult run_search(const Problem& problem, const SearchOptions& options);
+
+// Candidates the exhaustive strategy would estimate (saturating at
+// INT64_MAX): sum over valid skeletons of C(L-1, p-1) * modes^p.
+std::int64_t exhaustive_candidates(const Problem& problem);
+
+// --- pieces for a distributed driver --------------------------------------
+// Rank 0 (or every rank: it is deterministic) prepares the skeleton list;
+// shares of it are searched with a shared Incumbent and a LatencyCache; the
+// plans are merged with merge_top_k (incumbent.hpp). A share may be searched
+// in several calls (chunks) so bounds and cache deltas can be exchanged in
+// between.
+
+struct PreparedSearch {
+  // Skeletons left after initialization, lower_bound_s and work filled,
+  // ordered by lower bound, then id: the order to search them in.
+  std::vector<Skeleton> skeletons;
+  PruneReport prune;
+};
+
+PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache);
+
+// The best uniform plans (the `uniform` strategy), to seed an Incumbent.
+// Adds the plans estimated to `evaluated`.
+std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated);
+
+struct ShareControl {
+  double deadline_s = 0;                         // seconds on `clock` after which to stop; 0: none
+  std::function<double()> clock;                 // seconds since the search started
+  const std::atomic<bool>* cancel = nullptr;
+  // After each skeleton balanced (any worker, possibly concurrently):
+  // whether it produced a fully estimated plan.
+  std::function<void(bool estimated)> on_skeleton;
+};
+
+struct ShareOutcome {
+  std::int64_t done = 0;       // skeletons balanced or skipped
+  std::int64_t evaluated = 0;  // plans fully estimated
+  PruneReport pruned;          // lower_bound_above_best, no_feasible_split
+  bool stopped = false;        // deadline or cancel hit before the share was finished
+};
+
+// Searches skeletons[positions[j]] in the given order (ascending positions
+// keep best-first order), offering each skeleton's best plan to `incumbent`.
+// Once a skeleton's lower bound exceeds incumbent.bound(), it and every later
+// one are skipped, so positions must be in ascending lower-bound order.
+ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,
+                          const std::vector<Skeleton>& skeletons, std::span<const std::size_t> positions,
+                          Incumbent& incumbent, const ShareControl& control);
+
+// Splits positions 0..n-1 of `skeletons` into `shares` lists of about equal
+// total work, deterministically; each list ascending. Position j goes to the
+// share with the least work so far (ties: lowest share), so every share gets
+// a slice of the most promising skeletons.
+std::vector<std::vector<std::size_t>> partition_by_work(const std::vector<Skeleton>& skeletons, int shares);
+
+}  // namespace autohaap

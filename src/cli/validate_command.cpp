@@ -1,0 +1,29 @@
+// `autohaap validate FILE...`: check input files of every kind.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "commands.hpp"
+
+namespace autohaap::cli {
+
+CLI::App* register_validate_command(CLI::App& app, CommandAction& action) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto* cmd = app.add_subcommand("validate", "check input files (model, device, cluster, training, plan)");
+  cmd->add_option("files", *files, "files to check")->required();
+  action = [files] {
+    for (const std::string& f : *files) {
+      const std::string kind = validate_file(f);
+      if (kind == "plan") read_plan(f);
+      std::cout << f << ": valid " << kind << "\n";
+    }
+    return int{kExitOk};
+  };
+  return cmd;
+}
+
+}  // namespace autohaap::cli

@@ -1,0 +1,60 @@
+// The AutoHAAP strategy: memory-aware initialization, then skeletons best
+// lower bound first, each balanced by the load balancer through the latency
+// cache, skipping those whose bound cannot beat the K-th best plan.
+#include <numeric>
+
+#include "autohaap/search/load_balancer.hpp"
+#include "strategies.hpp"
+
+namespace autohaap::strategy {
+
+void run_autohaap(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+                  ProgressReporter& progress, SearchResult& result) {
+  LatencyCache own_cache;
+  LatencyCache& cache = options.cache ? *options.cache : own_cache;
+  const CacheCounters before = cache.counters();
+  const MemoryPruner memory(cost);
+
+  PreparedSearch prepared = prepare_search(cost, memory, cache);
+  result.prune = prepared.prune;
+  result.candidates = prepared.prune.considered;
+  progress.set_total(static_cast<std::int64_t>(prepared.skeletons.size()));
+  progress.add_pruned(prepared.prune.removed_initially());
+
+  // A good incumbent from the start lets the bound skip most skeletons: the
+  // best uniform (Megatron-style) plans cost a few dozen estimates.
+  Incumbent incumbent(options.top_k);
+  std::int64_t evaluated = 0;
+  for (const Plan& plan : uniform_plans(cost, options.top_k, evaluated)) incumbent.offer(plan);
+  progress.add_evaluated(evaluated);
+  progress.set_best(incumbent.bound());
+
+  std::vector<std::size_t> positions(prepared.skeletons.size());
+  std::iota(positions.begin(), positions.end(), std::size_t{0});
+  ShareControl control;
+  control.cancel = options.cancel;
+  control.deadline_s = options.time_limit_s;
+  control.clock = [&clock] { return clock.seconds(); };
+  control.on_skeleton = [&](bool estimated) {
+    progress.add_done(1);
+    if (estimated) progress.add_evaluated(1);
+    progress.set_best(incumbent.bound());
+    progress.tick();
+  };
+  const ShareOutcome outcome =
+      search_share(cost, memory, cache, prepared.skeletons, positions, incumbent, control);
+
+  result.prune.merge(outcome.pruned);
+  result.timed_out = outcome.stopped;
+  result.top = incumbent.plans();
+  result.stats.evaluated = evaluated + outcome.evaluated;
+  result.stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
+  const CacheCounters after = cache.counters();
+  result.stats.cache_hits = (after.hits - before.hits) + (after.peer_hits - before.peer_hits);
+  result.stats.cache_misses = after.misses - before.misses;
+  result.stage_estimates = result.stats.cache_misses;
+  progress.add_pruned(result.prune.skipped_in_search());
+  progress.set_done(outcome.done);
+}
+
+}  // namespace autohaap::strategy

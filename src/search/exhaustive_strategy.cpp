@@ -1,0 +1,112 @@
+// The reference optimum: every structurally valid skeleton x every
+// contiguous layer split x every per-stage recompute mode, each scored with
+// a full CostModel::estimate. No memory pruning, no bounds, no cache: only
+// for small problems, hence the candidate limit.
+#include <algorithm>
+
+#include "autohaap/error.hpp"
+#include "autohaap/search/parallel.hpp"
+#include "strategies.hpp"
+
+namespace autohaap::strategy {
+namespace {
+
+// Next composition of `layers` into ends[0..p-1] (every stage >= 1 layer),
+// lexicographic on the ends; false after the last.
+bool next_split(std::vector<int>& ends, int layers) {
+  const int p = static_cast<int>(ends.size());
+  for (int k = p - 2; k >= 0; --k) {
+    const int limit = layers - (p - 1 - k);  // leave one layer per later stage
+    if (ends[k] < limit) {
+      ++ends[k];
+      for (int j = k + 1; j < p - 1; ++j) ends[j] = ends[j - 1] + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void run_exhaustive(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+                    ProgressReporter& progress, SearchResult& result) {
+  const Problem& problem = cost.problem();
+  const SearchSpace space(problem);
+  const SkeletonList list = initialize_skeletons(space, nullptr);
+  result.prune = list.report;
+
+  const std::int64_t candidates = exhaustive_candidates(problem);
+  result.candidates = candidates;
+  if (candidates > options.exhaustive_limit) {
+    throw InputError("", "strategy", "exhaustive",
+                     "at most " + std::to_string(options.exhaustive_limit) + " candidates; this problem has " +
+                         (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
+                                                                                  : std::to_string(candidates)) +
+                         " (use --strategy autohaap, or raise the exhaustive limit)");
+  }
+
+  std::vector<Recompute> modes = problem.training.recompute_modes;
+  if (modes.empty()) modes = {Recompute::none};
+  const int layers = problem.model.layers;
+  Incumbent incumbent(options.top_k);
+  std::atomic<std::int64_t> evaluated{0}, without_fit{0};
+  std::atomic<bool> stopped{false};
+  progress.set_total(static_cast<std::int64_t>(list.skeletons.size()));
+
+  parallel::for_each_in_order(list.skeletons.size(), [&](std::size_t index) {
+    if (must_stop(options, clock)) {
+      stopped.store(true);
+      return false;
+    }
+    const Skeleton& s = list.skeletons[index];
+    const int p = s.num_stages();
+    std::vector<int> ends(p);
+    for (int i = 0; i < p; ++i) ends[i] = i + 1;
+    ends[p - 1] = layers;
+    std::vector<int> mode(p, 0);
+    Plan plan = make_plan(problem, s, ends, std::vector<Recompute>(p, modes[0]));
+    Plan best;
+    bool found = false;
+    std::int64_t count = 0;
+    do {
+      int begin = 0;
+      for (int i = 0; i < p; ++i) {
+        plan.stages[i].layer_begin = begin;
+        plan.stages[i].layer_end = ends[i];
+        begin = ends[i];
+      }
+      std::fill(mode.begin(), mode.end(), 0);
+      while (true) {
+        for (int i = 0; i < p; ++i) plan.stages[i].recompute = modes[mode[i]];
+        plan.predicted = cost.estimate(plan);
+        ++count;
+        if (plan.predicted.fits && (!found || plan_before(plan, best))) {
+          best = plan;
+          found = true;
+        }
+        int i = p - 1;
+        while (i >= 0 && ++mode[i] == static_cast<int>(modes.size())) mode[i--] = 0;
+        if (i < 0) break;
+      }
+    } while (next_split(ends, layers));
+    evaluated.fetch_add(count, std::memory_order_relaxed);
+    progress.add_evaluated(count);
+    progress.add_done(1);
+    if (found) {
+      incumbent.offer(best);
+      progress.set_best(best.predicted.iteration_time_s);
+    } else {
+      without_fit.fetch_add(1, std::memory_order_relaxed);
+    }
+    progress.tick();
+    return true;
+  });
+
+  result.top = incumbent.plans();
+  result.timed_out = stopped.load();
+  result.stats.evaluated = evaluated.load();
+  result.prune.add(PruneRule::no_feasible_split, without_fit.load());
+  result.stats.pruned = result.prune.removed_initially();
+}
+
+}  // namespace autohaap::strategy

@@ -1,0 +1,714 @@
+#include "autohaap/search/load_balancer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace autohaap {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Relative slack when comparing values computed along different paths
+// (a bound, a decomposed sum, the cost model's own sum): rounding must never
+// make the search skip a plan that ties the incumbent.
+constexpr double kSlack = 1e-9;
+
+bool identical_layers(const Problem& problem) {
+  if (problem.model.family == ModelFamily::generic) return false;
+  // A profile measured for one particular layer makes that layer differ.
+  for (const auto& [key, latency] : problem.profiles.entries()) {
+    if (key.layer != -1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Costs of every stage of one skeleton for any layer range, computed on
+// first use (through the shared cache when there is one) and kept for the
+// life of one balancing call. Not thread-safe: one per call.
+class BalancerStageTable {
+ public:
+  struct Choice {
+    bool computed = false;
+    bool feasible = false;
+    Recompute recompute = Recompute::none;
+    StageEntry entry;
+    // What paces the 1F1B steady state: compute plus the stage's own sends
+    // (CostModel::iteration_time_1f1b); it is also the stage's share of the
+    // fill-and-drain sum.
+    double pace() const { return entry.time_s() + entry.p2p_s; }
+    double add() const { return entry.time_s() + entry.p2p_s; }
+    double sync() const { return entry.dp_sync_s + entry.optimizer_s; }
+  };
+
+  // fixed == nullptr: per range, the fastest recompute mode that fits.
+  // Otherwise stage i always uses (*fixed)[i] and memory is ignored.
+  BalancerStageTable(const LoadBalancer& balancer, const Skeleton& skeleton, const std::vector<Recompute>* fixed)
+      : balancer_(balancer),
+        skeleton_(skeleton),
+        fixed_(fixed),
+        identical_(balancer.identical_layers_),
+        layers_(balancer.cost_.problem().model.layers),
+        stages_(skeleton.num_stages()),
+        micro_batches_(num_micro_batches(balancer.cost_.problem(), skeleton)) {
+    const std::vector<Recompute> none(stages_, Recompute::none);
+    scratch_ = make_plan(balancer.cost_.problem(), skeleton, even_split(layers_, stages_), fixed ? *fixed : none);
+    if (identical_) {
+      by_count_.assign(stages_, std::vector<Choice>(layers_ - stages_ + 2));
+      if (!fixed_) {
+        capacity_.assign(stages_, std::vector<int>(balancer.modes_.size()));
+        for (int i = 0; i < stages_; ++i) {
+          for (std::size_t r = 0; r < balancer.modes_.size(); ++r) {
+            capacity_[i][r] = balancer.memory_.max_layers(skeleton.stages[i], balancer.modes_[r],
+                                                          skeleton.micro_batch, i, stages_, micro_batches_);
+          }
+        }
+      }
+    }
+  }
+
+  int layers() const { return layers_; }
+  int stages() const { return stages_; }
+  int micro_batches() const { return micro_batches_; }
+  bool identical() const { return identical_; }
+  // Stage i starts at >= i and ends at <= last_end(i): every stage keeps a layer.
+  int last_end(int i) const { return layers_ - (stages_ - 1 - i); }
+
+  const Choice& at(int i, int begin, int end) {
+    if (identical_) {
+      Choice& c = by_count_[i][end - begin];
+      if (!c.computed) c = compute(i, end - begin, begin, end);
+      return c;
+    }
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(i) * (layers_ + 1) + static_cast<std::uint64_t>(begin)) * (layers_ + 1) + end;
+    auto [it, inserted] = by_range_.try_emplace(key);
+    if (inserted) it->second = compute(i, end - begin, begin, end);
+    return it->second;
+  }
+
+ private:
+  Choice compute(int i, int n, int begin, int end) {
+    // Identical layers: the cost depends on the count and the edges only, so
+    // the range is normalized (and the cache shared by every position).
+    if (identical_) {
+      const bool first = i == 0, last = i == stages_ - 1;
+      begin = first ? 0 : last ? layers_ - n : 1;
+      end = begin + n;
+    }
+    Choice c;
+    c.computed = true;
+    if (fixed_) {
+      c.recompute = (*fixed_)[i];
+      c.entry = estimate(i, begin, end, c.recompute);
+      c.feasible = true;
+      return c;
+    }
+    const auto& modes = balancer_.modes_;
+    for (std::size_t r = 0; r < modes.size(); ++r) {
+      if (identical_ && n > capacity_[i][r]) continue;
+      const StageEntry e = estimate(i, begin, end, modes[r]);
+      if (e.fits()) {
+        c.feasible = true;
+        c.recompute = modes[r];
+        c.entry = e;
+        return c;
+      }
+    }
+    return c;
+  }
+
+  StageEntry estimate(int i, int begin, int end, Recompute recompute) {
+    auto compute = [&] {
+      StagePlan& s = scratch_.stages[i];
+      s.layer_begin = begin;
+      s.layer_end = end;
+      s.recompute = recompute;
+      const StageEstimate e = balancer_.cost_.stage(scratch_, i);
+      balancer_.stage_estimates_.fetch_add(1, std::memory_order_relaxed);
+      return StageEntry{e.forward_s, e.backward_s, e.p2p_s, e.dp_sync_s, e.optimizer_s, e.memory.total(),
+                        e.capacity_bytes};
+    };
+    if (!balancer_.cache_) return compute();
+    return balancer_.cache_->stage(key(i, begin, end, recompute), compute);
+  }
+
+  StageKey key(int i, int begin, int end, Recompute recompute) const {
+    const StageSlot& s = skeleton_.stages[i];
+    StageKey k;
+    k.group = s.group;
+    k.first_gpu = s.first_gpu;
+    k.gpus = s.gpus;
+    k.tp = s.tp;
+    k.dp = s.dp;
+    k.micro_batch = skeleton_.micro_batch;
+    k.recompute = static_cast<int>(recompute);
+    k.layer_begin = begin;
+    k.layer_end = end;
+    k.stage_index = i;
+    k.num_stages = stages_;
+    k.num_micro_batches = micro_batches_;
+    if (i > 0) {
+      const StageSlot& p = skeleton_.stages[i - 1];
+      k.prev_group = p.group;
+      k.prev_first_gpu = p.first_gpu;
+      k.prev_gpus = p.gpus;
+      k.prev_tp = p.tp;
+      k.prev_dp = p.dp;
+    }
+    if (i + 1 < stages_) {
+      const StageSlot& q = skeleton_.stages[i + 1];
+      k.next_group = q.group;
+      k.next_first_gpu = q.first_gpu;
+      k.next_gpus = q.gpus;
+      k.next_tp = q.tp;
+      k.next_dp = q.dp;
+    }
+    return k;
+  }
+
+  const LoadBalancer& balancer_;
+  const Skeleton& skeleton_;
+  const std::vector<Recompute>* fixed_;
+  bool identical_;
+  int layers_, stages_, micro_batches_;
+  Plan scratch_;
+  std::vector<std::vector<Choice>> by_count_;                 // identical: [stage][layers]
+  std::vector<std::vector<int>> capacity_;                    // identical: [stage][mode]
+  std::unordered_map<std::uint64_t, Choice> by_range_;        // generic: (stage, begin, end)
+};
+
+namespace {
+
+// How far each stage may reach from each start under a threshold: the ranges
+// [a, b) with a < b <= reach(i, a) are allowed. For identical layers one
+// count per stage stands for every start.
+class Reach {
+ public:
+  Reach(const BalancerStageTable& table)
+      : identical_(table.identical()), layers_(table.layers()), stages_(table.stages()) {
+    if (identical_) count_.assign(stages_, 0);
+    else end_.assign(stages_, std::vector<int>(layers_ + 1, 0));
+    clear();
+  }
+  void clear() {
+    if (identical_) std::fill(count_.begin(), count_.end(), 0);
+    else
+      for (auto& row : end_)
+        for (int a = 0; a <= layers_; ++a) row[a] = a;
+  }
+  int get(int i, int a) const { return identical_ ? a + count_[i] : end_[i][a]; }
+  void set(int i, int a, int b) {
+    if (identical_) count_[i] = b - a;
+    else end_[i][a] = b;
+  }
+  // Starts to consider for stage i: one for identical layers (the count does
+  // not depend on it), every admissible one otherwise.
+  int first_start(int i) const { return identical_ ? 0 : i; }
+  int last_start(int i) const { return identical_ ? 0 : layers_ - (stages_ - i); }
+
+ private:
+  bool identical_;
+  int layers_, stages_;
+  std::vector<int> count_;
+  std::vector<std::vector<int>> end_;
+};
+
+// The split search of one skeleton (see the header for the method).
+class SplitSearch {
+ public:
+  SplitSearch(BalancerStageTable& table, double bound)
+      : table_(table),
+        L_(table.layers()),
+        p_(table.stages()),
+        m_(table.micro_batches()),
+        bound_(bound),
+        reach_t_(table),
+        reach_s_(table) {}
+
+  // Grows `reach` while the next range is feasible and below `limit` on the
+  // quantity `value`, capped by `cap` (another reach) when given.
+  template <class Value>
+  void grow(Reach& reach, double limit, Value value, const Reach* cap) {
+    for (int i = 0; i < p_; ++i) {
+      for (int a = reach.first_start(i); a <= reach.last_start(i); ++a) {
+        int b = reach.get(i, a);
+        const int hi = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+        const int top = table_.identical() ? std::min(hi, L_ - p_ + 1) : hi;
+        while (b + 1 <= top) {
+          const auto& c = table_.at(i, a, b + 1);
+          if (!c.feasible || value(c) > limit) break;
+          ++b;
+        }
+        reach.set(i, a, b);
+      }
+    }
+  }
+  // The smallest value of the next range beyond the current reach.
+  template <class Value>
+  double next_event(const Reach& reach, Value value, const Reach* cap) {
+    double next = kInf;
+    for (int i = 0; i < p_; ++i) {
+      for (int a = reach.first_start(i); a <= reach.last_start(i); ++a) {
+        const int b = reach.get(i, a) + 1;
+        const int hi = cap ? cap->get(i, a) : table_.last_end(i);
+        const int top = table_.identical() ? std::min(hi, L_ - p_ + 1) : hi;
+        if (b > top) continue;
+        const auto& c = table_.at(i, a, b);
+        if (c.feasible) next = std::min(next, value(c));
+      }
+    }
+    return next;
+  }
+
+  // min sum of (t + p2p) over splits inside both reaches; fills split_.
+  double dp(const Reach& t_reach, const Reach* s_reach) {
+    f_.assign(static_cast<std::size_t>(p_ + 1) * (L_ + 1), kInf);
+    parent_.assign(f_.size(), -1);
+    auto at = [&](int i, int b) -> double& { return f_[static_cast<std::size_t>(i) * (L_ + 1) + b]; };
+    at(0, 0) = 0;
+    for (int i = 0; i < p_; ++i) {
+      const int a_end = L_ - (p_ - i);
+      for (int a = i; a <= a_end; ++a) {
+        const double base = at(i, a);
+        if (base == kInf) continue;
+        const int ra = table_.identical() ? 0 : a;
+        int r = t_reach.get(i, ra) + (a - ra);
+        if (s_reach) r = std::min(r, s_reach->get(i, ra) + (a - ra));
+        r = std::min(r, table_.last_end(i));
+        for (int b = a + 1; b <= r; ++b) {
+          const double v = base + table_.at(i, a, b).add();
+          double& slot = at(i + 1, b);
+          if (v < slot) {
+            slot = v;
+            parent_[static_cast<std::size_t>(i + 1) * (L_ + 1) + b] = a;
+          }
+        }
+      }
+    }
+    const double total = at(p_, L_);
+    if (total == kInf) return kInf;
+    split_.assign(p_, 0);
+    int b = L_;
+    for (int i = p_; i >= 1; --i) {
+      split_[i - 1] = b;
+      b = parent_[static_cast<std::size_t>(i) * (L_ + 1) + b];
+    }
+    return total;
+  }
+
+  bool feasible(const Reach& reach, const Reach* cap) {
+    if (table_.identical()) {
+      long long total = 0;
+      for (int i = 0; i < p_; ++i) {
+        const int n = cap ? std::min(reach.get(i, 0), cap->get(i, 0)) : reach.get(i, 0);
+        if (n < 1) return false;
+        total += n;
+      }
+      return total >= L_;
+    }
+    return dp(reach, cap) < kInf;
+  }
+
+  // The cost model's iteration time of a split (ends per stage).
+  double objective(const std::vector<int>& ends) {
+    estimates_.resize(p_);
+    int begin = 0;
+    for (int i = 0; i < p_; ++i) {
+      const auto& c = table_.at(i, begin, ends[i]);
+      if (!c.feasible) return kInf;
+      StageEstimate& e = estimates_[i];
+      e.forward_s = c.entry.forward_s;
+      e.backward_s = c.entry.backward_s;
+      e.p2p_s = c.entry.p2p_s;
+      e.dp_sync_s = c.entry.dp_sync_s;
+      e.optimizer_s = c.entry.optimizer_s;
+      begin = ends[i];
+    }
+    return CostModel::iteration_time_1f1b(estimates_, m_);
+  }
+
+  // Keeps the first split of least iteration time (exact comparison: the
+  // visiting order is fixed, so the choice among ties is too).
+  void consider(const std::vector<int>& ends) {
+    const double value = objective(ends);
+    if (value < best_) {
+      best_ = value;
+      best_split_ = ends;
+    }
+  }
+  // Pruning inside one skeleton uses only its own best: the caller's bound
+  // may differ between runs (threads, ranks), so it only ever aborts the
+  // whole search (see run), never changes which split is found.
+  double limit() const { return best_ * (1 + kSlack); }
+  bool hopeless(double lower) const {
+    const double cap = bound_ * (1 + kSlack);
+    return lower > cap && best_ > cap;
+  }
+
+  // Lower bounds of the sum term and of the sync term over all splits.
+  void set_bounds(double sum_lower, double sync_lower) {
+    sum_lower_ = sum_lower;
+    sync_lower_ = sync_lower;
+  }
+
+  enum class Outcome { found, above_bound, infeasible };
+
+  Outcome run() {
+    const double w = m_ - 1;
+    auto time = [](const BalancerStageTable::Choice& c) { return c.pace(); };
+
+    // The least feasible bottleneck: walk the events of stage times upward.
+    double T = 0;
+    for (int i = 0; i < p_; ++i) {
+      double least = kInf;
+      for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
+        const auto& c = table_.at(i, a, a + 1);
+        if (c.feasible) least = std::min(least, c.pace());
+      }
+      if (least == kInf) return Outcome::infeasible;  // stage i cannot hold any single layer
+      T = std::max(T, least);
+    }
+    grow(reach_t_, T, time, nullptr);
+    while (!feasible(reach_t_, nullptr)) {
+      T = next_event(reach_t_, time, nullptr);
+      if (T == kInf) return Outcome::infeasible;
+      grow(reach_t_, T, time, nullptr);
+    }
+
+    // Bottlenecks ascending; every later one has a larger lower bound, so the
+    // loop ends once that bound exceeds the best split found, or aborts once
+    // it exceeds the caller's bound and nothing found beats that either.
+    while (true) {
+      const double lower = w * T + sum_lower_ + sync_lower_;
+      if (lower > limit()) break;
+      if (hopeless(lower)) return Outcome::above_bound;
+      try_bottleneck(T);
+      T = next_event(reach_t_, time, nullptr);
+      if (T == kInf) break;
+      grow(reach_t_, T, time, nullptr);
+    }
+    if (best_split_.empty()) return Outcome::infeasible;
+    polish();
+    return best_ <= bound_ * (1 + kSlack) ? Outcome::found : Outcome::above_bound;
+  }
+
+  // Every split whose slowest stage takes at most T: the least sum alone,
+  // then with the sync term capped at each threshold S in turn.
+  void try_bottleneck(double T) {
+    const double w = m_ - 1;
+    auto sync = [](const BalancerStageTable::Choice& c) { return c.sync(); };
+    const double sum_t = dp(reach_t_, nullptr);
+    consider(split_);
+    if (w * T + sum_t + sync_lower_ > limit()) return;
+    reach_s_.clear();
+    double S = sync_lower_;
+    grow(reach_s_, S, sync, &reach_t_);
+    while (w * T + S + sum_t <= limit()) {
+      // For identical layers a cheap count test skips hopeless thresholds.
+      const bool possible = !table_.identical() || feasible(reach_s_, &reach_t_);
+      if (possible && dp(reach_t_, &reach_s_) < kInf) consider(split_);
+      S = next_event(reach_s_, sync, &reach_t_);
+      if (S == kInf) break;
+      grow(reach_s_, S, sync, &reach_t_);
+    }
+  }
+
+  // Moves single layers across stage boundaries while the true iteration
+  // time improves.
+  void polish() {
+    std::vector<int> ends = best_split_;
+    double value = best_;
+    for (int round = 0; round < 4 * p_; ++round) {
+      bool improved = false;
+      for (int k = 0; k + 1 < p_; ++k) {
+        for (int delta : {-1, +1}) {
+          const int begin = k == 0 ? 0 : ends[k - 1];
+          const int moved = ends[k] + delta;
+          if (moved <= begin || moved >= ends[k + 1]) continue;
+          std::vector<int> trial = ends;
+          trial[k] = moved;
+          const double v = objective(trial);
+          if (v < value * (1 - 1e-12)) {
+            ends = std::move(trial);
+            value = v;
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+    best_split_ = ends;
+    best_ = value;
+  }
+
+  const std::vector<int>& best_split() const { return best_split_; }
+  double best() const { return best_; }
+
+  // Metis: least feasible bottleneck, then the least sum under it.
+  bool run_bottleneck() {
+    auto time = [](const BalancerStageTable::Choice& c) { return c.pace(); };
+    double T = 0;
+    for (int i = 0; i < p_; ++i) {
+      double least = kInf;
+      for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) least = std::min(least, table_.at(i, a, a + 1).pace());
+      T = std::max(T, least);
+    }
+    grow(reach_t_, T, time, nullptr);
+    while (!feasible(reach_t_, nullptr)) {
+      T = next_event(reach_t_, time, nullptr);
+      if (T == kInf) return false;
+      grow(reach_t_, T, time, nullptr);
+    }
+    if (dp(reach_t_, nullptr) == kInf) return false;
+    best_split_ = split_;
+    best_ = objective(split_);
+    return true;
+  }
+
+ private:
+  BalancerStageTable& table_;
+  int L_, p_, m_;
+  double bound_;
+  Reach reach_t_, reach_s_;
+  double sum_lower_ = 0, sync_lower_ = 0;
+  double best_ = kInf;
+  std::vector<int> best_split_;
+  std::vector<int> split_;
+  std::vector<double> f_;
+  std::vector<int> parent_;
+  std::vector<StageEstimate> estimates_;
+};
+
+// Per stage of a skeleton: edge time and per-layer time in the fastest
+// allowed recompute mode, from per-layer estimates.
+struct Speeds {
+  std::vector<double> edge;                  // E_i
+  std::vector<double> layer;                 // identical: tau_i
+  std::vector<std::vector<double>> layers;   // generic: tau_il
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, LatencyCache* cache)
+    : cost_(cost), memory_(memory), cache_(cache), identical_layers_(identical_layers(cost.problem())) {
+  const auto& training = cost.problem().training;
+  modes_ = training.recompute_modes.empty() ? std::vector<Recompute>{Recompute::none} : training.recompute_modes;
+  // Fastest first: none keeps every activation, selective recomputes the
+  // attention core, full the whole layer.
+  std::sort(modes_.begin(), modes_.end());
+  modes_.erase(std::unique(modes_.begin(), modes_.end()), modes_.end());
+}
+
+namespace {
+
+Speeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute fastest, const Skeleton& skeleton,
+                    bool identical) {
+  const Problem& problem = cost.problem();
+  const int p = skeleton.num_stages();
+  const int L = problem.model.layers;
+  Speeds speeds;
+  speeds.edge.resize(p);
+  auto lookup = [&](const StageSlot& s, int layer, bool first, bool last) {
+    const StageShape shape{s.group, s.tp, s.dp, fastest};
+    const LayerKey key{s.group, s.tp, s.dp, skeleton.micro_batch, static_cast<int>(fastest), layer, first, last};
+    auto compute = [&] {
+      LayerEntry e;
+      Timing t;
+      LayerMemory m;
+      if (first || last) {
+        t = cost.edge_timing(shape, skeleton.micro_batch, first, last);
+        m = cost.edge_memory(shape, skeleton.micro_batch, first, last);
+      } else {
+        t = cost.layer_timing(shape, skeleton.micro_batch, std::max(layer, 0));
+        m = cost.layer_memory(shape, skeleton.micro_batch, std::max(layer, 0));
+      }
+      e.forward_s = t.forward_s;
+      e.backward_s = t.backward_s;
+      e.static_bytes = m.static_bytes;
+      e.activation_bytes = m.activation_bytes;
+      e.working_bytes = m.working_bytes;
+      return e;
+    };
+    const LayerEntry e = cache ? cache->layer(key, compute) : compute();
+    return e.forward_s + e.backward_s;
+  };
+  if (identical) speeds.layer.resize(p);
+  else speeds.layers.resize(p);
+  for (int i = 0; i < p; ++i) {
+    const StageSlot& s = skeleton.stages[i];
+    const bool first = i == 0, last = i == p - 1;
+    speeds.edge[i] = (first || last) ? lookup(s, -1, first, last) : 0.0;
+    // Stages of one group share their layer speeds.
+    const bool same_as_prev = i > 0 && skeleton.stages[i - 1].group == s.group &&
+                              skeleton.stages[i - 1].tp == s.tp && skeleton.stages[i - 1].dp == s.dp;
+    if (identical) {
+      speeds.layer[i] = same_as_prev ? speeds.layer[i - 1] : lookup(s, -1, false, false);
+    } else if (same_as_prev) {
+      speeds.layers[i] = speeds.layers[i - 1];
+    } else {
+      speeds.layers[i].resize(L);
+      for (int l = 0; l < L; ++l) speeds.layers[i][l] = lookup(s, l, false, false);
+    }
+  }
+  return speeds;
+}
+
+// Least T with sum_i min(cap_i, max(0, T - edge_i) / rate_i) >= need, by
+// bisection; returns the low end, so the result never exceeds the true T.
+double fractional_bottleneck(const std::vector<double>& edge, const std::vector<double>& rate,
+                             const std::vector<double>& cap, double need, double low) {
+  auto held = [&](double T) {
+    double total = 0;
+    for (std::size_t i = 0; i < edge.size(); ++i) {
+      if (rate[i] <= 0) return kInf;
+      total += std::min(cap[i], std::max(0.0, T - edge[i]) / rate[i]);
+    }
+    return total;
+  };
+  double high = low;
+  for (std::size_t i = 0; i < edge.size(); ++i) high = std::max(high, edge[i] + cap[i] * rate[i]);
+  if (held(low) >= need) return low;
+  if (held(high) < need) return kInf;
+  for (int iter = 0; iter < 200 && high - low > 1e-15 * high; ++iter) {
+    const double mid = 0.5 * (low + high);
+    if (held(mid) >= need) high = mid;
+    else low = mid;
+  }
+  return low;
+}
+
+}  // namespace
+
+double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
+  const Problem& problem = cost_.problem();
+  const int p = skeleton.num_stages();
+  const int L = problem.model.layers;
+  const int m = num_micro_batches(problem, skeleton);
+  if (p < 1 || p > L || m < 1) return kInf;
+  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers_);
+  const std::vector<int> caps = memory_.capacities(skeleton);
+
+  std::vector<double> rate(p), cap(p);
+  double least_stage = 0;  // every stage holds at least one layer
+  double sum = 0;
+  double need = 0;
+  if (identical_layers_) {
+    double fastest = kInf;
+    for (int i = 0; i < p; ++i) {
+      rate[i] = speeds.layer[i];
+      cap[i] = caps[i];
+      least_stage = std::max(least_stage, speeds.edge[i] + rate[i]);
+      sum += speeds.edge[i] + rate[i];
+      fastest = std::min(fastest, rate[i]);
+    }
+    sum += (L - p) * fastest;
+    need = L;
+  } else {
+    // Work in units of stage 0's layer times: stage i runs layer l at least
+    // kappa_i times its work w_l, so it holds at most (T - E_i) / kappa_i.
+    std::vector<double> work(L);
+    double largest = 0;
+    for (int l = 0; l < L; ++l) {
+      work[l] = speeds.layers[0][l];
+      need += work[l];
+      largest = std::max(largest, work[l]);
+    }
+    for (int l = 0; l < L; ++l) {
+      double cheapest = kInf;
+      for (int i = 0; i < p; ++i) cheapest = std::min(cheapest, speeds.layers[i][l]);
+      sum += cheapest;
+    }
+    for (int i = 0; i < p; ++i) {
+      double kappa = kInf, smallest = kInf;
+      for (int l = 0; l < L; ++l) {
+        smallest = std::min(smallest, speeds.layers[i][l]);
+        if (work[l] > 0) kappa = std::min(kappa, speeds.layers[i][l] / work[l]);
+      }
+      rate[i] = kappa == kInf ? 0 : kappa;
+      cap[i] = caps[i] * largest;
+      least_stage = std::max(least_stage, speeds.edge[i] + smallest);
+      sum += speeds.edge[i];
+    }
+    if (need <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
+    for (int i = 0; i < p; ++i) {
+      if (rate[i] <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
+    }
+  }
+  const double bottleneck = fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
+  if (bottleneck == kInf) return kInf;
+  return (sum + (m - 1) * bottleneck) * (1 - 1e-12);
+}
+
+BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) const {
+  const Problem& problem = cost_.problem();
+  const int p = skeleton.num_stages();
+  const int L = problem.model.layers;
+  BalanceResult infeasible;
+  infeasible.status = BalanceResult::Status::no_feasible_split;
+  if (p < 1 || p > L || num_micro_batches(problem, skeleton) < 1) return infeasible;
+
+  BalancerStageTable table(*this, skeleton, nullptr);
+  SplitSearch search(table, bound);
+
+  // Lower bounds of the sum term (from per-layer speeds, as in lower_bound)
+  // and of the sync term (every stage holds at least one layer).
+  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers_);
+  double sum_lower = 0, sync_lower = 0;
+  if (identical_layers_) {
+    double fastest = kInf;
+    for (int i = 0; i < p; ++i) {
+      sum_lower += speeds.edge[i] + speeds.layer[i];
+      fastest = std::min(fastest, speeds.layer[i]);
+      const auto& one = table.at(i, 0, 1);
+      if (!one.feasible) return infeasible;
+      sync_lower = std::max(sync_lower, one.sync());
+    }
+    sum_lower += (L - p) * fastest;
+  } else {
+    for (int i = 0; i < p; ++i) sum_lower += speeds.edge[i];
+    for (int l = 0; l < L; ++l) {
+      double cheapest = kInf;
+      for (int i = 0; i < p; ++i) cheapest = std::min(cheapest, speeds.layers[i][l]);
+      sum_lower += cheapest;
+    }
+  }
+  search.set_bounds(sum_lower * (1 - 1e-12), sync_lower * (1 - 1e-12));
+  BalanceResult result;
+  switch (search.run()) {
+    case SplitSearch::Outcome::infeasible: result.status = BalanceResult::Status::no_feasible_split; return result;
+    case SplitSearch::Outcome::above_bound: result.status = BalanceResult::Status::above_bound; return result;
+    case SplitSearch::Outcome::found: break;
+  }
+  result.status = BalanceResult::Status::found;
+  BalancedSplit& out = result.split;
+  out.layer_end = search.best_split();
+  out.iteration_time_s = search.best();
+  int begin = 0;
+  for (int i = 0; i < p; ++i) {
+    out.recompute.push_back(table.at(i, begin, out.layer_end[i]).recompute);
+    begin = out.layer_end[i];
+  }
+  return result;
+}
+
+BalancedSplit LoadBalancer::balance_bottleneck(const Skeleton& skeleton, const std::vector<Recompute>& recompute) const {
+  BalancerStageTable table(*this, skeleton, &recompute);
+  SplitSearch search(table, kInf);
+  BalancedSplit out;
+  out.recompute = recompute;
+  if (search.run_bottleneck()) {
+    out.layer_end = search.best_split();
+    out.iteration_time_s = search.best();
+  } else {
+    out.layer_end = even_split(cost_.problem().model.layers, skeleton.num_stages());
+    out.iteration_time_s = kInf;
+  }
+  return out;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,322 @@
+#include "autohaap/search/memory_pruning.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "autohaap/search/parallel.hpp"
+
+namespace autohaap {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct RuleText {
+  const char* name;
+  const char* description;
+};
+constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
+    {"micro_batch_not_dividing_batch", "micro-batch size does not divide the global batch"},
+    {"tp_exceeds_node", "tensor parallelism does not divide the GPUs of a node"},
+    {"tp_not_dividing_heads", "tensor parallelism does not divide the attention (or key/value) heads"},
+    {"dp_not_dividing_micro_batch", "a stage's data parallelism does not divide the micro-batch"},
+    {"more_stages_than_layers", "more pipeline stages than layers"},
+    {"stage_cannot_hold_one_layer", "a stage cannot hold one layer, even with the leanest recompute"},
+    {"capacity_below_layers", "the stages together cannot hold all layers"},
+    {"lower_bound_above_best", "lower bound on iteration time above the best plan found"},
+    {"no_feasible_split", "no layer split fits every stage's memory"},
+}};
+
+// Rank of the first structural rule a group layout breaks; kNone if none.
+constexpr int kNone = kPruneRuleCount;
+int layout_rank(const Problem& problem, const GroupLayout& layout, int micro_batch) {
+  const auto rule = layout_rule(problem, layout, micro_batch);
+  return rule ? static_cast<int>(*rule) : kNone;
+}
+
+std::vector<Recompute> allowed_modes(const TrainingSpec& training) {
+  return training.recompute_modes.empty() ? std::vector<Recompute>{Recompute::none} : training.recompute_modes;
+}
+
+}  // namespace
+
+std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch) {
+  const NodeGroup& group = problem.cluster.groups[layout.group];
+  const ModelSpec& model = problem.model;
+  if (group.gpus_per_node % layout.tp != 0) return PruneRule::tp_exceeds_node;
+  // Megatron splits query heads and key/value groups over tp; generic
+  // layers are not tensor-parallel at all.
+  const bool heads_ok = model.family == ModelFamily::generic
+                            ? layout.tp == 1
+                            : model.heads % layout.tp == 0 && (model.kv_heads <= 0 || model.kv_heads % layout.tp == 0);
+  if (!heads_ok) return PruneRule::tp_not_dividing_heads;
+  if (micro_batch % layout.dp != 0) return PruneRule::dp_not_dividing_micro_batch;
+  return std::nullopt;
+}
+
+const char* to_string(PruneRule rule) { return kRules[static_cast<int>(rule)].name; }
+const char* describe(PruneRule rule) { return kRules[static_cast<int>(rule)].description; }
+
+std::int64_t PruneReport::removed_initially() const {
+  std::int64_t n = 0;
+  for (int r = 0; r <= static_cast<int>(PruneRule::capacity_below_layers); ++r) n += removed[r];
+  return n;
+}
+
+std::int64_t PruneReport::skipped_in_search() const {
+  return count(PruneRule::lower_bound_above_best) + count(PruneRule::no_feasible_split);
+}
+
+void PruneReport::merge(const PruneReport& other) {
+  for (int r = 0; r < kPruneRuleCount; ++r) removed[r] += other.removed[r];
+}
+
+std::vector<std::pair<std::string, std::int64_t>> PruneReport::rows() const {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (int r = 0; r < kPruneRuleCount; ++r) out.emplace_back(kRules[r].name, removed[r]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+struct CapacityKey {
+  int group, tp, dp, micro_batch, recompute, first, last, in_flight;
+  bool operator==(const CapacityKey&) const = default;
+};
+struct CapacityHash {
+  std::size_t operator()(const CapacityKey& k) const {
+    std::size_t h = 1469598103934665603ULL;
+    for (int v : {k.group, k.tp, k.dp, k.micro_batch, k.recompute, k.first, k.last, k.in_flight}) {
+      h = (h ^ static_cast<std::size_t>(static_cast<unsigned>(v))) * 1099511628211ULL;
+    }
+    return h;
+  }
+};
+}  // namespace
+
+struct MemoryPruner::Memo {
+  parallel::ConcurrentMap<CapacityKey, int, CapacityHash> capacity;
+};
+
+MemoryPruner::MemoryPruner(const CostModel& cost) : cost_(cost), memo_(std::make_unique<Memo>()) {}
+MemoryPruner::~MemoryPruner() = default;
+
+int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int micro_batch, int stage_index,
+                             int num_stages, int num_micro_batches) const {
+  const bool first = stage_index == 0;
+  const bool last = stage_index == num_stages - 1;
+  const int in_flight = CostModel::in_flight(stage_index, num_stages, num_micro_batches);
+  // Memory depends on the position only through the edges and the
+  // micro-batches in flight (DESIGN.md "Memory per GPU"), so the memo key
+  // drops the stage index.
+  const CapacityKey key{slot.group, slot.tp, slot.dp, micro_batch, static_cast<int>(recompute), first, last, in_flight};
+  if (auto found = memo_->capacity.find(key)) return *found;
+
+  const StageShape shape{slot.group, slot.tp, slot.dp, recompute};
+  const int layers = cost_.problem().model.layers;
+  const double capacity = cost_.capacity_bytes(slot.group);
+  auto fits = [&](int begin, int end) {
+    return cost_.stage_memory(shape, micro_batch, begin, end, stage_index, num_stages, num_micro_batches).total() <=
+           capacity;
+  };
+  // Largest n in [0, layers] whose range(n) fits; memory grows with n.
+  auto largest = [&](auto range) {
+    auto ok = [&](int n) {
+      const auto [begin, end] = range(n);
+      return fits(begin, end);
+    };
+    if (!ok(1)) return 0;
+    int lo = 1, hi = layers;  // ok(lo) holds
+    while (lo < hi) {
+      const int mid = lo + (hi - lo + 1) / 2;
+      if (ok(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+
+  int result = 0;
+  const bool identical = cost_.problem().model.family != ModelFamily::generic;
+  if (first || identical) {
+    result = largest([](int n) { return std::pair{0, n}; });
+  } else if (last) {
+    result = largest([layers](int n) { return std::pair{layers - n, layers}; });
+  } else {
+    // Longest window anywhere: two pointers, each window grown while it fits.
+    int begin = 0;
+    for (int end = 1; end <= layers; ++end) {
+      while (begin < end && !fits(begin, end)) ++begin;
+      result = std::max(result, end - begin);
+    }
+  }
+  memo_->capacity.insert(key, result);
+  return result;
+}
+
+int MemoryPruner::max_layers_leanest(const StageSlot& slot, int micro_batch, int stage_index, int num_stages,
+                                     int num_micro_batches) const {
+  int best = 0;
+  for (Recompute r : allowed_modes(cost_.problem().training)) {
+    best = std::max(best, max_layers(slot, r, micro_batch, stage_index, num_stages, num_micro_batches));
+  }
+  return best;
+}
+
+std::vector<int> MemoryPruner::capacities(const Skeleton& skeleton) const {
+  const int m = num_micro_batches(cost_.problem(), skeleton);
+  const int p = skeleton.num_stages();
+  std::vector<int> caps(p);
+  for (int i = 0; i < p; ++i) caps[i] = max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, i, p, m);
+  return caps;
+}
+
+std::optional<PruneRule> MemoryPruner::check(const Skeleton& skeleton) const {
+  const int m = num_micro_batches(cost_.problem(), skeleton);
+  const int p = skeleton.num_stages();
+  long long total = 0;
+  for (int i = 0; i < p; ++i) {
+    const int cap = max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, i, p, m);
+    if (cap == 0) return PruneRule::stage_cannot_hold_one_layer;
+    total += cap;
+  }
+  if (total < cost_.problem().model.layers) return PruneRule::capacity_below_layers;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+
+SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory) {
+  const Problem& problem = space.problem();
+  const int layers = problem.model.layers;
+  const auto& orders = space.group_orders();
+  const int num_b = static_cast<int>(space.micro_batches().size());
+
+  // One task per (group order, B); results concatenated in canonical order,
+  // so the list does not depend on scheduling.
+  struct Part {
+    std::vector<Skeleton> kept;
+    PruneReport report;
+  };
+  std::vector<Part> parts(orders.size() * static_cast<std::size_t>(num_b));
+  parallel::for_each(parts.size(), [&](std::size_t task) {
+    const int o = static_cast<int>(task / num_b);
+    const int b = static_cast<int>(task % num_b);
+    const auto& order = orders[o];
+    const int micro_batch = space.micro_batches()[b];
+    Part& part = parts[task];
+    const std::int64_t combos = static_cast<std::int64_t>(std::min<std::uint64_t>(
+        space.combinations(o), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    if (problem.training.global_batch % micro_batch != 0) {
+      part.report.add(PruneRule::micro_batch_not_dividing_batch, combos);
+      return;
+    }
+    // Per group: the rule each raw layout breaks. A skeleton is counted under
+    // the earliest rule any of its groups breaks: with N_g(r) the layouts of
+    // group g breaking no rule before r, rule r removes prod N_g(r) -
+    // prod N_g(r+1) skeletons.
+    std::vector<std::vector<int>> ok(order.size());
+    std::vector<std::array<std::int64_t, kNone + 1>> at_least(order.size());
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const auto& layouts = space.layouts(order[j]);
+      at_least[j].fill(0);
+      for (int li = 0; li < static_cast<int>(layouts.size()); ++li) {
+        const int rule = layout_rank(problem, layouts[li], micro_batch);
+        for (int r = 0; r <= rule; ++r) ++at_least[j][r];
+        if (rule == kNone) ok[j].push_back(li);
+      }
+    }
+    for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r < kNone; ++r) {
+      std::int64_t with_r = 1, after_r = 1;
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        with_r *= at_least[j][r];
+        after_r *= at_least[j][r + 1];
+      }
+      if (r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch)) part.report.add(static_cast<PruneRule>(r), with_r - after_r);
+    }
+    // The layouts breaking no structural rule: enumerate them one by one.
+    for (const auto& list : ok) {
+      if (list.empty()) return;
+    }
+    std::vector<int> digit(order.size(), 0);
+    std::vector<int> layout_index(order.size());
+    while (true) {
+      int stages = 0;
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        layout_index[j] = ok[j][digit[j]];
+        stages += space.layouts(order[j])[layout_index[j]].stages;
+      }
+      if (stages > layers) {
+        part.report.add(PruneRule::more_stages_than_layers, 1);
+      } else {
+        Skeleton s = space.make(o, b, layout_index);
+        std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
+        if (broken) part.report.add(*broken, 1);
+        else part.kept.push_back(std::move(s));
+      }
+      // Next combination, last group fastest (mixed radix = id order).
+      int j = static_cast<int>(order.size()) - 1;
+      while (j >= 0 && ++digit[j] == static_cast<int>(ok[j].size())) digit[j--] = 0;
+      if (j < 0) break;
+    }
+  });
+
+  SkeletonList list;
+  list.report.considered = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  for (auto& part : parts) {
+    list.report.merge(part.report);
+    for (auto& s : part.kept) list.skeletons.push_back(std::move(s));
+  }
+  list.report.kept = static_cast<std::int64_t>(list.skeletons.size());
+  return list;
+}
+
+// ---------------------------------------------------------------------------
+
+std::string infeasible_reason(const CostModel& cost, const PruneReport& report) {
+  const Problem& problem = cost.problem();
+  char buffer[640];
+  if (report.considered == 0) {
+    return "the search space is empty: the cluster has no usable GPUs or no micro-batch size was given";
+  }
+  // The rule that removed the most.
+  int top = 0;
+  for (int r = 1; r < kPruneRuleCount; ++r) {
+    if (report.removed[r] > report.removed[top]) top = r;
+  }
+  const auto rule = static_cast<PruneRule>(top);
+  const bool memory = rule == PruneRule::stage_cannot_hold_one_layer || rule == PruneRule::capacity_below_layers ||
+                      rule == PruneRule::no_feasible_split;
+  if (!memory) {
+    std::snprintf(buffer, sizeof buffer, "no valid plan: %lld of %lld candidate skeletons removed because %s (%s)",
+                  static_cast<long long>(report.removed[top]), static_cast<long long>(report.considered),
+                  describe(rule), to_string(rule));
+    return buffer;
+  }
+  // Weights, gradients and optimizer states of the whole model with no
+  // data parallelism (ZeRO cannot shard anything then, and replicas only add
+  // copies), spread evenly over every GPU of the cluster: no plan can need
+  // less static memory on its fullest GPU.
+  const ModelSpec& model = problem.model;
+  const StageShape lean{0, 1, 1, Recompute::full};
+  double static_bytes = cost.edge_memory(lean, 1, true, true).static_bytes;
+  for (int l = 0; l < model.layers; ++l) static_bytes += cost.layer_memory(lean, 1, l).static_bytes;
+  const int gpus = problem.cluster.total_gpus();
+  int largest = 0;
+  for (int g = 1; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
+    if (cost.capacity_bytes(g) > cost.capacity_bytes(largest)) largest = g;
+  }
+  const double need = static_bytes / std::max(1, gpus) / kGiB + problem.training.headroom_GiB;
+  const double have = cost.capacity_bytes(largest) / kGiB;
+  std::snprintf(buffer, sizeof buffer,
+                "%s does not fit: its weights, gradients and optimizer states alone need %.1f GiB per GPU even "
+                "spread over all %d GPUs (plus %.1f GiB headroom, before activations), the largest device (%s) has "
+                "%.1f GiB; %lld skeletons removed because %s",
+                model.name.c_str(), need, gpus, problem.training.headroom_GiB,
+                problem.cluster.groups[largest].device.name.c_str(), have, static_cast<long long>(report.removed[top]),
+                describe(rule));
+  return buffer;
+}
+
+}  // namespace autohaap

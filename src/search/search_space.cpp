@@ -1,0 +1,159 @@
+#include "autohaap/search/search_space.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+namespace autohaap {
+namespace {
+
+constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kSaturated / b ? kSaturated : a * b;
+}
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
+
+std::vector<GroupLayout> raw_layouts(int group, const NodeGroup& g) {
+  std::vector<GroupLayout> out;
+  const int total = g.gpus();
+  for (int k = 1; k <= total; ++k) {
+    if (total % k != 0) continue;
+    const int size = total / k;
+    if (!valid_stage_size(size, g.gpus_per_node)) continue;
+    for (int tp = 1; tp <= size; ++tp) {
+      if (size % tp != 0) continue;
+      out.push_back({group, k, size, tp, size / tp});
+    }
+  }
+  return out;
+}
+
+// All sequences of distinct group indices, by length, then lexicographic.
+std::vector<std::vector<int>> ordered_subsets(int groups) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> current;
+  std::vector<bool> used(groups, false);
+  std::function<void(int)> extend = [&](int length) {
+    if (static_cast<int>(current.size()) == length) {
+      out.push_back(current);
+      return;
+    }
+    for (int g = 0; g < groups; ++g) {
+      if (used[g]) continue;
+      used[g] = true;
+      current.push_back(g);
+      extend(length);
+      current.pop_back();
+      used[g] = false;
+    }
+  };
+  for (int length = 1; length <= groups; ++length) extend(length);
+  return out;
+}
+
+}  // namespace
+
+SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
+  const auto& groups = problem.cluster.groups;
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(g, groups[g]));
+  orders_ = ordered_subsets(static_cast<int>(groups.size()));
+  micro_batches_ = problem.training.micro_batch_sizes;
+  std::sort(micro_batches_.begin(), micro_batches_.end());
+  micro_batches_.erase(std::unique(micro_batches_.begin(), micro_batches_.end()), micro_batches_.end());
+  micro_batches_.erase(std::remove_if(micro_batches_.begin(), micro_batches_.end(), [](int b) { return b <= 0; }),
+                       micro_batches_.end());
+
+  for (const auto& order : orders_) {
+    std::uint64_t combos = 1;
+    for (int g : order) combos = saturating_mul(combos, layouts_[g].size());
+    combos_.push_back(combos);
+    order_first_.push_back(raw_size_);
+    raw_size_ = saturating_add(raw_size_, saturating_mul(combos, micro_batches_.size()));
+  }
+}
+
+std::uint64_t SearchSpace::first_id(int order_index, int micro_batch_index) const {
+  return saturating_add(order_first_[order_index],
+                        saturating_mul(combos_[order_index], static_cast<std::uint64_t>(micro_batch_index)));
+}
+
+Skeleton SearchSpace::make(int order_index, int micro_batch_index, const std::vector<int>& layout_index) const {
+  const auto& order = orders_[order_index];
+  Skeleton s;
+  s.micro_batch = micro_batches_[micro_batch_index];
+  std::uint64_t digits = 0;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const GroupLayout& layout = layouts_[order[j]][layout_index[j]];
+    digits = saturating_add(saturating_mul(digits, layouts_[order[j]].size()), layout_index[j]);
+    for (int k = 0; k < layout.stages; ++k) {
+      s.stages.push_back({layout.group, k * layout.gpus_per_stage, layout.gpus_per_stage, layout.tp, layout.dp});
+    }
+  }
+  s.id = saturating_add(first_id(order_index, micro_batch_index), digits);
+  return s;
+}
+
+bool valid_stage_size(int stage_gpus, int gpus_per_node) {
+  return stage_gpus > 0 && (gpus_per_node % stage_gpus == 0 || stage_gpus % gpus_per_node == 0);
+}
+
+int num_micro_batches(const Problem& problem, const Skeleton& skeleton) {
+  return skeleton.micro_batch > 0 ? problem.training.global_batch / skeleton.micro_batch : 0;
+}
+
+std::int64_t count_splits(int layers, int stages) {
+  if (stages < 1 || layers < stages) return 0;
+  // C(n, k) with k = min(k, n-k), multiplying up in long double to detect overflow.
+  const int n = layers - 1;
+  const int k = std::min(stages - 1, n - (stages - 1));
+  long double c = 1;
+  for (int i = 1; i <= k; ++i) {
+    c = c * (n - k + i) / i;
+    if (c > static_cast<long double>(std::numeric_limits<std::int64_t>::max())) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
+  }
+  return static_cast<std::int64_t>(c + 0.5L);
+}
+
+std::vector<int> even_split(int layers, int stages) {
+  std::vector<int> ends;
+  int end = 0;
+  for (int i = 0; i < stages; ++i) {
+    end += layers / stages + (i < layers % stages ? 1 : 0);
+    ends.push_back(end);
+  }
+  return ends;
+}
+
+Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
+               const std::vector<Recompute>& recompute) {
+  Plan plan;
+  plan.model = problem.model.name;
+  plan.cluster = problem.cluster.name;
+  plan.global_batch = problem.training.global_batch;
+  plan.micro_batch_size = skeleton.micro_batch;
+  plan.num_micro_batches = num_micro_batches(problem, skeleton);
+  plan.zero = problem.training.zero;
+  int begin = 0;
+  for (int i = 0; i < skeleton.num_stages(); ++i) {
+    const StageSlot& slot = skeleton.stages[i];
+    StagePlan stage;
+    stage.group = slot.group;
+    stage.device = problem.cluster.groups[slot.group].device.name;
+    stage.first_gpu = slot.first_gpu;
+    stage.gpus = slot.gpus;
+    stage.tp = slot.tp;
+    stage.dp = slot.dp;
+    stage.layer_begin = begin;
+    stage.layer_end = layer_end[i];
+    stage.recompute = recompute[i];
+    begin = layer_end[i];
+    plan.stages.push_back(stage);
+  }
+  return plan;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,26 @@
+# CLI instance tests of estimate and validate: a table of
+#   name | expected exit code | regex the output must match | arguments...
+# (HiGHS-style: run the binary on real inputs, check one fixed report line.)
+set(_cfg ${PROJECT_SOURCE_DIR}/configs)
+set(_cli_cases
+  "estimate_megatron_175b|0|iteration_time_s +: [0-9.]+.*fits +: yes|estimate|--model|gpt3-175b|--cluster|${_cfg}/clusters/a100-80gb-128nodes.yaml|--train|${_cfg}/training/gpt3-175b-megatron.yaml|--tp|8|--pp|16|--dp|8|--micro-batch|1|--recompute|full"
+  "estimate_does_not_fit|3|stage 0 .*does not fit: needs [0-9.]+ GiB per GPU, has 80.00 GiB|estimate|-m|gpt3-175b|-c|a100x8|--tp|8|--pp|1|--dp|1|--micro-batch|1"
+  "estimate_tp_not_dividing_heads|2|--tp: got '5'.*divisor of the model's 32 attention heads|estimate|-m|llama3-8b|-c|a100x8|--tp|5|--pp|1|--dp|1|--micro-batch|1"
+  "estimate_tp_larger_than_node|2|--tp: got '16'.*GPUs per node|estimate|-m|gpt3-175b|-c|${_cfg}/clusters/a100-80gb-128nodes.yaml|--tp|16|--pp|1|--dp|1|--micro-batch|1"
+  "estimate_more_gpus_than_cluster|2|at most the cluster's 8 GPUs|estimate|-m|llama3-8b|-c|a100x8|--tp|4|--pp|2|--dp|2|--micro-batch|1"
+  "estimate_unknown_model|2|gpt3-176b.*allowed|estimate|-m|gpt3-176b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "estimate_missing_plan_flags|2|either --plan FILE or all of --tp|estimate|-m|llama3-8b|-c|a100x8|--tp|2"
+  "estimate_unknown_recompute|2|--recompute: got 'some'|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--recompute|some"
+  "validate_all_configs|0|valid cluster|validate|${_cfg}/clusters/mixed-h100-a100-v100.yaml|${_cfg}/models/llama3-405b.yaml|${_cfg}/devices/h100-sxm.yaml|${_cfg}/training/default.yaml|${_cfg}/models/lstm-2layer-lm.yaml"
+  "validate_bad_yaml|2|bad_cluster.yaml.*groups\\[0\\].nodes: got '-1'|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/bad_cluster.yaml"
+  "validate_missing_file|2|no_such_file.yaml|validate|no_such_file.yaml"
+)
+foreach(case ${_cli_cases})
+  string(REPLACE "|" ";" fields "${case}")
+  list(POP_FRONT fields name exit_code regex)
+  list(JOIN fields "|" args)
+  add_test(NAME cli_${name}
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
+                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
+  set_tests_properties(cli_${name} PROPERTIES LABELS cli)
+endforeach()
