@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages AutoHAAP needs to build and test, and only
 # those that are missing: quiet and quick when everything is present.
-#   scripts/setup.sh            build + test dependencies
-#   scripts/setup.sh --slurm    also a local Slurm (slurmctld, slurmd, munge)
+#   scripts/setup.sh            what building and running needs
+#   scripts/setup.sh --test     also what the whole test suite needs: a local
+#                               Slurm (slurmctld, slurmd, munge) and Chromium
+#                               (renders reports); --slurm is the same
 set -euo pipefail
 
 packages=(
@@ -12,8 +14,8 @@ packages=(
   libtbb-dev libcereal-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
 )
-if [[ "${1:-}" == "--slurm" ]]; then
-  packages+=(slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev)
+if [[ "${1:-}" == "--test" || "${1:-}" == "--slurm" ]]; then
+  packages+=(slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev chromium)
 fi
 
 missing=()

@@ -29,6 +29,9 @@ void add_problem_options(CLI::App* command, ProblemArgs& args, bool required);
 // Each returns the subcommand it added and sets `action`.
 CLI::App* register_estimate_command(CLI::App& app, CommandAction& action);
 CLI::App* register_validate_command(CLI::App& app, CommandAction& action);
+CLI::App* register_batch_command(CLI::App& app, CommandAction& action);
+CLI::App* register_report_command(CLI::App& app, CommandAction& action);
+CLI::App* register_export_command(CLI::App& app, CommandAction& action);
 // `default_action` runs when no subcommand was given: a search on the built-in default.
 CLI::App* register_search_command(CLI::App& app, CommandAction& action, CommandAction& default_action);
 

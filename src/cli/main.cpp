@@ -19,11 +19,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
 
   // Every command: (subcommand, action to run when it was chosen).
-  std::vector<std::pair<CLI::App*, CommandAction>> commands(3);
+  std::vector<std::pair<CLI::App*, CommandAction>> commands(6);
   CommandAction default_action;
   commands[0].first = register_search_command(app, commands[0].second, default_action);
   commands[1].first = register_estimate_command(app, commands[1].second);
   commands[2].first = register_validate_command(app, commands[2].second);
+  commands[3].first = register_report_command(app, commands[3].second);
+  commands[4].first = register_export_command(app, commands[4].second);
+  commands[5].first = register_batch_command(app, commands[5].second);
 
   try {
     app.parse(argc, argv);

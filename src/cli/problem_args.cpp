@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include "autohaap/error.hpp"
+#include "autohaap/io/metis_profile.hpp"
 #include "autohaap/io/profile_loader.hpp"
 #include "autohaap/io/spec_loader.hpp"
 
@@ -16,12 +19,19 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
     c->required();
   }
   cmd->add_option("-t,--train", p.train, "training settings: catalog name or YAML file (default: built-in)");
-  cmd->add_option("--profiles", p.profiles, "measured latency profile: CSV file");
+  cmd->add_option("--profiles", p.profiles,
+                  "measured latencies: a CSV file, or a Metis profile directory (DeviceType.<T>_tp<N>_bs<B>.json)");
 }
 
 Problem load_problem_args(const ProblemArgs& a) {
   Problem p = load_problem(a.model, a.cluster, a.train);
-  if (!a.profiles.empty()) p.profiles = load_profile_csv(a.profiles);
+  if (!a.profiles.empty()) {
+    // A directory is Metis's layout (one JSON file per device, tp and
+    // micro-batch); a file is AutoHAAP's own CSV table.
+    std::error_code ec;
+    p.profiles = std::filesystem::is_directory(a.profiles, ec) ? load_metis_profiles(a.profiles, p)
+                                                               : load_profile_csv(a.profiles);
+  }
   return p;
 }
 

@@ -10,11 +10,17 @@ namespace autohaap::cli {
 struct SearchArgs {
   ProblemArgs problem;       // empty model/cluster: the built-in default
   std::string strategy = "autohaap";
-  int threads = 0;
+  int threads = 0;           // per process (per MPI rank)
   int top = 1;
   double time_limit = 0;
   bool explain = false;
   std::string out;
+  // Distributed search and checkpoints (dist/distributed_search.hpp).
+  std::string checkpoint;    // empty: none
+  double checkpoint_interval = 30;
+  double exchange_interval = 0.5;
+  bool no_cache_exchange = false;
+  bool rank_report = false;
 };
 
 void add_search_options(CLI::App* command, SearchArgs& args);

@@ -1,6 +1,12 @@
 // `autohaap search` (and `autohaap` alone): find the fastest feasible plan
 // for a model on a cluster, print the top plans, the prune table on
 // --explain, the best plan's breakdown and the summary block; write the plan.
+//
+// Started by an MPI launcher (mpirun, srun), the search runs distributed
+// over the job's ranks (dist/distributed_search.hpp), and only rank 0
+// prints and writes; with --checkpoint the same driver runs in one
+// process. Otherwise it is run_search in this process, and MPI is never
+// touched.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -9,8 +15,12 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "autohaap/cost/cost_model.hpp"
+#include "autohaap/dist/distributed_search.hpp"
+#include "autohaap/dist/mpi_session.hpp"
+#include "autohaap/dist/rank_report.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
@@ -29,7 +39,7 @@ extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 // One line, rewritten in place, only when stderr is a terminal.
 class ProgressLine {
  public:
-  ProgressLine() : enabled_(isatty(STDERR_FILENO) != 0) {}
+  explicit ProgressLine(bool shown_here = true) : enabled_(shown_here && isatty(STDERR_FILENO) != 0) {}
   void update(const SearchProgress& p) {
     if (!enabled_) return;
     std::fprintf(stderr, "\r[%6.1fs] skeletons %lld/%lld  evaluated %lld  pruned %lld  best %s   ", p.elapsed_s,
@@ -82,34 +92,52 @@ std::string format_prune_table(const PruneReport& r) {
   return out;
 }
 
-}  // namespace
-
-int run_search_command(const SearchArgs& a) {
+// The problem and the flags checked: everything that can be wrong with
+// the input, before any search starts.
+Problem load_search_problem(const SearchArgs& a) {
   ProblemArgs pa = a.problem;
   if (pa.model.empty()) pa.model = "llama3-8b";
   if (pa.cluster.empty()) pa.cluster = kDefaultClusterName;
-  const Problem problem = load_problem_args(pa);
+  Problem problem = load_problem_args(pa);
   if (a.threads < 0) throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) or more");
   if (a.top < 1) throw InputError("command line", "--top", std::to_string(a.top), "1 or more");
   if (a.time_limit < 0) throw InputError("command line", "--time-limit", std::to_string(a.time_limit), "seconds >= 0");
+  if (!(a.exchange_interval > 0))
+    throw InputError("command line", "--exchange-interval", std::to_string(a.exchange_interval), "seconds > 0");
+  if (!(a.checkpoint_interval > 0))
+    throw InputError("command line", "--checkpoint-interval", std::to_string(a.checkpoint_interval), "seconds > 0");
+  if (!a.checkpoint.empty() && a.strategy != "autohaap")
+    throw InputError("command line", "--checkpoint", a.checkpoint, "only with --strategy autohaap");
+  return problem;
+}
 
+SearchOptions search_options(const SearchArgs& a, const std::shared_ptr<ProgressLine>& progress) {
   SearchOptions options;
   options.strategy = a.strategy;
   options.threads = a.threads;
   options.top_k = a.top;
   options.time_limit_s = a.time_limit;
   options.cancel = &g_interrupted;
-  auto progress = std::make_shared<ProgressLine>();
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  return options;
+}
 
+void print_header(const Problem& problem, const SearchArgs& a, const std::string& where) {
   std::cout << "AutoHAAP search: " << problem.model.name << " on " << problem.cluster.name << " ("
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
-            << " groups), global batch " << problem.training.global_batch << ", strategy " << a.strategy << "\n";
-  const SearchResult result = run_search(problem, options);
-  progress->finish();
+            << " groups), global batch " << problem.training.global_batch << ", strategy " << a.strategy << where
+            << "\n";
+}
 
+int exit_code(bool found, bool timed_out) {
+  if (timed_out) return kExitInterrupted;
+  return found ? kExitOk : kExitInfeasible;
+}
+
+// The tables, the plan file and the summary block; returns the exit code.
+int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& result) {
   if (a.explain) std::cout << "\n" << format_prune_table(result.prune);
   if (result.top.empty()) {
     std::cout << "\nno feasible plan: " << result.infeasible_reason << "\n";
@@ -118,7 +146,7 @@ int run_search_command(const SearchArgs& a) {
     empty.cluster = problem.cluster.name;
     empty.search = result.stats;
     std::cout << format_summary_block(empty, result.timed_out ? "interrupted-no-plan" : "infeasible");
-    return result.timed_out ? kExitInterrupted : kExitInfeasible;
+    return exit_code(false, result.timed_out);
   }
 
   const Plan& best = result.top.front();
@@ -132,7 +160,74 @@ int run_search_command(const SearchArgs& a) {
     std::cout << "plan written to " << a.out << "\n";
   }
   std::cout << format_summary_block(best, result.timed_out ? "time-limit-best-so-far" : "found");
-  return result.timed_out ? kExitInterrupted : kExitOk;
+  return exit_code(true, result.timed_out);
+}
+
+int run_single_process(const SearchArgs& a) {
+  const Problem problem = load_search_problem(a);
+  auto progress = std::make_shared<ProgressLine>();
+  const SearchOptions options = search_options(a, progress);
+  print_header(problem, a, "");
+  const SearchResult result = run_search(problem, options);
+  progress->finish();
+  return print_result(problem, a, result);
+}
+
+// Every rank runs this. MPI starts only under a launcher; errors that some
+// ranks may see alone (inputs) are agreed on before anyone searches.
+int run_distributed(const SearchArgs& a) {
+  std::optional<dist::MpiSession> mpi;
+  if (dist::started_by_mpi_launcher()) mpi.emplace();
+  const bool root = !mpi || mpi->rank() == 0;
+  const int ranks = mpi ? mpi->size() : 1;
+
+  Problem problem;
+  auto load = [&] { problem = load_search_problem(a); };
+  if (!mpi) {
+    load();  // an error reaches main() like any command's
+  } else if (auto failure = mpi->first_failure(load)) {
+    if (root) std::cerr << "error: " << failure->message << "\n";
+    return failure->exit_code;
+  }
+
+  auto progress = std::make_shared<ProgressLine>(root);
+  dist::DistributedOptions options;
+  options.search = search_options(a, progress);
+  options.exchange_interval_s = a.exchange_interval;
+  options.exchange_cache = !a.no_cache_exchange;
+  options.checkpoint_path = a.checkpoint;
+  options.checkpoint_interval_s = a.checkpoint_interval;
+  options.note = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  if (root) print_header(problem, a, ", " + std::to_string(ranks) + " rank" + (ranks > 1 ? "s" : ""));
+
+  const dist::DistributedResult r = dist::run_distributed_search(problem, options, mpi ? &*mpi : nullptr);
+  progress->finish();
+  if (r.failure) {
+    if (root) std::cerr << "error: " << r.failure->message << "\n";
+    return r.failure->exit_code;
+  }
+  if (!root) return exit_code(r.found, r.result.timed_out);
+  if (a.rank_report) std::cout << "\nper-rank report\n" << dist::format_rank_table(r.ranks);
+  if (!a.checkpoint.empty()) {
+    std::cout << "\ncheckpoint: " << r.chunks << " chunks, " << r.chunks_restored << " restored, "
+              << r.chunks_searched << " searched in this run\n";
+  }
+  // Every collective is over: an error from here on (say, an unwritable
+  // --out) ends this rank alone, like a one-process run.
+  try {
+    return print_result(problem, a, r.result);
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitInvalidInput;
+  }
+}
+
+}  // namespace
+
+int run_search_command(const SearchArgs& a) {
+  // A checkpoint needs the distributed driver's rounds, even in one process.
+  if (dist::started_by_mpi_launcher() || !a.checkpoint.empty()) return run_distributed(a);
+  return run_single_process(a);
 }
 
 void add_search_options(CLI::App* cmd, SearchArgs& a) {
@@ -146,6 +241,15 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->default_val(0);
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
+  cmd->add_option("--checkpoint", a.checkpoint,
+                  "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
+                  "search is resumed");
+  cmd->add_option("--checkpoint-interval", a.checkpoint_interval, "seconds between checkpoints")->default_val(30);
+  cmd->add_option("--exchange-interval", a.exchange_interval,
+                  "seconds between exchanges of bounds and cache entries among MPI ranks")
+      ->default_val(0.5);
+  cmd->add_flag("--no-cache-exchange", a.no_cache_exchange, "MPI ranks exchange bounds only, not cache entries");
+  cmd->add_flag("--rank-report", a.rank_report, "print what each MPI rank did (share, work, cache, traffic, time)");
 }
 
 CLI::App* register_search_command(CLI::App& app, CommandAction& action, CommandAction& default_action) {

@@ -41,7 +41,7 @@ void run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
     throw InputError("", "strategy", "exhaustive",
                      "at most " + std::to_string(options.exhaustive_limit) + " candidates; this problem has " +
                          (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
-                                                                                  : std::to_string(candidates)) +
+                                                                                 : std::to_string(candidates)) +
                          " (use --strategy autohaap, or raise the exhaustive limit)");
   }
 

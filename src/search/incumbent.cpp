@@ -13,7 +13,8 @@ int compare_skeletons(const Plan& a, const Plan& b) {
   if (a.micro_batch_size != b.micro_batch_size) return a.micro_batch_size < b.micro_batch_size ? -1 : 1;
   const std::size_t n = std::min(a.stages.size(), b.stages.size());
   for (std::size_t i = 0; i < n; ++i) {
-    if (placement(a.stages[i]) != placement(b.stages[i])) return placement(a.stages[i]) < placement(b.stages[i]) ? -1 : 1;
+    if (placement(a.stages[i]) != placement(b.stages[i]))
+      return placement(a.stages[i]) < placement(b.stages[i]) ? -1 : 1;
   }
   if (a.stages.size() != b.stages.size()) return a.stages.size() < b.stages.size() ? -1 : 1;
   return 0;

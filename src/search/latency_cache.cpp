@@ -6,18 +6,17 @@
 namespace autohaap {
 namespace {
 
-// 64-bit mix of a few small integers (splitmix64 finalizer per step): keys
-// differ in one field at a time, so every field must reach every bit.
+// Hash of a few small integers: a multiply-add per field, one strong
+// finalizer (splitmix64) at the end, so a key differing in any one field
+// lands anywhere. Lookups hash every key once, so this stays cheap.
 std::size_t hash_ints(std::initializer_list<int> values) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (int v : values) {
-    h ^= static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-  }
+  std::uint64_t h = 0;
+  for (int v : values) h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint32_t>(v) + 1;
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
   return static_cast<std::size_t>(h);
 }
 
@@ -36,9 +35,10 @@ std::size_t LatencyCache::Hash::operator()(const LayerKey& k) const {
 }
 
 std::size_t LatencyCache::Hash::operator()(const StageKey& k) const {
-  return hash_ints({k.group, k.first_gpu, k.gpus, k.tp, k.dp, k.micro_batch, k.recompute, k.layer_begin, k.layer_end,
-                    k.stage_index, k.num_stages, k.num_micro_batches, k.prev_group, k.prev_first_gpu, k.prev_gpus,
-                    k.prev_tp, k.prev_dp, k.next_group, k.next_first_gpu, k.next_gpus, k.next_tp, k.next_dp});
+  return hash_ints({k.group,          k.first_gpu,      k.gpus,      k.tp,          k.dp,         k.micro_batch,
+                    k.recompute,      k.layer_begin,    k.layer_end, k.stage_index, k.num_stages, k.num_micro_batches,
+                    k.prev_group,     k.prev_first_gpu, k.prev_gpus, k.prev_tp,     k.prev_dp,    k.next_group,
+                    k.next_first_gpu, k.next_gpus,      k.next_tp,   k.next_dp});
 }
 
 CacheDelta LatencyCache::delta_since(std::uint64_t mark) const {

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace autohaap {
@@ -13,13 +17,15 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // make the search skip a plan that ties the incumbent.
 constexpr double kSlack = 1e-9;
 
-bool identical_layers(const Problem& problem) {
-  if (problem.model.family == ModelFamily::generic) return false;
-  // A profile measured for one particular layer makes that layer differ.
+// Shapes (device, tp, sequences per replica) for which a profile measured
+// individual layers: on such a stage the model's layers differ.
+std::set<std::tuple<std::string, int, int>> layer_specific_profiles(const Problem& problem) {
+  std::set<std::tuple<std::string, int, int>> shapes;
   for (const auto& [key, latency] : problem.profiles.entries()) {
-    if (key.layer != -1) return false;
+    // The cost model looks profiles up at the problem's sequence length.
+    if (key.layer >= 0 && key.seq_len == problem.seq_len()) shapes.emplace(key.device, key.tp, key.micro_batch);
   }
-  return true;
+  return shapes;
 }
 
 }  // namespace
@@ -49,7 +55,7 @@ class BalancerStageTable {
       : balancer_(balancer),
         skeleton_(skeleton),
         fixed_(fixed),
-        identical_(balancer.identical_layers_),
+        identical_(balancer.identical_layers(skeleton)),
         layers_(balancer.cost_.problem().model.layers),
         stages_(skeleton.num_stages()),
         micro_batches_(num_micro_batches(balancer.cost_.problem(), skeleton)) {
@@ -61,8 +67,8 @@ class BalancerStageTable {
         capacity_.assign(stages_, std::vector<int>(balancer.modes_.size()));
         for (int i = 0; i < stages_; ++i) {
           for (std::size_t r = 0; r < balancer.modes_.size(); ++r) {
-            capacity_[i][r] = balancer.memory_.max_layers(skeleton.stages[i], balancer.modes_[r],
-                                                          skeleton.micro_batch, i, stages_, micro_batches_);
+            capacity_[i][r] = balancer.memory_.max_layers(skeleton.stages[i], balancer.modes_[r], skeleton.micro_batch,
+                                                          i, stages_, micro_batches_);
           }
         }
       }
@@ -128,8 +134,8 @@ class BalancerStageTable {
       s.recompute = recompute;
       const StageEstimate e = balancer_.cost_.stage(scratch_, i);
       balancer_.stage_estimates_.fetch_add(1, std::memory_order_relaxed);
-      return StageEntry{e.forward_s, e.backward_s, e.p2p_s, e.dp_sync_s, e.optimizer_s, e.memory.total(),
-                        e.capacity_bytes};
+      return StageEntry{e.forward_s,   e.backward_s,     e.p2p_s,         e.dp_sync_s,
+                        e.optimizer_s, e.memory.total(), e.capacity_bytes};
     };
     if (!balancer_.cache_) return compute();
     return balancer_.cache_->stage(key(i, begin, end, recompute), compute);
@@ -175,9 +181,9 @@ class BalancerStageTable {
   bool identical_;
   int layers_, stages_, micro_batches_;
   Plan scratch_;
-  std::vector<std::vector<Choice>> by_count_;                 // identical: [stage][layers]
-  std::vector<std::vector<int>> capacity_;                    // identical: [stage][mode]
-  std::unordered_map<std::uint64_t, Choice> by_range_;        // generic: (stage, begin, end)
+  std::vector<std::vector<Choice>> by_count_;           // identical: [stage][layers]
+  std::vector<std::vector<int>> capacity_;              // identical: [stage][mode]
+  std::unordered_map<std::uint64_t, Choice> by_range_;  // generic: (stage, begin, end)
 };
 
 namespace {
@@ -189,20 +195,25 @@ class Reach {
  public:
   Reach(const BalancerStageTable& table)
       : identical_(table.identical()), layers_(table.layers()), stages_(table.stages()) {
-    if (identical_) count_.assign(stages_, 0);
-    else end_.assign(stages_, std::vector<int>(layers_ + 1, 0));
+    if (identical_)
+      count_.assign(stages_, 0);
+    else
+      end_.assign(stages_, std::vector<int>(layers_ + 1, 0));
     clear();
   }
   void clear() {
-    if (identical_) std::fill(count_.begin(), count_.end(), 0);
+    if (identical_)
+      std::fill(count_.begin(), count_.end(), 0);
     else
       for (auto& row : end_)
         for (int a = 0; a <= layers_; ++a) row[a] = a;
   }
   int get(int i, int a) const { return identical_ ? a + count_[i] : end_[i][a]; }
   void set(int i, int a, int b) {
-    if (identical_) count_[i] = b - a;
-    else end_[i][a] = b;
+    if (identical_)
+      count_[i] = b - a;
+    else
+      end_[i][a] = b;
   }
   // Starts to consider for stage i: one for identical layers (the count does
   // not depend on it), every admissible one otherwise.
@@ -228,22 +239,25 @@ class SplitSearch {
         reach_t_(table),
         reach_s_(table) {}
 
-  // Grows `reach` while the next range is feasible and below `limit` on the
-  // quantity `value`, capped by `cap` (another reach) when given.
+  // Grows reach(i, a) while the next range is feasible and its `value` is
+  // at most `limit`, capped by `cap` (another reach) when given.
+  template <class Value>
+  int grow_one(Reach& reach, int i, int a, double limit, Value value, const Reach* cap) {
+    int b = reach.get(i, a);
+    int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+    if (table_.identical()) top = std::min(top, L_ - p_ + 1);
+    while (b + 1 <= top) {
+      const auto& c = table_.at(i, a, b + 1);
+      if (!c.feasible || value(c) > limit) break;
+      ++b;
+    }
+    reach.set(i, a, b);
+    return b;
+  }
   template <class Value>
   void grow(Reach& reach, double limit, Value value, const Reach* cap) {
     for (int i = 0; i < p_; ++i) {
-      for (int a = reach.first_start(i); a <= reach.last_start(i); ++a) {
-        int b = reach.get(i, a);
-        const int hi = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
-        const int top = table_.identical() ? std::min(hi, L_ - p_ + 1) : hi;
-        while (b + 1 <= top) {
-          const auto& c = table_.at(i, a, b + 1);
-          if (!c.feasible || value(c) > limit) break;
-          ++b;
-        }
-        reach.set(i, a, b);
-      }
+      for (int a = active_lo(i); a <= active_hi(i); ++a) grow_one(reach, i, a, limit, value, cap);
     }
   }
   // The smallest value of the next range beyond the current reach.
@@ -251,10 +265,10 @@ class SplitSearch {
   double next_event(const Reach& reach, Value value, const Reach* cap) {
     double next = kInf;
     for (int i = 0; i < p_; ++i) {
-      for (int a = reach.first_start(i); a <= reach.last_start(i); ++a) {
+      for (int a = active_lo(i); a <= active_hi(i); ++a) {
         const int b = reach.get(i, a) + 1;
-        const int hi = cap ? cap->get(i, a) : table_.last_end(i);
-        const int top = table_.identical() ? std::min(hi, L_ - p_ + 1) : hi;
+        int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+        if (table_.identical()) top = std::min(top, L_ - p_ + 1);
         if (b > top) continue;
         const auto& c = table_.at(i, a, b);
         if (c.feasible) next = std::min(next, value(c));
@@ -263,6 +277,63 @@ class SplitSearch {
     return next;
   }
 
+  // Sets the bottleneck threshold: every reach the search reads is grown to T.
+  void set_threshold(double T) {
+    auto pace = [](const BalancerStageTable::Choice& c) { return c.pace(); };
+    if (!table_.identical()) narrow(T, pace);
+    grow(reach_t_, T, pace, nullptr);
+  }
+
+  // Generic layers: the starts of stage i worth a look under threshold T.
+  // A split must reach stage i's start from layer 0 (forward) and layer L
+  // from it (backward); both bounds follow from reach, which never shrinks
+  // as the start moves later ([a', b) lies inside [a, b) for a <= a'). The
+  // DP reads starts [lo, hi]; growth and events also watch lo - 1 and the
+  // forward frontier, where the next change of either bound comes from.
+  template <class Value>
+  void narrow(double T, Value pace) {
+    lo_.assign(p_, 1);
+    hi_.assign(p_, 0);
+    watch_lo_.assign(p_, 1);
+    watch_hi_.assign(p_, 0);
+    std::vector<int> frontier(p_);
+    int furthest = 0;
+    for (int i = 0; i < p_; ++i) {
+      frontier[i] = std::min(furthest, L_ - (p_ - i));
+      if (frontier[i] < i) {
+        // Stage i - 1 cannot take a layer yet: no split under T; only the
+        // forward frontier can change that.
+        for (int j = 0; j < i; ++j) watch_lo_[j] = watch_hi_[j] = frontier[j];
+        return;
+      }
+      furthest = grow_one(reach_t_, i, frontier[i], T, pace, nullptr);
+    }
+    int need = L_, upper = L_ + 1;
+    for (int i = p_ - 1; i >= 0; --i) {
+      int l = i, h = frontier[i] + 1;  // least start whose reach covers `need`
+      while (l < h) {
+        const int mid = l + (h - l) / 2;
+        if (grow_one(reach_t_, i, mid, T, pace, nullptr) >= need) {
+          h = mid;
+        } else {
+          l = mid + 1;
+        }
+      }
+      lo_[i] = l;
+      hi_[i] = std::min(frontier[i], upper - 1);
+      watch_lo_[i] = std::max(i, std::min(l, frontier[i] + 1) - 1);
+      watch_hi_[i] = frontier[i];
+      need = l;
+      upper = hi_[i];
+    }
+  }
+  // Starts whose reach is kept current (grown, watched for events).
+  int active_lo(int i) const { return table_.identical() ? 0 : watch_lo_.empty() ? i : watch_lo_[i]; }
+  int active_hi(int i) const { return table_.identical() ? 0 : watch_hi_.empty() ? L_ - (p_ - i) : watch_hi_[i]; }
+  // Starts the DP considers.
+  int dp_lo(int i) const { return table_.identical() || lo_.empty() ? i : std::max(i, lo_[i]); }
+  int dp_hi(int i) const { return table_.identical() || hi_.empty() ? L_ - (p_ - i) : hi_[i]; }
+
   // min sum of (t + p2p) over splits inside both reaches; fills split_.
   double dp(const Reach& t_reach, const Reach* s_reach) {
     f_.assign(static_cast<std::size_t>(p_ + 1) * (L_ + 1), kInf);
@@ -270,8 +341,8 @@ class SplitSearch {
     auto at = [&](int i, int b) -> double& { return f_[static_cast<std::size_t>(i) * (L_ + 1) + b]; };
     at(0, 0) = 0;
     for (int i = 0; i < p_; ++i) {
-      const int a_end = L_ - (p_ - i);
-      for (int a = i; a <= a_end; ++a) {
+      const int a_end = dp_hi(i);
+      for (int a = dp_lo(i); a <= a_end; ++a) {
         const double base = at(i, a);
         if (base == kInf) continue;
         const int ra = table_.identical() ? 0 : a;
@@ -356,8 +427,10 @@ class SplitSearch {
 
   enum class Outcome { found, above_bound, infeasible };
 
+  // The steady-state term (m - 1) * T; with one micro-batch there is none.
+  double steady(double T) const { return m_ > 1 ? (m_ - 1) * T : 0.0; }
+
   Outcome run() {
-    const double w = m_ - 1;
     auto time = [](const BalancerStageTable::Choice& c) { return c.pace(); };
 
     // The least feasible bottleneck: walk the events of stage times upward.
@@ -371,24 +444,31 @@ class SplitSearch {
       if (least == kInf) return Outcome::infeasible;  // stage i cannot hold any single layer
       T = std::max(T, least);
     }
-    grow(reach_t_, T, time, nullptr);
+    set_threshold(T);
     while (!feasible(reach_t_, nullptr)) {
       T = next_event(reach_t_, time, nullptr);
       if (T == kInf) return Outcome::infeasible;
-      grow(reach_t_, T, time, nullptr);
+      set_threshold(T);
     }
 
+    if (m_ == 1) {
+      // No steady state: the bottleneck does not matter, only the sums.
+      T = kInf;
+      set_threshold(T);
+      if (hopeless(sum_lower_ + sync_lower_)) return Outcome::above_bound;
+      try_bottleneck(T);
+    }
     // Bottlenecks ascending; every later one has a larger lower bound, so the
     // loop ends once that bound exceeds the best split found, or aborts once
     // it exceeds the caller's bound and nothing found beats that either.
-    while (true) {
-      const double lower = w * T + sum_lower_ + sync_lower_;
+    while (T < kInf) {
+      const double lower = steady(T) + sum_lower_ + sync_lower_;
       if (lower > limit()) break;
       if (hopeless(lower)) return Outcome::above_bound;
       try_bottleneck(T);
       T = next_event(reach_t_, time, nullptr);
       if (T == kInf) break;
-      grow(reach_t_, T, time, nullptr);
+      set_threshold(T);
     }
     if (best_split_.empty()) return Outcome::infeasible;
     polish();
@@ -398,15 +478,14 @@ class SplitSearch {
   // Every split whose slowest stage takes at most T: the least sum alone,
   // then with the sync term capped at each threshold S in turn.
   void try_bottleneck(double T) {
-    const double w = m_ - 1;
     auto sync = [](const BalancerStageTable::Choice& c) { return c.sync(); };
     const double sum_t = dp(reach_t_, nullptr);
     consider(split_);
-    if (w * T + sum_t + sync_lower_ > limit()) return;
+    if (steady(T) + sum_t + sync_lower_ > limit()) return;
     reach_s_.clear();
     double S = sync_lower_;
     grow(reach_s_, S, sync, &reach_t_);
-    while (w * T + S + sum_t <= limit()) {
+    while (steady(T) + S + sum_t <= limit()) {
       // For identical layers a cheap count test skips hopeless thresholds.
       const bool possible = !table_.identical() || feasible(reach_s_, &reach_t_);
       if (possible && dp(reach_t_, &reach_s_) < kInf) consider(split_);
@@ -453,14 +532,15 @@ class SplitSearch {
     double T = 0;
     for (int i = 0; i < p_; ++i) {
       double least = kInf;
-      for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) least = std::min(least, table_.at(i, a, a + 1).pace());
+      for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a)
+        least = std::min(least, table_.at(i, a, a + 1).pace());
       T = std::max(T, least);
     }
-    grow(reach_t_, T, time, nullptr);
+    set_threshold(T);
     while (!feasible(reach_t_, nullptr)) {
       T = next_event(reach_t_, time, nullptr);
       if (T == kInf) return false;
-      grow(reach_t_, T, time, nullptr);
+      set_threshold(T);
     }
     if (dp(reach_t_, nullptr) == kInf) return false;
     best_split_ = split_;
@@ -480,14 +560,15 @@ class SplitSearch {
   std::vector<double> f_;
   std::vector<int> parent_;
   std::vector<StageEstimate> estimates_;
+  std::vector<int> lo_, hi_, watch_lo_, watch_hi_;  // generic layers: see narrow()
 };
 
 // Per stage of a skeleton: edge time and per-layer time in the fastest
 // allowed recompute mode, from per-layer estimates.
 struct Speeds {
-  std::vector<double> edge;                  // E_i
-  std::vector<double> layer;                 // identical: tau_i
-  std::vector<std::vector<double>> layers;   // generic: tau_il
+  std::vector<double> edge;                 // E_i
+  std::vector<double> layer;                // identical: tau_i
+  std::vector<std::vector<double>> layers;  // generic: tau_il
 };
 
 }  // namespace
@@ -495,7 +576,7 @@ struct Speeds {
 // ---------------------------------------------------------------------------
 
 LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, LatencyCache* cache)
-    : cost_(cost), memory_(memory), cache_(cache), identical_layers_(identical_layers(cost.problem())) {
+    : cost_(cost), memory_(memory), cache_(cache), layer_profiles_(layer_specific_profiles(cost.problem())) {
   const auto& training = cost.problem().training;
   modes_ = training.recompute_modes.empty() ? std::vector<Recompute>{Recompute::none} : training.recompute_modes;
   // Fastest first: none keeps every activation, selective recomputes the
@@ -537,15 +618,17 @@ Speeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute fastes
     const LayerEntry e = cache ? cache->layer(key, compute) : compute();
     return e.forward_s + e.backward_s;
   };
-  if (identical) speeds.layer.resize(p);
-  else speeds.layers.resize(p);
+  if (identical)
+    speeds.layer.resize(p);
+  else
+    speeds.layers.resize(p);
   for (int i = 0; i < p; ++i) {
     const StageSlot& s = skeleton.stages[i];
     const bool first = i == 0, last = i == p - 1;
     speeds.edge[i] = (first || last) ? lookup(s, -1, first, last) : 0.0;
     // Stages of one group share their layer speeds.
-    const bool same_as_prev = i > 0 && skeleton.stages[i - 1].group == s.group &&
-                              skeleton.stages[i - 1].tp == s.tp && skeleton.stages[i - 1].dp == s.dp;
+    const bool same_as_prev = i > 0 && skeleton.stages[i - 1].group == s.group && skeleton.stages[i - 1].tp == s.tp &&
+                              skeleton.stages[i - 1].dp == s.dp;
     if (identical) {
       speeds.layer[i] = same_as_prev ? speeds.layer[i - 1] : lookup(s, -1, false, false);
     } else if (same_as_prev) {
@@ -562,6 +645,8 @@ Speeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute fastes
 // bisection; returns the low end, so the result never exceeds the true T.
 double fractional_bottleneck(const std::vector<double>& edge, const std::vector<double>& rate,
                              const std::vector<double>& cap, double need, double low) {
+  // A hair of slack on `need`: (E + c r - E) / r may round below c.
+  need *= 1 - 1e-12;
   auto held = [&](double T) {
     double total = 0;
     for (std::size_t i = 0; i < edge.size(); ++i) {
@@ -576,8 +661,10 @@ double fractional_bottleneck(const std::vector<double>& edge, const std::vector<
   if (held(high) < need) return kInf;
   for (int iter = 0; iter < 200 && high - low > 1e-15 * high; ++iter) {
     const double mid = 0.5 * (low + high);
-    if (held(mid) >= need) high = mid;
-    else low = mid;
+    if (held(mid) >= need)
+      high = mid;
+    else
+      low = mid;
   }
   return low;
 }
@@ -590,14 +677,15 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
   const int L = problem.model.layers;
   const int m = num_micro_batches(problem, skeleton);
   if (p < 1 || p > L || m < 1) return kInf;
-  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers_);
+  const bool identical = identical_layers(skeleton);
+  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
   const std::vector<int> caps = memory_.capacities(skeleton);
 
   std::vector<double> rate(p), cap(p);
   double least_stage = 0;  // every stage holds at least one layer
   double sum = 0;
   double need = 0;
-  if (identical_layers_) {
+  if (identical) {
     double fastest = kInf;
     for (int i = 0; i < p; ++i) {
       rate[i] = speeds.layer[i];
@@ -657,9 +745,10 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
 
   // Lower bounds of the sum term (from per-layer speeds, as in lower_bound)
   // and of the sync term (every stage holds at least one layer).
-  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers_);
+  const bool identical = table.identical();
+  const Speeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
   double sum_lower = 0, sync_lower = 0;
-  if (identical_layers_) {
+  if (identical) {
     double fastest = kInf;
     for (int i = 0; i < p; ++i) {
       sum_lower += speeds.edge[i] + speeds.layer[i];
@@ -680,9 +769,14 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
   search.set_bounds(sum_lower * (1 - 1e-12), sync_lower * (1 - 1e-12));
   BalanceResult result;
   switch (search.run()) {
-    case SplitSearch::Outcome::infeasible: result.status = BalanceResult::Status::no_feasible_split; return result;
-    case SplitSearch::Outcome::above_bound: result.status = BalanceResult::Status::above_bound; return result;
-    case SplitSearch::Outcome::found: break;
+    case SplitSearch::Outcome::infeasible:
+      result.status = BalanceResult::Status::no_feasible_split;
+      return result;
+    case SplitSearch::Outcome::above_bound:
+      result.status = BalanceResult::Status::above_bound;
+      return result;
+    case SplitSearch::Outcome::found:
+      break;
   }
   result.status = BalanceResult::Status::found;
   BalancedSplit& out = result.split;
@@ -696,7 +790,43 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
   return result;
 }
 
-BalancedSplit LoadBalancer::balance_bottleneck(const Skeleton& skeleton, const std::vector<Recompute>& recompute) const {
+bool LoadBalancer::identical_layers(const Skeleton& skeleton) const {
+  if (cost_.problem().model.family == ModelFamily::generic) return false;
+  for (const StageSlot& s : skeleton.stages) {
+    const std::string& device = cost_.problem().cluster.groups[s.group].device.name;
+    if (layer_profiles_.count({device, s.tp, skeleton.micro_batch / s.dp})) return false;
+  }
+  return true;
+}
+
+BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const {
+  const int p = skeleton.num_stages();
+  bool valid = static_cast<int>(layer_end.size()) == p && p >= 1 && layer_end.back() == cost_.problem().model.layers;
+  for (int i = 0; valid && i < p; ++i) valid = layer_end[i] > (i == 0 ? 0 : layer_end[i - 1]);
+  if (!valid) throw std::invalid_argument("LoadBalancer::evaluate: layer_end must rise strictly to the layer count");
+  BalancerStageTable table(*this, skeleton, nullptr);
+  BalanceResult result;
+  std::vector<StageEstimate> stages(skeleton.num_stages());
+  int begin = 0;
+  for (int i = 0; i < skeleton.num_stages(); ++i) {
+    const auto& c = table.at(i, begin, layer_end[i]);
+    if (!c.feasible) return result;
+    stages[i].forward_s = c.entry.forward_s;
+    stages[i].backward_s = c.entry.backward_s;
+    stages[i].p2p_s = c.entry.p2p_s;
+    stages[i].dp_sync_s = c.entry.dp_sync_s;
+    stages[i].optimizer_s = c.entry.optimizer_s;
+    result.split.recompute.push_back(c.recompute);
+    begin = layer_end[i];
+  }
+  result.status = BalanceResult::Status::found;
+  result.split.layer_end = layer_end;
+  result.split.iteration_time_s = CostModel::iteration_time_1f1b(stages, table.micro_batches());
+  return result;
+}
+
+BalancedSplit LoadBalancer::balance_bottleneck(const Skeleton& skeleton,
+                                               const std::vector<Recompute>& recompute) const {
   BalancerStageTable table(*this, skeleton, &recompute);
   SplitSearch search(table, kInf);
   BalancedSplit out;

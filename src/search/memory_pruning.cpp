@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 
 #include "autohaap/search/parallel.hpp"
@@ -130,8 +131,10 @@ int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int mic
     int lo = 1, hi = layers;  // ok(lo) holds
     while (lo < hi) {
       const int mid = lo + (hi - lo + 1) / 2;
-      if (ok(mid)) lo = mid;
-      else hi = mid - 1;
+      if (ok(mid))
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     return lo;
   };
@@ -232,7 +235,8 @@ SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* 
         with_r *= at_least[j][r];
         after_r *= at_least[j][r + 1];
       }
-      if (r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch)) part.report.add(static_cast<PruneRule>(r), with_r - after_r);
+      if (r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch))
+        part.report.add(static_cast<PruneRule>(r), with_r - after_r);
     }
     // The layouts breaking no structural rule: enumerate them one by one.
     for (const auto& list : ok) {
@@ -251,8 +255,10 @@ SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* 
       } else {
         Skeleton s = space.make(o, b, layout_index);
         std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
-        if (broken) part.report.add(*broken, 1);
-        else part.kept.push_back(std::move(s));
+        if (broken)
+          part.report.add(*broken, 1);
+        else
+          part.kept.push_back(std::move(s));
       }
       // Next combination, last group fastest (mixed radix = id order).
       int j = static_cast<int>(order.size()) - 1;
@@ -280,20 +286,29 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   if (report.considered == 0) {
     return "the search space is empty: the cluster has no usable GPUs or no micro-batch size was given";
   }
-  // The rule that removed the most.
-  int top = 0;
-  for (int r = 1; r < kPruneRuleCount; ++r) {
-    if (report.removed[r] > report.removed[top]) top = r;
-  }
-  const auto rule = static_cast<PruneRule>(top);
-  const bool memory = rule == PruneRule::stage_cannot_hold_one_layer || rule == PruneRule::capacity_below_layers ||
-                      rule == PruneRule::no_feasible_split;
-  if (!memory) {
+  // Structural rules only narrow the layouts; if any layout survived them,
+  // memory is what ruled it out. So memory explains the failure whenever a
+  // memory rule removed anything; otherwise the largest structural rule does.
+  auto largest_of = [&](std::initializer_list<PruneRule> rules) {
+    PruneRule best = *rules.begin();
+    for (PruneRule r : rules) {
+      if (report.count(r) > report.count(best)) best = r;
+    }
+    return best;
+  };
+  const PruneRule memory_rule = largest_of(
+      {PruneRule::stage_cannot_hold_one_layer, PruneRule::capacity_below_layers, PruneRule::no_feasible_split});
+  if (report.count(memory_rule) == 0) {
+    const PruneRule rule = largest_of({PruneRule::micro_batch_not_dividing_batch, PruneRule::tp_exceeds_node,
+                                       PruneRule::tp_not_dividing_heads, PruneRule::dp_not_dividing_micro_batch,
+                                       PruneRule::more_stages_than_layers});
     std::snprintf(buffer, sizeof buffer, "no valid plan: %lld of %lld candidate skeletons removed because %s (%s)",
-                  static_cast<long long>(report.removed[top]), static_cast<long long>(report.considered),
-                  describe(rule), to_string(rule));
+                  static_cast<long long>(report.count(rule)), static_cast<long long>(report.considered), describe(rule),
+                  to_string(rule));
     return buffer;
   }
+  const PruneRule rule = memory_rule;
+  const int top = static_cast<int>(rule);
   // Weights, gradients and optimizer states of the whole model with no
   // data parallelism (ZeRO cannot shard anything then, and replicas only add
   // copies), spread evenly over every GPU of the cluster: no plan can need
@@ -309,13 +324,22 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   }
   const double need = static_bytes / std::max(1, gpus) / kGiB + problem.training.headroom_GiB;
   const double have = cost.capacity_bytes(largest) / kGiB;
-  std::snprintf(buffer, sizeof buffer,
-                "%s does not fit: its weights, gradients and optimizer states alone need %.1f GiB per GPU even "
-                "spread over all %d GPUs (plus %.1f GiB headroom, before activations), the largest device (%s) has "
-                "%.1f GiB; %lld skeletons removed because %s",
-                model.name.c_str(), need, gpus, problem.training.headroom_GiB,
-                problem.cluster.groups[largest].device.name.c_str(), have, static_cast<long long>(report.removed[top]),
-                describe(rule));
+  const char* device = problem.cluster.groups[largest].device.name.c_str();
+  if (need > have) {
+    std::snprintf(buffer, sizeof buffer,
+                  "%s does not fit: its weights, gradients and optimizer states alone need %.1f GiB per GPU even "
+                  "spread evenly over all %d GPUs (headroom included, activations not), but the largest device (%s) "
+                  "has %.1f GiB",
+                  model.name.c_str(), need, gpus, device, have);
+  } else {
+    std::snprintf(buffer, sizeof buffer,
+                  "%s does not fit any allowed layout: spread evenly over all %d GPUs its weights, gradients and "
+                  "optimizer states would need %.1f GiB per GPU (the largest device, %s, has %.1f GiB), but whole "
+                  "layers per stage plus the activations of the micro-batches in flight exceed some stage's memory "
+                  "in every candidate (%lld skeletons: %s)",
+                  model.name.c_str(), gpus, need, device, have, static_cast<long long>(report.removed[top]),
+                  describe(rule));
+  }
   return buffer;
 }
 

@@ -77,8 +77,8 @@ std::vector<Task> metis_tasks(const SearchSpace& space) {
 
 }  // namespace
 
-void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
-               ProgressReporter& progress, SearchResult& result) {
+void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock, ProgressReporter& progress,
+               SearchResult& result) {
   const Problem& problem = cost.problem();
   const SearchSpace space(problem);
   const std::vector<Task> tasks = metis_tasks(space);
@@ -106,8 +106,8 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
       for (std::size_t j = 0; j < task.options.size(); ++j) {
         const Option& o = task.options[j][choice[j]];
         for (int k = 0; k < o.layout.stages; ++k) {
-          s.stages.push_back({o.layout.group, k * o.layout.gpus_per_stage, o.layout.gpus_per_stage, o.layout.tp,
-                              o.layout.dp});
+          s.stages.push_back(
+              {o.layout.group, k * o.layout.gpus_per_stage, o.layout.gpus_per_stage, o.layout.tp, o.layout.dp});
           recompute.push_back(o.recompute);
           group_of_stage.push_back(static_cast<int>(j));
         }

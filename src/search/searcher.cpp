@@ -29,10 +29,14 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   SearchResult result;
   const int threads = options.threads > 0 ? options.threads : parallel::hardware_threads();
   parallel::with_threads(threads, [&] {
-    if (options.strategy == "autohaap") strategy::run_autohaap(cost, options, clock, progress, result);
-    else if (options.strategy == "exhaustive") strategy::run_exhaustive(cost, options, clock, progress, result);
-    else if (options.strategy == "uniform") strategy::run_uniform(cost, options, clock, progress, result);
-    else strategy::run_metis(cost, options, clock, progress, result);
+    if (options.strategy == "autohaap")
+      strategy::run_autohaap(cost, options, clock, progress, result);
+    else if (options.strategy == "exhaustive")
+      strategy::run_exhaustive(cost, options, clock, progress, result);
+    else if (options.strategy == "uniform")
+      strategy::run_uniform(cost, options, clock, progress, result);
+    else
+      strategy::run_metis(cost, options, clock, progress, result);
   });
 
   result.stats.strategy = options.strategy;
@@ -113,8 +117,12 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
         incumbent.offer(plan);
         break;
       }
-      case BalanceResult::Status::above_bound: above.fetch_add(1, std::memory_order_relaxed); break;
-      case BalanceResult::Status::no_feasible_split: no_split.fetch_add(1, std::memory_order_relaxed); break;
+      case BalanceResult::Status::above_bound:
+        above.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case BalanceResult::Status::no_feasible_split:
+        no_split.fetch_add(1, std::memory_order_relaxed);
+        break;
     }
     balanced.fetch_add(1, std::memory_order_relaxed);
     if (control.on_skeleton) control.on_skeleton(estimated);

@@ -13,9 +13,7 @@ namespace autohaap::strategy {
 class Stopwatch {
  public:
   Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   std::chrono::steady_clock::time_point start_;
@@ -84,7 +82,7 @@ void run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
                     ProgressReporter& progress, SearchResult& result);
 void run_uniform(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
                  ProgressReporter& progress, SearchResult& result);
-void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
-               ProgressReporter& progress, SearchResult& result);
+void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock, ProgressReporter& progress,
+               SearchResult& result);
 
 }  // namespace autohaap::strategy

@@ -26,7 +26,10 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem) {
   if (modes.empty()) modes = {Recompute::none};
 
   std::vector<UniformCandidate> out;
-  for (int mask = 1; mask < (1 << n) && n < 20; ++mask) {
+  // Every non-empty subset of groups, kept in cluster order (a bit mask;
+  // clusters have a handful of groups).
+  const int subsets = n < 24 ? 1 << n : 0;
+  for (int mask = 1; mask < subsets; ++mask) {
     std::vector<int> used;
     int total = 0, smallest = 0;
     for (int g = 0; g < n; ++g) {
@@ -70,7 +73,8 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   parallel::for_each(candidates.size(), [&](std::size_t i) {
     const UniformCandidate& c = candidates[i];
     const int p = c.skeleton.num_stages();
-    Plan plan = make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
+    Plan plan =
+        make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
     plan.predicted = cost.estimate(plan);
     best.offer(plan);
   });

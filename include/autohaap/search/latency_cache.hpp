@@ -24,6 +24,8 @@
 #pragma once
 
 #include <atomic>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
 #include <compare>
 #include <cstdint>
 #include <vector>

@@ -3,22 +3,23 @@
 // memory, and a cheap lower bound on that time.
 //
 // Objective (DESIGN.md "Iteration time", CostModel::iteration_time_1f1b):
-//   sum_i (t_i + p2p_i) + (m - 1) * max_i t_i + max_i (sync_i + opt_i)
-// with t_i the forward + backward time of one micro-batch on stage i. For a
-// fixed layer range the best recompute of a stage is the fastest mode
-// (none < selective < full) whose memory fits: it lowers t_i and leaves the
-// other terms alone. So the balancer derives recompute instead of searching
-// it.
+//   sum_i (t_i + p2p_i) + (m - 1) * max_i (t_i + p2p_i) + max_i (sync_i + opt_i)
+// with t_i the forward + backward time of one micro-batch on stage i and
+// p2p_i its pipeline sends (the steady state is paced by the slowest stage
+// including its sends). For a fixed layer range the best recompute of a
+// stage is the fastest mode (none < selective < full) whose memory fits: it
+// lowers t_i and leaves the other terms alone. So the balancer derives
+// recompute instead of searching it.
 //
 // Method (exact for that objective). The two max terms are fixed by
 // thresholds: for a bottleneck T and a sync bound S, each stage may take any
-// range whose time is <= T, sync <= S and memory fits; a DP over contiguous
-// splits minimizes the sum term, and T + S + DP is an upper bound that is
-// attained at the optimum's own (T, S). T runs through the stage times at
+// range whose pace t + p2p is <= T, sync <= S and memory fits; a DP over
+// contiguous splits minimizes the sum term, and (m - 1) T + S + DP is an
+// upper bound that is attained at the optimum's own (T, S). T runs through the stage times at
 // which some stage's reach grows, ascending from the least feasible one; S
 // likewise for each T. Both loops stop as soon as
-// (m - 1) T + S + (a lower bound of the sum) cannot beat the best so far
-// (or the caller's bound). The best split is then polished by moving single
+// (m - 1) T + S + (a lower bound of the sum) cannot beat the best so far;
+// the caller's bound only lets the whole search give up early. The best split is then polished by moving single
 // layers across stage boundaries while the true iteration time improves:
 // this guards the result should the cost model's iteration time ever
 // deviate from the decomposition above. Models of identical layers work on
@@ -41,6 +42,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
@@ -51,9 +55,9 @@
 namespace autohaap {
 
 struct BalancedSplit {
-  std::vector<int> layer_end;         // stage i holds [layer_end[i-1], layer_end[i]); last == layers
-  std::vector<Recompute> recompute;   // per stage
-  double iteration_time_s = 0;        // CostModel::iteration_time_1f1b of these stages
+  std::vector<int> layer_end;        // stage i holds [layer_end[i-1], layer_end[i]); last == layers
+  std::vector<Recompute> recompute;  // per stage
+  double iteration_time_s = 0;       // CostModel::iteration_time_1f1b of these stages
 };
 
 struct BalanceResult {
@@ -83,10 +87,22 @@ class LoadBalancer {
   // not depend on the order skeletons are searched in.
   BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity()) const;
 
+  // One given split, each stage's recompute derived (the fastest that fits),
+  // scored through the cache: what a tuning step that moves layers costs —
+  // only stages whose range changed are estimated again. Status found (with
+  // the time) or no_feasible_split.
+  BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const;
+
   // Metis-style: the split minimizing the slowest stage's time alone, with
   // the given recompute per stage and no memory constraint (infeasibility is
   // left to the final estimate).
   BalancedSplit balance_bottleneck(const Skeleton& skeleton, const std::vector<Recompute>& recompute) const;
+
+  // Whether every layer costs the same on every stage of the skeleton: true
+  // for transformer families unless a profile measured individual layers on
+  // one of its stage shapes. Identical layers are balanced by count, others
+  // by range (slower: a stage estimate per range instead of per count).
+  bool identical_layers(const Skeleton& skeleton) const;
 
   // Stage estimates computed (cache misses included, cache hits excluded).
   std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
@@ -96,8 +112,8 @@ class LoadBalancer {
   const CostModel& cost_;
   const MemoryPruner& memory_;
   LatencyCache* cache_;
-  bool identical_layers_;
-  std::vector<Recompute> modes_;  // allowed recompute modes, fastest first
+  std::set<std::tuple<std::string, int, int>> layer_profiles_;  // (device, tp, sequences per replica)
+  std::vector<Recompute> modes_;                                // allowed recompute modes, fastest first
   mutable std::atomic<std::int64_t> stage_estimates_{0};
 };
 

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <array>
+#include <cereal/types/array.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,8 +66,8 @@ const char* to_string(PruneRule rule);
 const char* describe(PruneRule rule);
 
 struct PruneReport {
-  std::int64_t considered = 0;  // skeletons in the raw space
-  std::int64_t kept = 0;        // skeletons left after initialization
+  std::int64_t considered = 0;                          // skeletons in the raw space
+  std::int64_t kept = 0;                                // skeletons left after initialization
   std::array<std::int64_t, kPruneRuleCount> removed{};  // by PruneRule
 
   void add(PruneRule rule, std::int64_t count) { removed[static_cast<int>(rule)] += count; }

@@ -15,18 +15,18 @@
 // Cost: a task per worker per loop; map operations lock one bucket.
 #pragma once
 
+#include <oneapi/tbb/concurrent_hash_map.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <limits>
 #include <optional>
 #include <utility>
-
-#include <oneapi/tbb/concurrent_hash_map.h>
-#include <oneapi/tbb/info.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
 
 namespace autohaap::parallel {
 

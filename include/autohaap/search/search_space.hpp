@@ -23,9 +23,12 @@
 // distributed driver can hand out ids or positions as shares.
 //
 // Immutable after construction; every method is const and thread-safe.
-// Cost: construction O(groups! * groups + layouts); decode O(groups).
+// Cost: construction O(group orders * groups + layouts); decode O(groups).
+// Group orders grow as groups! (8 groups: 109,600), so the space is meant
+// for clusters of a handful of node groups, as real mixed clusters are.
 #pragma once
 
+#include <cereal/types/vector.hpp>
 #include <cstdint>
 #include <vector>
 
@@ -50,8 +53,8 @@ struct StageSlot {
 };
 
 struct Skeleton {
-  std::uint64_t id = 0;     // rank in the canonical order of the raw space
-  int micro_batch = 0;      // B: sequences per pipeline micro-batch
+  std::uint64_t id = 0;  // rank in the canonical order of the raw space
+  int micro_batch = 0;   // B: sequences per pipeline micro-batch
   std::vector<StageSlot> stages;
   // Filled by the search's initialization: a valid lower bound on the
   // iteration time of any plan on this skeleton, and the relative effort

@@ -3,23 +3,29 @@
 //
 // Strategies, all scored by the same CostModel::estimate of the final plan:
 //   autohaap    memory-aware initialization, lower bounds, load balancer and
-//               latency cache; skeletons best lower bound first, after
-//               seeding the incumbent with the best uniform plans.
+//               latency cache; skeletons best lower bound first, each skipped
+//               once its bound cannot beat the K-th best plan so far.
 //   exhaustive  every valid skeleton x every contiguous split x every
 //               per-stage recompute mode, each fully estimated; no pruning,
 //               no cache. Refused (InputError) when the candidate count
 //               exceeds options.exhaustive_limit.
 //   uniform     Megatron-style: one (stage size, tp, dp, B, recompute) for
 //               every stage, groups in cluster order, layers split evenly.
-//   metis       Metis-style: every group order and intra-stage layout, data
-//               parallelism first (per group the largest dp whose plan fits,
-//               smaller ones only if it does not), layers balanced on the
-//               slowest stage alone; no memory-aware initialization, no cache.
+//   metis       Metis-style: every group order, stage count per group and B;
+//               data parallelism first (each group starts at its largest dp
+//               without recompute; only groups whose stages overflow memory
+//               step to their next option: leaner recompute, then smaller
+//               dp), layers balanced on the slowest stage alone; no
+//               memory-aware initialization, no cache.
 // The result does not depend on the thread count: ties are broken by the
 // canonical order of plans (incumbent.hpp).
 //
 // Thread safety: run_search may be called from any thread; it uses up to
-// options.threads workers. The progress callback is called from one worker
+// options.threads workers. Cost: autohaap is dominated by initialization
+// (one pass over the skeletons that pass the structural rules) and the few
+// skeletons whose lower bound beats the incumbent; exhaustive by its
+// candidate count; metis by one balanced plan per (order, counts, B) and
+// overflow step. The progress callback is called from one worker
 // at a time (never concurrently), at most every progress_interval_s, and
 // once at the end from the calling thread.
 #pragma once
@@ -43,9 +49,9 @@
 namespace autohaap {
 
 struct SearchProgress {
-  std::int64_t done = 0;        // skeletons (exhaustive: candidates) finished or skipped
+  std::int64_t done = 0;  // skeletons (exhaustive: candidates) finished or skipped
   std::int64_t total = 0;
-  std::int64_t evaluated = 0;   // full plan estimates so far
+  std::int64_t evaluated = 0;  // full plan estimates so far
   std::int64_t pruned = 0;
   double best_iteration_s = std::numeric_limits<double>::infinity();
   double elapsed_s = 0;
@@ -55,7 +61,7 @@ struct SearchOptions {
   std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
   int threads = 0;                    // 0: all hardware threads
   int top_k = 1;
-  double time_limit_s = 0;            // 0: none; else stop and return the best so far
+  double time_limit_s = 0;                    // 0: none; else stop and return the best so far
   std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.2;
@@ -64,12 +70,12 @@ struct SearchOptions {
 };
 
 struct SearchResult {
-  std::vector<Plan> top;        // best first; predicted and search filled
+  std::vector<Plan> top;  // best first; predicted and search filled
   PruneReport prune;
   SearchStats stats;
-  bool timed_out = false;       // time limit or cancel: `top` is the best so far
+  bool timed_out = false;         // time limit or cancel: `top` is the best so far
   std::string infeasible_reason;  // set when `top` is empty
-  std::int64_t candidates = 0;  // size of the strategy's candidate space (saturating)
+  std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
   // Cost-model calls below a full plan estimate: stage and layer estimates
   // computed (autohaap: latency-cache misses; metis: its balancer's).
   std::int64_t stage_estimates = 0;
@@ -100,13 +106,13 @@ struct PreparedSearch {
 
 PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache);
 
-// The best uniform plans (the `uniform` strategy), to seed an Incumbent.
-// Adds the plans estimated to `evaluated`.
+// The best uniform plans (the `uniform` strategy), e.g. to seed an
+// Incumbent or to compare with. Adds the plans estimated to `evaluated`.
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated);
 
 struct ShareControl {
-  double deadline_s = 0;                         // seconds on `clock` after which to stop; 0: none
-  std::function<double()> clock;                 // seconds since the search started
+  double deadline_s = 0;          // seconds on `clock` after which to stop; 0: none
+  std::function<double()> clock;  // seconds since the search started
   const std::atomic<bool>* cancel = nullptr;
   // After each skeleton balanced (any worker, possibly concurrently):
   // whether it produced a fully estimated plan.
@@ -118,6 +124,11 @@ struct ShareOutcome {
   std::int64_t evaluated = 0;  // plans fully estimated
   PruneReport pruned;          // lower_bound_above_best, no_feasible_split
   bool stopped = false;        // deadline or cancel hit before the share was finished
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(done, evaluated, pruned, stopped);
+  }
 };
 
 // Searches skeletons[positions[j]] in the given order (ascending positions

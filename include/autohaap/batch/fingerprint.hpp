@@ -1,0 +1,47 @@
+// Fingerprints: short hashes that say whether two planning questions are the
+// same, so a batch can skip an entry whose answer is already on disk and a
+// persistent latency cache is never used for a problem it was not built for.
+//
+// They hash the specs as loaded — every field the cost model reads — not the
+// files: moving a file, renaming it, or editing its comments changes
+// nothing, while a changed device efficiency inside a cluster's device file
+// does. Every fingerprint also covers the tool version (AUTOHAAP_VERSION)
+// and the cost model's calibrated constants (cost/cost_parameters.hpp, as
+// the search uses them), since either may change every cost.
+//
+//   problem_fingerprint  model + cluster (with its devices) + training +
+//                        measured profiles: what a latency-cache entry
+//                        depends on.
+//   input_fingerprint    the problem plus the search options that change the
+//                        answer (strategy, top, time limit; not threads: the
+//                        result does not depend on them).
+//
+// The hash is 64-bit FNV-1a over a canonical text form (numbers printed with
+// round-trip precision), written as 16 hex digits. It guards against
+// accidents, not adversaries. Whoever adds a field to a spec must add it to
+// canonical_text(), or changes to that field will not be noticed.
+// Cost: linear in the size of the specs. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "autohaap/batch/manifest.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+// 64-bit FNV-1a of `bytes`, continuing from `state` (the offset basis by default).
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state = 0xcbf29ce484222325ULL);
+
+// 16 lower-case hex digits.
+std::string hex64(std::uint64_t value);
+
+// The problem as canonical text: one `key=value` line per field, in a fixed order.
+std::string canonical_text(const Problem& problem);
+
+std::string problem_fingerprint(const Problem& problem);
+std::string input_fingerprint(const Problem& problem, const BatchOptions& options);
+
+}  // namespace autohaap

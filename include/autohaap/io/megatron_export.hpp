@@ -1,0 +1,64 @@
+// Megatron-LM export: the command-line arguments of Megatron-LM's
+// pretrain_gpt.py that run a plan, or — when stock Megatron-LM cannot run
+// it — every reason why and the nearest plan it can run.
+//
+// Megatron-LM gives every rank one configuration: one tensor-parallel and
+// one data-parallel degree, one recompute mode, one precision, and layers
+// split evenly over the pipeline except that the first and the last stage
+// may hold a different count (--decoder-first-pipeline-num-layers,
+// --decoder-last-pipeline-num-layers; the layers left over are divided
+// evenly among the middle stages). Its distributed optimizer shards the
+// optimizer states over data parallelism (ZeRO-1); it has no flag for
+// sharding gradients and weights the way ZeRO-2/3 do. Ranks are ordered
+// tensor-parallel fastest, then data-parallel, then pipeline stage; which
+// GPU gets which rank is the launcher's business (see io/hostfile.hpp).
+// A plan whose stages sit on different device types is reported as not
+// expressible: the layer split that balances them exists only for that
+// placement, and Megatron-LM cannot tie a stage to a device type.
+//
+// Argument names follow Megatron-LM's megatron/training/arguments.py
+// (2024–2025 releases). Callers: the export command, tests. Pure; the
+// nearest-plan search scores O(tp choices × stages × dp × micro-batch ×
+// recompute) uniform plans with the cost model (about a second for a
+// thousand GPUs).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/plan.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap {
+
+// Why stock Megatron-LM cannot run `plan` as it stands, one sentence per
+// reason (naming the stages that differ and how); empty when it can.
+std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem);
+
+// The arguments, in a fixed order, as (flag, value) pairs; value is empty
+// for switches. Requires megatron_blockers(plan, problem) to be empty.
+std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& plan, const Problem& problem);
+
+// The arguments as shell continuation lines ("--flag value \"), the last
+// without the backslash, after '#' comment lines describing the plan.
+std::string format_megatron_arguments(const Plan& plan, const Problem& problem);
+
+// The best plan Megatron-LM can run on the plan's kind of GPUs: for each
+// device type the plan uses, uniform plans (one tp, dp and recompute mode,
+// layers split evenly as make_uniform_plan does) on the first GPUs of that
+// type in the cluster, using more than half and at most all of the GPUs the
+// plan has of that type; micro-batches per replica from the training
+// settings' micro_batch_sizes; ZeRO capped at 1. The fastest that fits in
+// memory wins (ties: fewer GPUs, then the enumeration order). Its
+// `predicted` is filled in. nullopt when none fits or the model is not a
+// transformer.
+struct NearestMegatronPlan {
+  Plan plan;
+  Problem problem;  // the problem it was scored with (ZeRO capped at 1)
+};
+std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem, const Plan& plan);
+
+}  // namespace autohaap

@@ -1,0 +1,28 @@
+// Report writer: the one entry point that turns a plan into a report file,
+// SVG or HTML chosen by the file name (DESIGN.md "Outputs": `report PLAN
+// --out FILE.svg|.html` and `search --report FILE`).
+//
+// The file is written with write_file_atomically, so a reader never sees a
+// half-written report. Errors are InputError: an extension other than .svg,
+// .html or .htm (named with the path), or a path that cannot be written
+// (with the operating system's reason). Callers: the report command, the
+// search command. Cost: rendering is O(stages × micro-batches); then one
+// write.
+#pragma once
+
+#include <string>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/plan.hpp"
+
+namespace autohaap {
+
+enum class ReportFormat { svg, html };
+
+// The format a path asks for, by its extension (any letter case).
+ReportFormat report_format_for(const std::string& path);
+
+// Renders `plan` (scored by `model`) and writes it to `path`.
+void write_report(const CostModel& model, const Plan& plan, const std::string& path);
+
+}  // namespace autohaap

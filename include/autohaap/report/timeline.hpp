@@ -1,0 +1,76 @@
+// Timeline: when every forward and backward of every micro-batch runs on
+// every stage of a plan under the 1F1B pipeline schedule (Narayanan et al.
+// 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+// Using Megatron-LM", Sec. 2.2, non-interleaved). The report draws it; tests
+// compare its length with CostModel::iteration_time_1f1b.
+//
+// The schedule is an event simulation, not a formula: stage i of p first
+// runs min(p − i − 1, m) warm-up forwards, then alternates one forward and
+// one backward, then drains the remaining backwards. An operation starts
+// when its stage is free and its input has arrived: the forward of
+// micro-batch j on stage i after stage i − 1 has finished that forward and
+// sent the activation; the backward of j on stage i after stage i + 1 has
+// finished that backward and sent the gradient. Sends block the sender
+// (Megatron-LM's 1F1B waits for each send/receive pair before computing
+// on), so a stage is busy for its compute plus its sends — the same pace the
+// cost model's formula assumes. After the pipeline drains, every stage
+// synchronizes gradients and steps its optimizer; the step waits for the
+// whole pipeline (gradient clipping needs the global norm), as in the cost
+// model.
+//
+// Pure and thread-safe. Cost: each of the 2 · p · m passes is scheduled
+// once; the event loop sweeps the p stages O(p + m) times (a sweep
+// schedules every pass whose input has arrived).
+#pragma once
+
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/plan.hpp"
+
+namespace autohaap {
+
+enum class PassKind { forward, backward };
+
+// One forward or backward of one micro-batch on one stage.
+struct PipelineOp {
+  PassKind kind = PassKind::forward;
+  int micro_batch = 0;
+  double start_s = 0;
+  double end_s = 0;       // compute ends
+  double send_end_s = 0;  // the send that follows ends (== end_s when nothing is sent)
+};
+
+struct StageTimeline {
+  std::vector<PipelineOp> ops;  // in execution order: 2 m entries
+  double busy_s = 0;            // compute + sends
+  double sync_start_s = 0;      // gradient synchronization, then the optimizer step
+  double sync_end_s = 0;
+  double optimizer_end_s = 0;
+};
+
+struct Timeline {
+  std::vector<StageTimeline> stages;
+  // Transfer time of one micro-batch across the boundary after stage i
+  // (p − 1 entries); the same in both directions.
+  std::vector<double> boundary_send_s;
+  double pipeline_s = 0;   // last backward (and its send) ends
+  double iteration_s = 0;  // pipeline_s + the longest sync + optimizer tail
+  int num_micro_batches = 0;
+
+  // Fraction of the pipeline phase stage i is idle (the bubble, 0..1).
+  double idle_fraction(int stage) const;
+};
+
+// Order of passes on stage `stage` of `num_stages` under 1F1B.
+std::vector<std::pair<PassKind, int>> one_f_one_b_order(int stage, int num_stages, int num_micro_batches);
+
+// Simulates 1F1B from per-stage estimates. Boundary transfer times are
+// recovered from each stage's p2p_s, which counts the boundary before it
+// and the one after it. Requires at least one stage and one micro-batch.
+Timeline simulate_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches);
+
+// The plan's timeline under the cost model.
+Timeline plan_timeline(const CostModel& model, const Plan& plan);
+
+}  // namespace autohaap

@@ -1,0 +1,94 @@
+#include "autohaap/batch/entry_result.hpp"
+
+#include <cereal/archives/json.hpp>
+#include <cereal/types/string.hpp>
+
+#include <array>
+#include <filesystem>
+#include <sstream>
+
+#include "autohaap/io/atomic_file.hpp"
+
+namespace autohaap {
+namespace {
+
+constexpr const char* kResultFormat = "autohaap-batch-result/1";
+
+constexpr std::array<EntryStatus, 5> kStatuses = {EntryStatus::found, EntryStatus::infeasible, EntryStatus::failed,
+                                                  EntryStatus::skipped, EntryStatus::pending};
+
+// One list of fields for both directions, so the writer and the reader
+// cannot drift apart. Statuses travel as their names (`status`, `outcome`),
+// so the files read well and survive a reordering of the enum.
+template <class Archive>
+void fields(Archive& ar, EntryResult& r, std::string& format, std::string& status, std::string& outcome) {
+  ar(cereal::make_nvp("format", format), cereal::make_nvp("name", r.name), cereal::make_nvp("model", r.model),
+     cereal::make_nvp("cluster", r.cluster), cereal::make_nvp("training", r.training),
+     cereal::make_nvp("status", status), cereal::make_nvp("outcome", outcome),
+     cereal::make_nvp("input_fingerprint", r.input_fingerprint),
+     cereal::make_nvp("iteration_time_s", r.iteration_time_s), cereal::make_nvp("tokens_per_s", r.tokens_per_s),
+     cereal::make_nvp("mfu", r.mfu), cereal::make_nvp("gpus", r.gpus), cereal::make_nvp("stages", r.stages),
+     cereal::make_nvp("wall_s", r.wall_s), cereal::make_nvp("error", r.error),
+     cereal::make_nvp("plan_file", r.plan_file), cereal::make_nvp("cache_hits", r.cache_hits),
+     cereal::make_nvp("cache_misses", r.cache_misses), cereal::make_nvp("tool_version", r.tool_version));
+}
+
+}  // namespace
+
+const char* to_string(EntryStatus status) {
+  switch (status) {
+    case EntryStatus::found: return "found";
+    case EntryStatus::infeasible: return "infeasible";
+    case EntryStatus::failed: return "failed";
+    case EntryStatus::skipped: return "skipped";
+    case EntryStatus::pending: return "pending";
+  }
+  return "?";
+}
+
+std::optional<EntryStatus> parse_entry_status(const std::string& name) {
+  for (EntryStatus s : kStatuses)
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
+std::string entry_result_to_json(const EntryResult& result) {
+  EntryResult r = result;
+  std::string format = kResultFormat, status = to_string(r.status), outcome = to_string(r.outcome);
+  std::ostringstream os;
+  {
+    cereal::JSONOutputArchive ar(os);
+    fields(ar, r, format, status, outcome);
+  }
+  return os.str() + "\n";
+}
+
+std::optional<EntryResult> entry_result_from_json(const std::string& text) {
+  EntryResult r;
+  std::string format, status, outcome;
+  try {
+    std::istringstream is(text);
+    cereal::JSONInputArchive ar(is);
+    fields(ar, r, format, status, outcome);
+  } catch (const std::exception&) {
+    return std::nullopt;  // cereal::Exception, or rapidjson's parse errors
+  }
+  const auto s = parse_entry_status(status);
+  const auto o = parse_entry_status(outcome);
+  if (format != kResultFormat || !s || !o) return std::nullopt;
+  r.status = *s;
+  r.outcome = *o;
+  return r;
+}
+
+std::optional<EntryResult> read_entry_result(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    return entry_result_from_json(read_file(path));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace autohaap

@@ -1,0 +1,243 @@
+#include "autohaap/batch/manifest.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "autohaap/io/yaml_value.hpp"
+#include "autohaap/search/searcher.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A plan file DIR/summary.json would collide with the batch summary.
+constexpr const char* kReservedName = "summary";
+
+bool has_yaml_extension(const std::string& ref) {
+  const std::string ext = fs::path(ref).extension().string();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+
+std::string file_safe(std::string s) {
+  for (char& c : s)
+    if (!is_name_char(c)) c = '-';
+  return s;
+}
+
+// One reference as written in the manifest, resolved against its folder.
+struct Reference {
+  std::string resolved;  // a file path, or a catalog name
+  std::string label;     // catalog name or file stem, for entry names
+  bool is_file = false;
+};
+
+Reference resolve(const std::string& ref, const fs::path& base_dir) {
+  const bool path_like = ref.find('/') != std::string::npos || has_yaml_extension(ref);
+  const fs::path candidate = base_dir / ref;
+  std::error_code ec;
+  if (path_like || (!base_dir.empty() && fs::is_regular_file(candidate, ec))) {
+    const fs::path p = fs::path(ref).is_absolute() ? fs::path(ref) : candidate.lexically_normal();
+    return {p.string(), file_safe(p.stem().string()), true};
+  }
+  return {ref, file_safe(ref), false};
+}
+
+// Loads every distinct reference once, and turns a loader's error into one
+// that names the manifest entry first (and the referenced file's own key,
+// when the file itself was bad).
+class SpecLoader {
+ public:
+  SpecLoader(std::string manifest, fs::path base_dir) : manifest_(std::move(manifest)), base_(std::move(base_dir)) {}
+
+  std::pair<Reference, const ModelSpec*> model(const YamlValue& v) { return get(v, models_, load_model); }
+  std::pair<Reference, const ClusterSpec*> cluster(const YamlValue& v) { return get(v, clusters_, load_cluster); }
+  std::pair<Reference, const TrainingSpec*> training(const std::optional<YamlValue>& v) {
+    if (!v) {
+      static const TrainingSpec kDefault = load_training("");
+      return {Reference{"", "default"}, &kDefault};
+    }
+    return get(*v, trainings_, load_training);
+  }
+
+ private:
+  template <class Spec, class Load>
+  std::pair<Reference, const Spec*> get(const YamlValue& v, std::map<std::string, Spec>& memo, Load load) {
+    const Reference ref = resolve(v.as_string(), base_);
+    auto it = memo.find(ref.resolved);
+    if (it == memo.end()) {
+      std::error_code ec;
+      if (ref.is_file && !fs::is_regular_file(ref.resolved, ec))
+        throw InputError(manifest_, v.path(), v.as_string(),
+                         "a catalog name or an existing file (looked for " + ref.resolved + ")");
+      try {
+        it = memo.emplace(ref.resolved, load(ref.resolved)).first;
+      } catch (const InputError& e) {
+        // A catalog miss names no file: the manifest's value is the culprit.
+        if (e.file().empty()) throw InputError(manifest_, v.path(), v.as_string(), e.allowed());
+        // Otherwise the referenced file is bad: name it and its own key.
+        std::string where = e.file();
+        if (!e.key().empty()) where += ": " + e.key();
+        throw InputError(manifest_, v.path() + " (" + where + ")", e.value(), e.allowed());
+      }
+    }
+    return {ref, &it->second};
+  }
+
+  std::string manifest_;
+  fs::path base_;
+  std::map<std::string, ModelSpec> models_;
+  std::map<std::string, ClusterSpec> clusters_;
+  std::map<std::string, TrainingSpec> trainings_;
+};
+
+std::vector<YamlValue> non_empty_list(const YamlObject& root, const std::string& key, const std::string& what) {
+  const YamlValue v = root.at(key, "a non-empty list of " + what);
+  std::vector<YamlValue> items = v.as_list();
+  if (items.empty()) v.fail("a non-empty list of " + what);
+  return items;
+}
+
+BatchOptions parse_options(const YamlObject& root) {
+  BatchOptions o;
+  const auto v = root.find("options");
+  if (!v) return o;
+  const YamlObject opts = v->as_object();
+  opts.check_keys({"strategy", "threads", "top", "time_limit_s"});
+  if (const auto s = opts.find("strategy")) {
+    o.strategy = s->as_string();
+    const auto& names = search_strategies();
+    if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
+      std::string allowed;
+      for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+      s->fail(allowed);
+    }
+  }
+  o.threads = opts.get_int("threads", Bound::non_negative, o.threads);
+  o.top = opts.get_int("top", Bound::positive, o.top);
+  o.time_limit_s = opts.get_double("time_limit_s", Bound::non_negative, o.time_limit_s);
+  return o;
+}
+
+class Expander {
+ public:
+  Expander(Manifest& m, SpecLoader& loader) : m_(m), loader_(loader) {}
+
+  void add(const YamlValue& model, const YamlValue& cluster, const std::optional<YamlValue>& training,
+           const std::string& source, const std::optional<YamlValue>& explicit_name) {
+    const auto [mref, mspec] = loader_.model(model);
+    const auto [cref, cspec] = loader_.cluster(cluster);
+    const auto [tref, tspec] = loader_.training(training);
+    BatchEntry e;
+    e.source = source;
+    e.model = mref.label;
+    e.cluster = cref.label;
+    e.training = tref.label;
+    e.name = e.model + "__" + e.cluster + "__" + e.training;
+    std::string name_path = source;
+    if (explicit_name) {
+      e.name = explicit_name->as_string();
+      name_path = explicit_name->path();
+      for (char c : e.name)
+        if (!is_name_char(c)) explicit_name->fail("a file name of letters, digits, '.', '_' and '-'");
+    }
+    if (e.name == kReservedName || e.name == "." || e.name == "..")
+      throw InputError(m_.path, name_path, e.name, "a name other than 'summary', '.' and '..'");
+    if (const auto it = first_use_.find(e.name); it != first_use_.end())
+      throw InputError(m_.path, name_path, e.name, "an entry name not already used by " + it->second);
+    first_use_.emplace(e.name, source);
+    e.problem.model = *mspec;
+    e.problem.cluster = *cspec;
+    e.problem.training = *tspec;
+    m_.entries.push_back(std::move(e));
+  }
+
+ private:
+  Manifest& m_;
+  SpecLoader& loader_;
+  std::map<std::string, std::string> first_use_;
+};
+
+}  // namespace
+
+const char* to_string(ManifestForm form) {
+  switch (form) {
+    case ManifestForm::product: return "product";
+    case ManifestForm::entries: return "entries";
+    case ManifestForm::fleet: return "fleet";
+  }
+  return "?";
+}
+
+Manifest parse_manifest(const std::string& text, const std::string& source, const std::string& base_dir) {
+  const YAML::Node node = parse_yaml(text, source);
+  if (!node.IsDefined() || node.IsNull())
+    throw InputError(source, "", "an empty document", "a manifest with models/clusters, entries or fleet");
+  const YamlObject root(node, source, "");
+  root.check_keys({"name", "options", "models", "clusters", "trainings", "entries", "fleet"});
+
+  Manifest m;
+  m.path = source;
+  m.name = root.get_string("name", fs::path(source).stem().string());
+  m.options = parse_options(root);
+
+  const bool product = root.has("models") || root.has("clusters") || root.has("trainings");
+  const int forms = int(product) + int(root.has("entries")) + int(root.has("fleet"));
+  if (forms != 1)
+    throw InputError(source, "", forms == 0 ? "no entries" : "more than one form",
+                     "exactly one of: models + clusters (+ trainings), entries, fleet");
+
+  SpecLoader loader(source, base_dir);
+  Expander expand(m, loader);
+  if (product) {
+    m.form = ManifestForm::product;
+    const auto models = non_empty_list(root, "models", "models");
+    const auto clusters = non_empty_list(root, "clusters", "clusters");
+    std::vector<std::optional<YamlValue>> trainings;
+    if (root.has("trainings")) {
+      for (const auto& t : non_empty_list(root, "trainings", "training setups")) trainings.emplace_back(t);
+    } else {
+      trainings.emplace_back(std::nullopt);
+    }
+    for (const auto& mv : models)
+      for (const auto& cv : clusters)
+        for (const auto& tv : trainings)
+          expand.add(mv, cv, tv, mv.path() + " x " + cv.path() + (tv ? " x " + tv->path() : ""), std::nullopt);
+  } else if (root.has("entries")) {
+    m.form = ManifestForm::entries;
+    for (const auto& item : non_empty_list(root, "entries", "entries {model, cluster, training, name}")) {
+      const YamlObject e = item.as_object();
+      e.check_keys({"model", "cluster", "training", "name"});
+      expand.add(e.at("model", "a model"), e.at("cluster", "a cluster"), e.find("training"), item.path(),
+                 e.find("name"));
+    }
+  } else {
+    m.form = ManifestForm::fleet;
+    for (const auto& item : non_empty_list(root, "fleet", "clusters {cluster, models, training}")) {
+      const YamlObject f = item.as_object();
+      f.check_keys({"cluster", "models", "training"});
+      const YamlValue cluster = f.at("cluster", "a cluster");
+      const YamlValue models_value = f.at("models", "a non-empty list of models");
+      const auto models = models_value.as_list();
+      if (models.empty()) models_value.fail("a non-empty list of models");
+      for (const auto& mv : models) expand.add(mv, cluster, f.find("training"), mv.path(), std::nullopt);
+    }
+  }
+  return m;
+}
+
+Manifest load_manifest(const std::string& path) {
+  return parse_manifest(read_file(path), path, fs::path(path).parent_path().string());
+}
+
+}  // namespace autohaap

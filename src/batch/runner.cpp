@@ -1,0 +1,182 @@
+#include "autohaap/batch/runner.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "autohaap/batch/cache_file.hpp"
+#include "autohaap/batch/fingerprint.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/searcher.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+void make_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw InputError(dir, "", ec ? ec.message() : "not a folder", "a folder that can be created");
+}
+
+std::string cache_dir_of(const BatchRunOptions& o) {
+  return o.cache_dir.empty() ? (fs::path(o.out_dir) / "cache").string() : o.cache_dir;
+}
+
+void warn(const BatchRunOptions& o, const std::string& message) {
+  if (o.on_warning) o.on_warning(message);
+}
+
+bool cancelled(const BatchRunOptions& o) { return o.cancel && o.cancel->load(); }
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// The previous result may stand in for a new search: same inputs, an
+// answer (not a failure), and for a found plan, the plan still on disk.
+bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entry, const std::string& fingerprint,
+              const std::string& out_dir) {
+  if (!previous || previous->name != entry.name || previous->input_fingerprint != fingerprint) return false;
+  if (previous->outcome == EntryStatus::infeasible) return true;
+  std::error_code ec;
+  return previous->outcome == EntryStatus::found && fs::is_regular_file(plan_path(out_dir, entry.name), ec);
+}
+
+}  // namespace
+
+std::size_t BatchReport::count(EntryStatus status) const {
+  std::size_t n = 0;
+  for (const auto& r : results) n += r.status == status;
+  return n;
+}
+
+int BatchReport::exit_code() const {
+  if (interrupted) return kExitInterrupted;
+  return count(EntryStatus::failed) > 0 ? kExitFailure : kExitOk;
+}
+
+std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry& entry,
+                                     const BatchRunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string fingerprint = input_fingerprint(entry.problem, manifest.options);
+  const std::string sidecar = result_path(options.out_dir, entry.name);
+  const std::string plan_file = plan_path(options.out_dir, entry.name);
+
+  const auto previous = read_entry_result(sidecar);
+  if (can_skip(previous, entry, fingerprint, options.out_dir)) {
+    EntryResult r = *previous;
+    r.status = EntryStatus::skipped;
+    write_file_atomically(sidecar, entry_result_to_json(r));
+    return r;
+  }
+
+  EntryResult r;
+  r.name = entry.name;
+  r.model = entry.model;
+  r.cluster = entry.cluster;
+  r.training = entry.training;
+  r.input_fingerprint = fingerprint;
+  r.tool_version = AUTOHAAP_VERSION;
+
+  // The cache is an accelerator: when it cannot be read or written the
+  // entry is still planned, only slower, so its problems are warnings.
+  const std::string problem_key = problem_fingerprint(entry.problem);
+  const std::string cache_path = cache_file_path(cache_dir_of(options), problem_key);
+  LatencyCache cache;
+  try {
+    const CacheLoadReport loaded = load_cache_file(cache_path, problem_key, cache);
+    if (!loaded.warning.empty()) warn(options, loaded.warning);
+  } catch (const std::exception& e) {
+    warn(options, std::string("latency cache not loaded: ") + e.what());
+  }
+
+  bool interrupted = false;
+  try {
+    SearchOptions so;
+    so.strategy = manifest.options.strategy;
+    so.threads = options.threads >= 0 ? options.threads : manifest.options.threads;
+    so.top_k = manifest.options.top;
+    so.time_limit_s = manifest.options.time_limit_s;
+    so.cancel = options.cancel;
+    so.cache = &cache;
+    const SearchResult result = run_search(entry.problem, so);
+    interrupted = result.timed_out && cancelled(options);
+    const CacheCounters counters = cache.counters();
+    r.cache_hits = counters.hits + counters.peer_hits;
+    r.cache_misses = counters.misses;
+    if (interrupted) {
+      // Not recorded: a partial answer must not be mistaken for the answer.
+    } else if (!result.top.empty()) {
+      const Plan& best = result.top.front();
+      write_plan(best, plan_file, entry.problem.cluster);
+      r.status = r.outcome = EntryStatus::found;
+      r.iteration_time_s = best.predicted.iteration_time_s;
+      r.tokens_per_s = best.predicted.tokens_per_s;
+      r.mfu = best.predicted.mfu;
+      r.gpus = best.num_gpus();
+      r.stages = static_cast<int>(best.stages.size());
+      r.plan_file = fs::path(plan_file).filename().string();
+      if (result.timed_out)
+        r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far";
+    } else if (result.timed_out) {
+      r.status = r.outcome = EntryStatus::failed;
+      r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) +
+                " s reached before any feasible plan was found";
+    } else {
+      r.status = r.outcome = EntryStatus::infeasible;
+      r.error = result.infeasible_reason.empty() ? "no feasible plan" : result.infeasible_reason;
+      std::error_code ec;
+      fs::remove(plan_file, ec);  // a plan for earlier inputs would contradict this answer
+    }
+  } catch (const std::exception& e) {
+    r.status = r.outcome = EntryStatus::failed;
+    r.error = e.what();
+  }
+
+  if (cache.counters().misses > 0) {
+    try {
+      save_cache_file(cache_path, problem_key, cache);
+    } catch (const std::exception& e) {
+      warn(options, std::string("latency cache not saved: ") + e.what());
+    }
+  }
+  if (interrupted) return std::nullopt;
+
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_file_atomically(sidecar, entry_result_to_json(r));
+  return r;
+}
+
+BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& selected,
+                      const BatchRunOptions& options) {
+  make_folder(options.out_dir);
+  make_folder((fs::path(options.out_dir) / "results").string());
+  make_folder(cache_dir_of(options));
+
+  BatchReport report;
+  for (std::size_t k = 0; k < selected.size(); ++k) {
+    if (cancelled(options)) {
+      report.interrupted = true;
+      break;
+    }
+    const BatchEntry& entry = manifest.entries.at(selected[k]);
+    auto r = run_entry(manifest, entry, options);
+    if (!r) {
+      report.interrupted = true;
+      break;
+    }
+    report.results.push_back(*r);
+    if (options.on_entry) options.on_entry(*r, k + 1, selected.size());
+  }
+  report.summary = rebuild_summary(manifest, options.out_dir);
+  return report;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,112 @@
+// `autohaap export PLAN --to megatron|hostfile|json`: turn a plan into
+// what a training run needs — Megatron-LM arguments, a rank-to-GPU
+// hostfile, or the plan as JSON with its predicted performance.
+//
+// Exit codes: 0 written; 2 invalid input; 3 (megatron only) stock
+// Megatron-LM cannot run this plan — the reasons and the nearest plan it
+// can run, with its arguments, are printed instead.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/hostfile.hpp"
+#include "autohaap/io/megatron_export.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "commands.hpp"
+#include "plan_problem.hpp"
+
+namespace autohaap::cli {
+namespace {
+
+struct ExportArgs {
+  ProblemArgs problem;
+  std::string plan_file;
+  std::string to;
+  std::string out;
+};
+
+std::string uniform_description(const Plan& p) {
+  const StagePlan& s = p.stages.front();
+  return s.device + ": tp " + std::to_string(s.tp) + " x pp " + std::to_string(p.stages.size()) + " x dp " +
+         std::to_string(s.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, micro-batch " +
+         std::to_string(p.micro_batch_size / s.dp) + " per replica, recompute " + to_string(s.recompute) +
+         ", layers split evenly";
+}
+
+// Megatron-LM: the arguments when they express the plan, else why not and
+// the nearest plan they do express.
+int export_megatron(const PlanProblem& pp, std::string& text) {
+  const std::vector<std::string> blockers = megatron_blockers(pp.plan, pp.problem);
+  if (blockers.empty()) {
+    text = format_megatron_arguments(pp.plan, pp.problem);
+    return kExitOk;
+  }
+  const CostModel model(pp.problem);
+  const double own = model.estimate(pp.plan).iteration_time_s;
+  text = "# not expressible with Megatron-LM arguments:\n";
+  for (const std::string& why : blockers) text += "#   - " + why + "\n";
+  const auto nearest = nearest_megatron_plan(pp.problem, pp.plan);
+  if (!nearest) {
+    text += "# nearest expressible plan: none — no uniform plan on these GPUs fits in memory";
+    text += pp.problem.model.family == ModelFamily::generic ? " (or the model is not a transformer)\n" : "\n";
+    return kExitInfeasible;
+  }
+  const double t = nearest->plan.predicted.iteration_time_s;
+  char times[128];
+  std::snprintf(times, sizeof times, "%.4f s vs %.4f s for this plan (%+.1f%%)", t, own, 100 * (t / own - 1));
+  text += "# nearest expressible plan: " + uniform_description(nearest->plan) + "\n";
+  text += std::string("# predicted iteration ") + times + "\n";
+  text += format_megatron_arguments(nearest->plan, nearest->problem);
+  return kExitInfeasible;
+}
+
+int run_export(const ExportArgs& a) {
+  const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
+  std::string text;
+  int code = kExitOk;
+  if (a.to == "megatron") {
+    code = export_megatron(pp, text);
+  } else if (a.to == "hostfile") {
+    text = format_hostfile(pp.plan, pp.problem.cluster);
+  } else {
+    Plan scored = pp.plan;
+    const CostModel model(pp.problem);
+    scored.predicted = model.estimate(scored);
+    text = plan_to_json(scored, pp.problem.cluster);
+  }
+  if (a.out.empty()) {
+    std::cout << text;
+  } else {
+    write_file_atomically(a.out, text);
+    // The verdict stays visible on the terminal when the text goes to a file.
+    if (code != kExitOk) std::cout << text.substr(0, text.find("\n# Megatron-LM arguments")) << "\n";
+    std::cout << a.to << " export written to " << a.out << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
+  auto a = std::make_shared<ExportArgs>();
+  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, or JSON");
+  cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
+  cmd->add_option("--to", a->to, "megatron | hostfile | json")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "hostfile", "json"}));
+  cmd->add_option("-o,--out", a->out, "write here instead of standard output");
+  add_problem_options(cmd, a->problem, false);
+  cmd->footer(
+      "--model and --cluster default to the names in the plan file.\n"
+      "Exit 3 with --to megatron: stock Megatron-LM cannot run this plan; the reasons and the nearest plan it\n"
+      "can run (with its arguments and predicted iteration time) are printed instead.");
+  action = [a] { return run_export(*a); };
+  return cmd;
+}
+
+}  // namespace autohaap::cli

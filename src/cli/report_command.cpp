@@ -1,0 +1,50 @@
+// `autohaap report PLAN --out FILE.svg|FILE.html`: draw a plan — its 1F1B
+// timeline and per-stage time and memory — as an SVG picture or an HTML
+// page with the plan's tables around the picture.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/report/report_writer.hpp"
+#include "commands.hpp"
+#include "plan_problem.hpp"
+
+namespace autohaap::cli {
+namespace {
+
+struct ReportArgs {
+  ProblemArgs problem;
+  std::string plan_file;
+  std::string out;
+};
+
+int run_report(const ReportArgs& a) {
+  // A wrong extension is reported before the plan is even read.
+  const ReportFormat format = report_format_for(a.out);
+  const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
+  const CostModel model(pp.problem);
+  write_report(model, pp.plan, a.out);
+  const PredictedPerformance perf = model.estimate(pp.plan);
+  std::cout << "report written to " << a.out << " (" << (format == ReportFormat::svg ? "svg" : "html") << ": "
+            << pp.plan.stages.size() << " stages, " << pp.plan.num_micro_batches << " micro-batches, iteration "
+            << perf.iteration_time_s << " s" << (perf.fits ? "" : ", does not fit in memory") << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* register_report_command(CLI::App& app, CommandAction& action) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "draw a plan: 1F1B timeline, per-stage time and memory (SVG or HTML)");
+  cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
+  cmd->add_option("-o,--out", a->out, "report file: .svg (picture) or .html (picture and tables)")->required();
+  add_problem_options(cmd, a->problem, false);
+  cmd->footer("--model and --cluster default to the names in the plan file.");
+  action = [a] { return run_report(*a); };
+  return cmd;
+}
+
+}  // namespace autohaap::cli

@@ -1,0 +1,249 @@
+#include "autohaap/io/megatron_export.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "autohaap/plan_builder.hpp"
+
+namespace autohaap {
+namespace {
+
+// "stage 2", "stages 0–1, 3": stage indices as compact ranges.
+std::string stage_list(const std::vector<int>& stages) {
+  std::string out = stages.size() == 1 ? "stage " : "stages ";
+  for (std::size_t k = 0; k < stages.size();) {
+    std::size_t e = k;
+    while (e + 1 < stages.size() && stages[e + 1] == stages[e] + 1) ++e;
+    if (k > 0) out += ", ";
+    out += std::to_string(stages[k]);
+    if (e > k) out += "–" + std::to_string(stages[e]);
+    k = e + 1;
+  }
+  return out;
+}
+
+// "tp 4 (stages 0–1), tp 2 (stage 2)" when stages [first, end) disagree on
+// the property `describe` puts in words, or "" when they all agree.
+std::string disagreement(const Plan& plan, int first, int end,
+                         const std::function<std::string(const StagePlan&)>& describe) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;  // in first-use order
+  for (int i = first; i < end; ++i) {
+    const std::string v = describe(plan.stages[i]);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+    if (it == groups.end()) {
+      groups.push_back({v, {i}});
+    } else {
+      it->second.push_back(i);
+    }
+  }
+  if (groups.size() < 2) return "";
+  std::string out;
+  for (const auto& [value, stages] : groups) out += (out.empty() ? "" : ", ") + value + " (" + stage_list(stages) + ")";
+  return out;
+}
+
+bool device_has_bf16(const Problem& problem, const Plan& plan) {
+  for (const StagePlan& s : plan.stages) {
+    if (!problem.cluster.groups.at(s.group).device.has_bf16) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem) {
+  std::vector<std::string> why;
+  if (problem.model.family == ModelFamily::generic) {
+    why.push_back("the model is a generic layer list; Megatron-LM's pretrain_gpt.py trains GPT and Llama transformers");
+  }
+  const int p = static_cast<int>(plan.stages.size());
+  auto device = [](const StagePlan& s) { return s.device; };
+  auto tp = [](const StagePlan& s) { return "tp " + std::to_string(s.tp); };
+  auto dp = [](const StagePlan& s) { return "dp " + std::to_string(s.dp); };
+  auto recompute = [](const StagePlan& s) { return std::string(to_string(s.recompute)); };
+  auto layers = [](const StagePlan& s) { return std::to_string(s.num_layers()) + " layers"; };
+  if (const std::string d = disagreement(plan, 0, p, device); !d.empty()) {
+    why.push_back("stages run on different device types: " + d +
+                  "; Megatron-LM configures every rank alike and cannot tie a stage to a device type");
+  }
+  if (const std::string d = disagreement(plan, 0, p, tp); !d.empty()) {
+    why.push_back("tensor-parallel degree differs across stages: " + d +
+                  "; --tensor-model-parallel-size is one number");
+  }
+  if (const std::string d = disagreement(plan, 0, p, dp); !d.empty()) {
+    why.push_back("data-parallel degree differs across stages: " + d +
+                  "; Megatron-LM derives one dp from the world size");
+  }
+  if (const std::string d = disagreement(plan, 0, p, recompute); !d.empty()) {
+    why.push_back("recompute mode differs across stages: " + d + "; --recompute-granularity applies to every stage");
+  }
+  // Only the first and the last stage may hold a different layer count.
+  if (const std::string d = disagreement(plan, 1, p - 1, layers); !d.empty()) {
+    why.push_back("middle stages hold different layer counts: " + d +
+                  "; Megatron-LM splits layers evenly except on the first and last stage");
+  }
+  if (plan.zero >= 2) {
+    why.push_back("ZeRO stage " + std::to_string(plan.zero) +
+                  " shards gradients" + (plan.zero >= 3 ? " and weights" : "") +
+                  "; Megatron-LM's --use-distributed-optimizer shards optimizer states only (ZeRO-1)");
+  }
+  return why;
+}
+
+std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& plan, const Problem& problem) {
+  const ModelSpec& m = problem.model;
+  const TrainingSpec& tr = problem.training;
+  const StagePlan& s0 = plan.stages.front();
+  const int p = static_cast<int>(plan.stages.size());
+  std::vector<std::pair<std::string, std::string>> a;
+  auto add = [&a](std::string flag, std::string value = "") { a.emplace_back(std::move(flag), std::move(value)); };
+
+  add("--tensor-model-parallel-size", std::to_string(s0.tp));
+  add("--pipeline-model-parallel-size", std::to_string(p));
+  // Megatron's micro-batch is per data-parallel replica (DESIGN.md "What a
+  // micro-batch means"): B / dp.
+  add("--micro-batch-size", std::to_string(plan.micro_batch_size / s0.dp));
+  add("--global-batch-size", std::to_string(plan.global_batch));
+  add("--num-layers", std::to_string(m.layers));
+  add("--hidden-size", std::to_string(m.hidden));
+  add("--ffn-hidden-size", std::to_string(m.ffn_hidden));
+  add("--num-attention-heads", std::to_string(m.heads));
+  if (m.kv_heads > 0 && m.kv_heads != m.heads) {
+    add("--group-query-attention");
+    add("--num-query-groups", std::to_string(m.kv_heads));
+  }
+  add("--seq-length", std::to_string(problem.seq_len()));
+  add("--max-position-embeddings", std::to_string(std::max(m.seq_len, problem.seq_len())));
+  if (m.family == ModelFamily::llama) {
+    add("--position-embedding-type", "rope");
+    add("--swiglu");
+    add("--normalization", "RMSNorm");
+    add("--disable-bias-linear");
+  }
+  if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
+  if (m.flash_attention) add("--use-flash-attn");
+
+  // Uneven split: only the edge stages may differ (the check above).
+  if (p >= 2) {
+    const int first = plan.stages.front().num_layers(), last = plan.stages.back().num_layers();
+    if (p == 2) {
+      if (first != last) add("--decoder-first-pipeline-num-layers", std::to_string(first));
+    } else {
+      const int middle = plan.stages[1].num_layers();
+      if (first != middle) add("--decoder-first-pipeline-num-layers", std::to_string(first));
+      if (last != middle) add("--decoder-last-pipeline-num-layers", std::to_string(last));
+    }
+  }
+
+  switch (s0.recompute) {
+    case Recompute::none: break;
+    case Recompute::selective: add("--recompute-granularity", "selective"); break;
+    case Recompute::full:
+      // Every layer recomputed from its input: the cost model's "full".
+      add("--recompute-granularity", "full");
+      add("--recompute-method", "uniform");
+      add("--recompute-num-layers", "1");
+      break;
+  }
+  if (tr.sequence_parallel && s0.tp > 1) add("--sequence-parallel");
+  if (plan.zero >= 1) add("--use-distributed-optimizer");
+  if (tr.precision == Precision::bf16) add(device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
+  if (tr.precision == Precision::fp16) add("--fp16");
+  add("--optimizer", tr.optimizer == Optimizer::adam ? "adam" : "sgd");
+  return a;
+}
+
+std::string format_megatron_arguments(const Plan& plan, const Problem& problem) {
+  const StagePlan& s0 = plan.stages.front();
+  const int p = static_cast<int>(plan.stages.size());
+  std::string out = "# Megatron-LM arguments (pretrain_gpt.py) for " + plan.model + " on " + plan.cluster + ": " +
+                    std::to_string(p) + (p == 1 ? " stage" : " stages") + " x (tp " + std::to_string(s0.tp) +
+                    " x dp " + std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs of " +
+                    s0.device + "\n";
+  out += "# launch " + std::to_string(plan.num_gpus()) +
+         " ranks; rank order: tensor-parallel fastest, then data-parallel, then stage "
+         "(GPU of each rank: autohaap export --to hostfile)\n";
+  if (problem.training.precision == Precision::bf16 && !device_has_bf16(problem, plan)) {
+    out += "# " + s0.device + " has no BF16: FP16 with loss scaling instead\n";
+  }
+  out += "# vocabulary (" + std::to_string(problem.model.vocab) + ") comes from the tokenizer arguments\n";
+  const auto args = megatron_arguments(plan, problem);
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    out += args[k].first;
+    if (!args[k].second.empty()) out += " " + args[k].second;
+    out += k + 1 < args.size() ? " \\\n" : "\n";
+  }
+  return out;
+}
+
+std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem, const Plan& plan) {
+  if (problem.model.family == ModelFamily::generic) return std::nullopt;
+
+  // GPUs the plan uses per device type, in order of first use.
+  std::vector<std::pair<std::string, int>> budget;
+  for (const StagePlan& s : plan.stages) {
+    auto it = std::find_if(budget.begin(), budget.end(), [&](const auto& b) { return b.first == s.device; });
+    if (it == budget.end()) {
+      budget.push_back({s.device, s.gpus});
+    } else {
+      it->second += s.gpus;
+    }
+  }
+
+  std::optional<NearestMegatronPlan> best;
+  for (const auto& [device, gpus] : budget) {
+    // The same question on only this device type's node groups.
+    Problem sub = problem;
+    sub.training.zero = std::min(plan.zero, 1);
+    sub.training.global_batch = plan.global_batch;
+    sub.cluster.groups.clear();
+    std::vector<int> original_group;
+    int min_gpn = 0;
+    for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
+      const NodeGroup& group = problem.cluster.groups[g];
+      if (group.device.name != device) continue;
+      sub.cluster.groups.push_back(group);
+      original_group.push_back(g);
+      min_gpn = min_gpn == 0 ? group.gpus_per_node : std::min(min_gpn, group.gpus_per_node);
+    }
+    if (sub.cluster.groups.empty()) continue;
+    Problem scored = problem;  // full cluster: group indices of the candidates refer to it
+    scored.training = sub.training;
+    const CostModel model(scored);
+
+    for (int tp = 1; tp <= min_gpn; tp *= 2) {
+      for (int pp = 1; pp <= problem.model.layers && tp * pp <= gpus; ++pp) {
+        const int max_dp = gpus / (tp * pp);
+        for (int dp = max_dp; dp >= 1 && 2 * tp * pp * dp > gpus; --dp) {
+          for (const int b : problem.training.micro_batch_sizes) {
+            for (const Recompute r : problem.training.recompute_modes) {
+              UniformPlanRequest req;
+              req.tp = tp, req.pp = pp, req.dp = dp, req.micro_batch_per_replica = b, req.recompute = r;
+              Plan candidate;
+              try {
+                candidate = make_uniform_plan(sub, req);
+                for (StagePlan& s : candidate.stages) s.group = original_group.at(s.group);
+                check_plan_against(candidate, scored.model, scored.cluster, "");
+              } catch (const InputError&) {
+                continue;  // does not divide or place: not a candidate
+              }
+              if (!megatron_blockers(candidate, scored).empty()) continue;
+              candidate.predicted = model.estimate(candidate);
+              if (!candidate.predicted.fits) continue;
+              const double t = candidate.predicted.iteration_time_s;
+              if (!best || t < best->plan.predicted.iteration_time_s ||
+                  (t == best->plan.predicted.iteration_time_s && candidate.num_gpus() < best->plan.num_gpus())) {
+                best = NearestMegatronPlan{candidate, scored};
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,43 @@
+# CLI instance tests of report, export and Metis profiles: a table of
+#   name | expected exit code | regex the output must match | arguments...
+# plus one test that renders an HTML report in headless Chromium and checks
+# the screenshot is not blank (skipped where Chromium is not installed).
+set(_data ${CMAKE_CURRENT_SOURCE_DIR}/data)
+set(_mixed ${_data}/report/mixed_3stage.yaml)
+set(_uniform ${_data}/report/uniform_4stage.yaml)
+set(_out ${CMAKE_CURRENT_BINARY_DIR}/report_out)
+file(MAKE_DIRECTORY ${_out})
+set(_report_cases
+  "report_svg|0|report written to .*mixed.svg \\(svg: 3 stages, 64 micro-batches, iteration [0-9.]+ s\\)|report|${_mixed}|--out|${_out}/mixed.svg"
+  "report_html|0|report written to .*mixed.html \\(html: 3 stages|report|${_mixed}|-o|${_out}/mixed.html|--model|gpt3-1.3b|--cluster|mixed-a100-v100"
+  "report_bad_extension|2|mixed.png: report file extension: got '.png'. allowed: .svg or .html|report|${_mixed}|--out|${_out}/mixed.png"
+  "report_unwritable_path|2|no_such_dir/mixed.svg: .*No such file or directory|report|${_mixed}|--out|${_out}/no_such_dir/mixed.svg"
+  "report_plan_of_other_model|2|mixed_3stage.yaml: model: got 'gpt3-1.3b'. allowed: 'gpt3-2.7b'|report|${_mixed}|--out|${_out}/x.svg|-m|gpt3-2.7b"
+  "report_plan_of_other_cluster|2|mixed_3stage.yaml: cluster: got 'mixed-a100-v100'|report|${_mixed}|--out|${_out}/x.svg|-c|a100x8"
+  "report_missing_plan|2|no_such_plan.yaml|report|no_such_plan.yaml|--out|${_out}/x.svg"
+  "export_megatron|0|--tensor-model-parallel-size 2 .\n--pipeline-model-parallel-size 4 .\n--micro-batch-size 2 .*--decoder-first-pipeline-num-layers 5 .\n--decoder-last-pipeline-num-layers 5|export|${_uniform}|--to|megatron"
+  "export_megatron_not_expressible|3|# not expressible.*tensor-parallel degree differs across stages: tp 4 \\(stages 0, 2\\), tp 2 \\(stage 1\\).*# nearest expressible plan: a100-40gb: tp [0-9]+ x pp [0-9]+ x dp [0-9]+.*# predicted iteration [0-9.]+ s vs [0-9.]+ s for this plan.*--tensor-model-parallel-size|export|${_mixed}|--to|megatron"
+  "export_megatron_to_file|3|# not expressible.*megatron export written to .*args.txt|export|${_mixed}|--to|megatron|-o|${_out}/args.txt"
+  "export_hostfile|0|# node +gpu +rank +stage +tp_rank +dp_rank +device\na100-40gb-node0 +0 +0 +0 +0 +0 +a100-40gb.*v100-32gb-node1 +5 +29 +2 +1 +3 +v100-32gb|export|${_mixed}|--to|hostfile"
+  "export_json|0|\"format\": \"autohaap-plan/1\".*\"predicted\": {.*\"iteration_time_s\": [0-9.]+|export|${_mixed}|--to|json"
+  "export_unknown_target|2|--to: deepspeed not in|export|${_mixed}|--to|deepspeed"
+  "metis_profiles_estimate|0|0 +a100-40gb +2 +1 x 2 .0,6. +none +5.02 +9.92 |estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
+  "metis_profiles_wrong_model|2|DeviceType.A100_tp1_bs1.json: model.num_layers: got '14'. allowed: 26: the embedding, the 24 layers of gpt3-350m|estimate|-m|gpt3-350m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
+  "metis_profiles_empty_dir|2|no .json files|estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/report|--tp|1|--pp|2|--dp|2|--micro-batch|1"
+)
+foreach(case ${_report_cases})
+  string(REPLACE "|" ";" fields "${case}")
+  list(POP_FRONT fields name exit_code regex)
+  list(JOIN fields "|" args)
+  add_test(NAME cli_${name}
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
+                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
+  set_tests_properties(cli_${name} PROPERTIES LABELS "cli;report")
+endforeach()
+
+# The HTML report, drawn by a browser: the screenshot must show a picture.
+set_tests_properties(cli_report_html PROPERTIES FIXTURES_SETUP report_html)
+add_test(NAME cli_report_renders_in_chromium
+         COMMAND ${PROJECT_SOURCE_DIR}/scripts/render_check.sh ${_out}/mixed.html ${_out}/mixed_screenshot.png)
+set_tests_properties(cli_report_renders_in_chromium PROPERTIES
+  LABELS "cli;report" FIXTURES_REQUIRED report_html SKIP_RETURN_CODE 77 TIMEOUT 180)

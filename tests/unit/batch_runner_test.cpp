@@ -1,0 +1,254 @@
+// The batch runner end to end on small problems: plans, sidecars and the
+// summary land where documented; unchanged entries are skipped and changed
+// ones redone; a failing entry is recorded and the others still run; an
+// infeasible one is a result; an interrupted run records nothing; the
+// persistent cache makes a repeated search compute (almost) nothing; and
+// runs of disjoint selections at once leave one complete summary.
+// Also the pieces it is built from: entry selection, result sidecars, CSV.
+#include "autohaap/batch/runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "autohaap/batch/cache_file.hpp"
+#include "autohaap/batch/fingerprint.hpp"
+#include "autohaap/batch/selection.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "batch_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+using BatchRunner = testing::BatchFolder;
+
+// gpt3-125m fits anywhere; gpt3-13b does not fit on one T4.
+constexpr const char* kManifest = R"(
+options: {threads: 2}
+entries:
+  - {model: gpt3-125m, cluster: a100x8}
+  - {model: gpt3-13b, cluster: tiny.yaml}
+  - {model: gpt3-350m, cluster: mixed-a100-v100}
+)";
+constexpr const char* kSmall = "gpt3-125m__a100x8__default";
+constexpr const char* kInfeasible = "gpt3-13b__tiny__default";
+constexpr const char* kMixed = "gpt3-350m__mixed-a100-v100__default";
+
+class Batch : public BatchRunner {
+ protected:
+  void SetUp() override {
+    BatchRunner::SetUp();
+    write("tiny.yaml", testing::kTinyCluster);
+    manifest_ = load_manifest(write("m.yaml", kManifest));
+    options_.out_dir = path("out");
+  }
+  BatchReport run(const std::vector<std::size_t>& which = {0, 1, 2}) {
+    return run_batch(manifest_, which, options_);
+  }
+  EntryStatus row(const BatchReport& r, const std::string& name) const {
+    for (const auto& e : r.summary.rows)
+      if (e.name == name) return e.status;
+    ADD_FAILURE() << name << " not in the summary";
+    return EntryStatus::pending;
+  }
+  Manifest manifest_;
+  BatchRunOptions options_;
+};
+
+TEST_F(Batch, WritesPlansSidecarsAndSummary) {
+  const BatchReport r = run();
+  EXPECT_EQ(r.exit_code(), kExitOk);  // infeasible is an answer, not a failure
+  ASSERT_EQ(r.results.size(), 3u);
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  EXPECT_EQ(r.results[1].status, EntryStatus::infeasible);
+  EXPECT_FALSE(r.results[1].error.empty());  // the reason
+  EXPECT_EQ(r.results[2].status, EntryStatus::found);
+
+  // The plan file is a valid plan for its problem, with the numbers the
+  // result reports.
+  const Plan plan = read_plan(plan_path(options_.out_dir, kSmall));
+  check_plan_against(plan, manifest_.entries[0].problem.model, manifest_.entries[0].problem.cluster, "plan");
+  EXPECT_DOUBLE_EQ(plan.predicted.iteration_time_s, r.results[0].iteration_time_s);
+  EXPECT_EQ(plan.num_gpus(), r.results[0].gpus);
+  EXPECT_FALSE(fs::exists(plan_path(options_.out_dir, kInfeasible)));
+
+  const auto sidecar = read_entry_result(result_path(options_.out_dir, kMixed));
+  ASSERT_TRUE(sidecar);
+  EXPECT_EQ(sidecar->input_fingerprint, input_fingerprint(manifest_.entries[2].problem, manifest_.options));
+  EXPECT_EQ(sidecar->plan_file, std::string(kMixed) + ".json");
+
+  const std::string csv = read_file(path("out/summary.csv"));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "name,model,cluster,training,status,iteration_time_s,tokens_per_s,mfu,gpus,stages,wall_s,error");
+  EXPECT_NE(csv.find(std::string(kSmall) + ",gpt3-125m,a100x8,default,found,"), std::string::npos);
+  EXPECT_NE(csv.find(std::string(kInfeasible) + ",gpt3-13b,tiny,default,infeasible,,,,,,"), std::string::npos);
+  const std::string json = read_file(path("out/summary.json"));
+  EXPECT_NE(json.find("\"found\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"infeasible\": 1"), std::string::npos);
+}
+
+TEST_F(Batch, SkipsUnchangedEntriesAndRedoesChangedOnes) {
+  run();
+  const std::string plan_before = read_file(plan_path(options_.out_dir, kSmall));
+  BatchReport again = run();
+  for (const auto& e : again.results) EXPECT_EQ(e.status, EntryStatus::skipped) << e.name;
+  EXPECT_EQ(again.results[0].outcome, EntryStatus::found);
+  EXPECT_EQ(again.results[1].outcome, EntryStatus::infeasible);
+  EXPECT_EQ(again.exit_code(), kExitOk);
+  EXPECT_EQ(read_file(plan_path(options_.out_dir, kSmall)), plan_before);
+  EXPECT_EQ(row(again, kSmall), EntryStatus::skipped);
+
+  // Threads do not change the answer: still skipped. Top does: redone.
+  manifest_.options.threads = 1;
+  EXPECT_EQ(run({0}).results[0].status, EntryStatus::skipped);
+  manifest_.options.top = 2;
+  EXPECT_EQ(run({0}).results[0].status, EntryStatus::found);
+
+  // A deleted plan is redone even though its inputs did not change.
+  fs::remove(plan_path(options_.out_dir, kMixed));
+  EXPECT_EQ(run({2}).results[0].status, EntryStatus::found);
+  EXPECT_TRUE(fs::exists(plan_path(options_.out_dir, kMixed)));
+}
+
+TEST_F(Batch, AFailingEntryIsRecordedAndTheOthersRun) {
+  // A folder where the first entry's plan file should go makes writing it fail.
+  fs::create_directories(plan_path(options_.out_dir, kSmall));
+  BatchReport r = run();
+  EXPECT_EQ(r.exit_code(), kExitFailure);
+  EXPECT_EQ(r.results[0].status, EntryStatus::failed);
+  EXPECT_NE(r.results[0].error.find(kSmall), std::string::npos) << r.results[0].error;
+  EXPECT_EQ(r.results[2].status, EntryStatus::found);
+  EXPECT_EQ(row(r, kSmall), EntryStatus::failed);
+  EXPECT_NE(read_file(path("out/summary.csv")).find(",failed,"), std::string::npos);
+
+  // A failure is retried whatever the fingerprint; answers are not.
+  fs::remove(plan_path(options_.out_dir, kSmall));
+  r = run();
+  EXPECT_EQ(r.exit_code(), kExitOk);
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  EXPECT_EQ(r.results[1].status, EntryStatus::skipped);
+  EXPECT_EQ(r.results[2].status, EntryStatus::skipped);
+}
+
+TEST_F(Batch, InterruptedRunRecordsNothingAndLeavesEntriesPending) {
+  std::atomic<bool> cancel{true};
+  options_.cancel = &cancel;
+  const BatchReport r = run();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.exit_code(), kExitInterrupted);
+  EXPECT_TRUE(r.results.empty());
+  EXPECT_EQ(r.summary.count(EntryStatus::pending), 3u);
+  EXPECT_FALSE(fs::exists(result_path(options_.out_dir, kSmall)));
+}
+
+TEST_F(Batch, PersistentCacheSparesARepeatedSearch) {
+  const BatchReport first = run({2});
+  ASSERT_EQ(first.results[0].status, EntryStatus::found);
+  const std::string key = problem_fingerprint(manifest_.entries[2].problem);
+  EXPECT_TRUE(fs::exists(cache_file_path(path("out/cache"), key)));
+
+  fs::remove(plan_path(options_.out_dir, kMixed));
+  const BatchReport second = run({2});
+  ASSERT_EQ(second.results[0].status, EntryStatus::found);
+  EXPECT_DOUBLE_EQ(second.results[0].iteration_time_s, first.results[0].iteration_time_s);
+  EXPECT_GT(first.results[0].cache_misses, 0);
+  EXPECT_LT(second.results[0].cache_misses * 20, first.results[0].cache_misses)
+      << "loaded cache should answer nearly every lookup";
+  EXPECT_GT(second.results[0].cache_hits, 0);
+}
+
+TEST_F(Batch, DamagedCacheIsRebuiltWithAWarning) {
+  options_.cache_dir = path("elsewhere");
+  fs::create_directories(options_.cache_dir);
+  const std::string key = problem_fingerprint(manifest_.entries[0].problem);
+  write_file_atomically(cache_file_path(options_.cache_dir, key), "garbage");
+  std::vector<std::string> warnings;
+  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+  const BatchReport r = run({0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not a latency cache"), std::string::npos) << warnings[0];
+  LatencyCache reloaded;
+  EXPECT_GT(load_cache_file(cache_file_path(options_.cache_dir, key), key, reloaded).entries, 0u);
+  EXPECT_FALSE(fs::exists(path("out/cache/" + key + ".bin")));  // --cache moved it
+}
+
+TEST_F(Batch, ConcurrentSelectionsLeaveOneCompleteSummary) {
+  // As the tasks of a job array: one entry each, at once, one folder.
+  std::vector<std::thread> tasks;
+  for (std::size_t i = 0; i < 3; ++i) tasks.emplace_back([this, i] { run_batch(manifest_, {i}, options_); });
+  for (auto& t : tasks) t.join();
+  const BatchSummary s = rebuild_summary(manifest_, options_.out_dir);
+  EXPECT_EQ(s.count(EntryStatus::found), 2u);
+  EXPECT_EQ(s.count(EntryStatus::infeasible), 1u);
+  EXPECT_EQ(s.count(EntryStatus::pending), 0u);
+  const std::string csv = read_file(path("out/summary.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST_F(Batch, SummaryListsEntriesNotRunYetAsPending) {
+  const BatchReport r = run({1});
+  EXPECT_EQ(r.summary.rows.size(), 3u);
+  EXPECT_EQ(row(r, kSmall), EntryStatus::pending);
+  EXPECT_EQ(row(r, kInfeasible), EntryStatus::infeasible);
+  EXPECT_NE(read_file(path("out/summary.csv")).find(std::string(kMixed) + ",gpt3-350m,mixed-a100-v100,default,pending"),
+            std::string::npos);
+}
+
+TEST(EntrySelectionTest, IndexShardAndAll) {
+  EXPECT_EQ(select_entries(3, EntrySelection::all()), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(select_entries(5, EntrySelection::one(4)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(select_entries(7, parse_shard("1/3")), (std::vector<std::size_t>{1, 4}));
+  EXPECT_TRUE(select_entries(2, parse_shard("3/4")).empty());
+  EXPECT_THROW(select_entries(5, EntrySelection::one(5)), InputError);
+  EXPECT_THROW(select_entries(5, EntrySelection::one(-1)), InputError);
+  for (const char* bad : {"3", "3/3", "-1/2", "1/0", "a/b", "1/2/3", "/2", "1/", " 1/2"}) {
+    try {
+      parse_shard(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "--shard");
+    }
+  }
+}
+
+TEST(EntryResultTest, RoundTripsAndRejectsForeignDocuments) {
+  EntryResult r;
+  r.name = "a__b__c";
+  r.status = EntryStatus::skipped;
+  r.outcome = EntryStatus::found;
+  r.iteration_time_s = 1.0 / 3.0;
+  r.error = "quote \" and, comma";
+  r.cache_hits = 1LL << 40;
+  const auto back = entry_result_from_json(entry_result_to_json(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->name, r.name);
+  EXPECT_EQ(back->status, EntryStatus::skipped);
+  EXPECT_EQ(back->outcome, EntryStatus::found);
+  EXPECT_EQ(back->iteration_time_s, r.iteration_time_s);
+  EXPECT_EQ(back->error, r.error);
+  EXPECT_EQ(back->cache_hits, r.cache_hits);
+  EXPECT_FALSE(entry_result_from_json("{\"format\": \"autohaap-plan/1\"}"));
+  EXPECT_FALSE(entry_result_from_json("not json"));
+  std::string bad_status = entry_result_to_json(r);
+  bad_status.replace(bad_status.find("\"skipped\""), 9, "\"done\"");
+  EXPECT_FALSE(entry_result_from_json(bad_status));
+}
+
+TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
+  BatchSummary s;
+  EntryResult r;
+  r.name = "n";
+  r.status = r.outcome = EntryStatus::failed;
+  r.error = "cannot write \"x\", disk full";
+  s.rows.push_back(r);
+  const std::string csv = summary_csv(s);
+  EXPECT_NE(csv.find(",failed,,,,,,0.000,\"cannot write \"\"x\"\", disk full\"\n"), std::string::npos) << csv;
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,331 @@
+// The load balancer against brute force: for a skeleton, its split and
+// derived recompute must reach the least iteration time over every split and
+// every per-stage recompute mode, and its lower bound must never exceed it.
+#include "autohaap/search/load_balancer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+using search_fixtures::random_problem;
+using search_fixtures::two_group_problem;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Least iteration time of a plan on this skeleton that fits memory, over
+// every contiguous split and every recompute mode per stage.
+double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr) {
+  const Problem& problem = cost.problem();
+  const int L = problem.model.layers, p = s.num_stages();
+  const auto& modes = problem.training.recompute_modes;
+  double best = kInf;
+  std::vector<int> ends(p);
+  // Recursive over stage ends, then over modes.
+  std::vector<Recompute> rec(p, Recompute::none);
+  Plan plan = make_plan(problem, s, even_split(L, p), rec);
+  auto score = [&] {
+    int total = 1;
+    for (int i = 0; i < p; ++i) total *= static_cast<int>(modes.size());
+    for (int code = 0; code < total; ++code) {
+      int c = code;
+      for (int i = 0; i < p; ++i) {
+        plan.stages[i].recompute = modes[c % modes.size()];
+        c /= static_cast<int>(modes.size());
+      }
+      const PredictedPerformance perf = cost.estimate(plan);
+      if (perf.fits && perf.iteration_time_s < best) {
+        best = perf.iteration_time_s;
+        if (best_plan) *best_plan = plan;
+      }
+    }
+  };
+  std::function<void(int, int)> place = [&](int i, int begin) {
+    if (i == p - 1) {
+      plan.stages[i].layer_begin = begin;
+      plan.stages[i].layer_end = L;
+      score();
+      return;
+    }
+    for (int end = begin + 1; end <= L - (p - 1 - i); ++end) {
+      plan.stages[i].layer_begin = begin;
+      plan.stages[i].layer_end = end;
+      place(i + 1, end);
+    }
+  };
+  place(0, 0);
+  return best;
+}
+
+std::vector<Skeleton> sample(const std::vector<Skeleton>& all, std::size_t count, std::uint32_t seed) {
+  std::vector<Skeleton> out = all;
+  std::shuffle(out.begin(), out.end(), std::mt19937(seed));
+  if (out.size() > count) out.resize(count);
+  return out;
+}
+
+double realized(const CostModel& cost, const Skeleton& s, const BalancedSplit& split) {
+  Plan plan = make_plan(cost.problem(), s, split.layer_end, split.recompute);
+  const PredictedPerformance perf = cost.estimate(plan);
+  EXPECT_TRUE(perf.fits);
+  return perf.iteration_time_s;
+}
+
+TEST(LoadBalancer, ObjectiveIsTheCostModelsIterationTime) {
+  // The balancer fixes the two max terms by thresholds: it relies on the
+  // iteration time being  sum(t + p2p) + (m-1) max(t + p2p) + max(sync + opt).
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.001, 1.0);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<StageEstimate> stages(1 + trial % 6);
+    double sum = 0, pace = 0, sync = 0;
+    for (auto& e : stages) {
+      e.forward_s = u(rng);
+      e.backward_s = u(rng);
+      e.p2p_s = u(rng) / 10;
+      e.dp_sync_s = u(rng) / 5;
+      e.optimizer_s = u(rng) / 20;
+      sum += e.time_s() + e.p2p_s;
+      pace = std::max(pace, e.time_s() + e.p2p_s);
+      sync = std::max(sync, e.dp_sync_s + e.optimizer_s);
+    }
+    const int m = 1 + trial;
+    EXPECT_NEAR(CostModel::iteration_time_1f1b(stages, m), sum + (m - 1) * pace + sync, 1e-12 * (sum + m * pace));
+  }
+}
+
+TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
+  int compared = 0, recomputing = 0;
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    const Problem problem = random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    LatencyCache cache;
+    const LoadBalancer balancer(cost, memory, &cache);
+    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+    for (const Skeleton& s : sample(list.skeletons, 12, seed)) {
+      if (count_splits(problem.model.layers, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000) continue;
+      const double truth = brute_force(cost, s);
+      const BalanceResult r = balancer.balance(s);
+      if (truth == kInf) {
+        EXPECT_EQ(r.status, BalanceResult::Status::no_feasible_split);
+        continue;
+      }
+      ASSERT_EQ(r.status, BalanceResult::Status::found) << "seed " << seed << " skeleton " << s.id;
+      recomputing += std::any_of(r.split.recompute.begin(), r.split.recompute.end(),
+                                 [](Recompute x) { return x != Recompute::none; });
+      EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth) << "seed " << seed << " skeleton " << s.id;
+      EXPECT_NEAR(r.split.iteration_time_s, truth, 1e-9 * truth);
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 60);
+  EXPECT_GT(recomputing, 5);  // memory binds in some skeletons
+}
+
+TEST(LoadBalancer, MatchesBruteForceOnLayerListModels) {
+  Problem problem = two_group_problem(6);
+  problem.model = search_fixtures::tiny_layer_list(6);
+  problem.cluster.groups[0].device.memory_GiB = 0.5;
+  problem.cluster.groups[1].device.memory_GiB = 0.35;
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  ASSERT_FALSE(list.skeletons.empty());
+  int compared = 0;
+  for (const Skeleton& s : sample(list.skeletons, 25, 3)) {
+    const double truth = brute_force(cost, s);
+    const BalanceResult r = balancer.balance(s);
+    if (truth == kInf) {
+      EXPECT_EQ(r.status, BalanceResult::Status::no_feasible_split);
+      continue;
+    }
+    ASSERT_EQ(r.status, BalanceResult::Status::found);
+    EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth);
+    ++compared;
+  }
+  EXPECT_GT(compared, 5);
+}
+
+TEST(LoadBalancer, LayersMeasuredOneByOneAreBalancedByRange) {
+  // A profile that times each layer of the A100 (tp 1) separately makes the
+  // layers differ on that shape only.
+  Problem problem = two_group_problem(6);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> ms(0.5e-3, 4e-3);
+  for (int sequences : {1, 2, 4}) {
+    for (int l = 0; l < 6; ++l) {
+      problem.profiles.add(ProfileKey{"a100-80gb", "layer", 1, sequences, problem.seq_len(), l}, ms(rng));
+    }
+  }
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  Skeleton a100_tp1, a100_tp2;
+  a100_tp1.micro_batch = a100_tp2.micro_batch = 2;
+  a100_tp1.stages = {{0, 0, 1, 1, 1}, {1, 0, 1, 1, 1}};
+  a100_tp2.stages = {{0, 0, 2, 2, 1}, {1, 0, 1, 1, 1}};
+  EXPECT_FALSE(balancer.identical_layers(a100_tp1));
+  EXPECT_TRUE(balancer.identical_layers(a100_tp2));
+
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  int ranged = 0;
+  for (const Skeleton& s : sample(list.skeletons, 40, 9)) {
+    const double truth = brute_force(cost, s);
+    const BalanceResult r = balancer.balance(s);
+    if (truth == kInf) continue;
+    ASSERT_EQ(r.status, BalanceResult::Status::found);
+    EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth);
+    EXPECT_LE(balancer.lower_bound(s), truth);
+    ranged += !balancer.identical_layers(s);
+  }
+  EXPECT_GT(ranged, 3);
+}
+
+TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
+  int checked = 0;
+  for (std::uint32_t seed = 20; seed < 40; ++seed) {
+    const Problem problem = random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+    for (const Skeleton& s : sample(list.skeletons, 15, seed)) {
+      if (count_splits(problem.model.layers, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000) continue;
+      const double truth = brute_force(cost, s);
+      if (truth == kInf) continue;
+      const double bound = balancer.lower_bound(s);
+      EXPECT_LE(bound, truth) << "seed " << seed << " skeleton " << s.id;
+      EXPECT_GT(bound, 0.3 * truth) << "a bound this loose would prune nothing";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(LoadBalancer, BoundDecidesOnlyWhetherToGiveUp) {
+  const Problem problem = two_group_problem(8);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  int checked = 0;
+  for (const Skeleton& s : sample(list.skeletons, 20, 5)) {
+    const BalanceResult free = balancer.balance(s);
+    if (free.status != BalanceResult::Status::found) continue;
+    const double best = free.split.iteration_time_s;
+    // A bound equal to the optimum still finds the very same split...
+    const BalanceResult tie = balancer.balance(s, best);
+    ASSERT_EQ(tie.status, BalanceResult::Status::found);
+    EXPECT_EQ(tie.split.layer_end, free.split.layer_end);
+    EXPECT_EQ(tie.split.recompute, free.split.recompute);
+    // ...and one just below it proves that nothing beats it.
+    EXPECT_EQ(balancer.balance(s, best * (1 - 1e-6)).status, BalanceResult::Status::above_bound);
+    ++checked;
+  }
+  EXPECT_GT(checked, 5);
+}
+
+TEST(LoadBalancer, RecomputeIsTheFastestModeThatFits) {
+  // With ample memory no stage recomputes; as memory shrinks, stages fall
+  // back to leaner modes before the skeleton becomes infeasible.
+  Skeleton s;
+  s.micro_batch = 4;
+  s.stages = {{0, 0, 1, 1, 1}, {1, 0, 1, 1, 1}};
+  bool saw_recompute = false;
+  for (double memory_GiB = 4.0; memory_GiB > 0.05; memory_GiB *= 0.9) {
+    Problem problem = two_group_problem(8, memory_GiB, memory_GiB);
+    problem.training.micro_batch_sizes = {4};
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const BalanceResult r = balancer.balance(s);
+    const double truth = brute_force(cost, s);
+    if (truth == kInf) {
+      EXPECT_EQ(r.status, BalanceResult::Status::no_feasible_split);
+      break;
+    }
+    ASSERT_EQ(r.status, BalanceResult::Status::found) << memory_GiB;
+    const bool recomputes = std::any_of(r.split.recompute.begin(), r.split.recompute.end(),
+                                        [](Recompute x) { return x != Recompute::none; });
+    if (memory_GiB == 4.0) {
+      EXPECT_FALSE(recomputes);
+    }
+    saw_recompute = saw_recompute || recomputes;
+    EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth) << memory_GiB;
+  }
+  EXPECT_TRUE(saw_recompute);
+}
+
+TEST(LoadBalancer, OneMicroBatchHasNoSteadyState) {
+  // global batch == B: m = 1, the bottleneck term vanishes.
+  Problem problem = two_group_problem(7);
+  problem.training.global_batch = 4;
+  problem.training.micro_batch_sizes = {4};
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  int compared = 0;
+  for (const Skeleton& s : list.skeletons) {
+    const double truth = brute_force(cost, s);
+    const BalanceResult r = balancer.balance(s);
+    if (truth == kInf) continue;
+    ASSERT_EQ(r.status, BalanceResult::Status::found);
+    EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth);
+    EXPECT_LE(balancer.lower_bound(s), truth);
+    ++compared;
+  }
+  EXPECT_GT(compared, 3);
+}
+
+TEST(LoadBalancer, FasterStagesGetMoreLayers) {
+  Problem problem = two_group_problem(12, 8.0, 8.0);
+  problem.training.micro_batch_sizes = {1};
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  Skeleton s;
+  s.micro_batch = 1;
+  s.stages = {{0, 0, 1, 1, 1}, {1, 0, 1, 1, 1}};  // A100 then V100
+  const BalanceResult r = balancer.balance(s);
+  ASSERT_EQ(r.status, BalanceResult::Status::found);
+  const int on_a100 = r.split.layer_end[0];
+  EXPECT_GT(on_a100, 12 - on_a100);
+}
+
+TEST(LoadBalancer, BottleneckSplitMinimizesTheSlowestStage) {
+  const Problem problem = two_group_problem(7, 8.0, 8.0, 2, 2, 1);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const LoadBalancer balancer(cost, memory, nullptr);
+  Skeleton s;
+  s.micro_batch = 2;
+  s.stages = {{0, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {1, 0, 1, 1, 1}, {1, 1, 1, 1, 1}};
+  const std::vector<Recompute> modes(4, Recompute::selective);
+  const BalancedSplit split = balancer.balance_bottleneck(s, modes);
+  auto slowest = [&](const std::vector<int>& ends) {
+    const Plan plan = make_plan(problem, s, ends, modes);
+    double worst = 0;
+    for (int i = 0; i < 4; ++i) {
+      const StageEstimate e = cost.stage(plan, i);
+      worst = std::max(worst, e.time_s() + e.p2p_s);
+    }
+    return worst;
+  };
+  double best = kInf;
+  for (int a = 1; a <= 4; ++a)
+    for (int b = a + 1; b <= 5; ++b)
+      for (int c = b + 1; c <= 6; ++c) best = std::min(best, slowest({a, b, c, 7}));
+  EXPECT_DOUBLE_EQ(slowest(split.layer_end), best);
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,225 @@
+// Metis profile directories: conversion into measured layer latencies, the
+// device-name mapping, and every kind of bad directory.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/metis_profile.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kProfiles = std::string(AUTOHAAP_TEST_DATA_DIR) + "/metis/gpt3-125m";
+
+Problem problem_125m() {
+  return Problem{catalog_model("gpt3-125m"), catalog_cluster("mixed-a100-v100"), TrainingSpec{}, {}};
+}
+
+ProfileKey key(const std::string& device, const std::string& op, int tp, int mb, int layer) {
+  return ProfileKey{device, op, tp, mb, 2048, layer};
+}
+
+TEST(MetisProfile, DeviceNamesFollowMetisAndTheCatalog) {
+  const ClusterSpec c = catalog_cluster("mixed-a100-v100");
+  EXPECT_EQ(metis_device_names("A100", c), (std::vector<std::string>{"a100-40gb", "a100-80gb"}));
+  EXPECT_EQ(metis_device_names("a100", c), (std::vector<std::string>{"a100-40gb", "a100-80gb"}));
+  EXPECT_EQ(metis_device_names("V100", c), (std::vector<std::string>{"v100-16gb", "v100-32gb"}));
+  EXPECT_EQ(metis_device_names("RTX-3090", c), (std::vector<std::string>{"rtx3090"}));
+  EXPECT_EQ(metis_device_names("TitanRTX", c), (std::vector<std::string>{"titan-rtx"}));
+  // An exact device name is that device only.
+  EXPECT_EQ(metis_device_names("A100-80GB", c), (std::vector<std::string>{"a100-80gb"}));
+  EXPECT_TRUE(metis_device_names("P100", c).empty());
+  // Devices defined by a cluster's own files count too.
+  ClusterSpec custom = c;
+  custom.groups[1].device.name = "p100-lab";
+  EXPECT_EQ(metis_device_names("P100-LAB", custom), (std::vector<std::string>{"p100-lab"}));
+}
+
+TEST(MetisProfile, LayerTimesSplitOneThirdForward) {
+  const ProfileTable t = load_metis_profiles(kProfiles, problem_125m());
+  // 5 files x 14 entries x forward/backward; A100 and V100 files each cover two catalog variants.
+  // (plus the head's elementwise part, measured within the head).
+  EXPECT_EQ(t.size(), 5u * 2 * (14 * 2 + 2));
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "layer", 1, 1, 3)), 2.4e-3 / 3);
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-80gb", "layer_backward", 1, 1, 11)), 2 * 2.4e-3 / 3);
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "layer", 1, 2, 0)), 4.5e-3 / 3);
+  EXPECT_DOUBLE_EQ(*t.lookup(key("v100-32gb", "layer", 2, 1, 5)), 4.2e-3 / 3);
+  // First entry: the embedding; last: the output head.
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "embedding", 1, 1, -1)), 0.3e-3 / 3);
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "lm_head_backward", 1, 1, -1)), 2 * 4.5e-3 / 3);
+  // Layer 12 does not exist; configurations not measured are absent.
+  EXPECT_FALSE(t.lookup(key("a100-40gb", "layer", 1, 1, 12)));
+  EXPECT_FALSE(t.lookup(key("a100-40gb", "layer", 4, 1, 0)));
+  EXPECT_FALSE(t.lookup(key("h100-sxm", "layer", 1, 1, 0)));
+}
+
+TEST(MetisProfile, CostModelUsesTheMeasurements) {
+  Problem pb = problem_125m();
+  pb.profiles = load_metis_profiles(kProfiles, pb);
+  const CostModel model(pb);
+  // One A100 GPU, tp 1, one sequence per replica: the measured 2.4 ms split 1:2.
+  const Timing t = model.layer_timing(StageShape{0, 1, 1, Recompute::none}, 1, 4);
+  const double overhead = model.parameters().per_layer_overhead_s;
+  EXPECT_DOUBLE_EQ(t.forward_s, 0.8e-3 + overhead);
+  EXPECT_DOUBLE_EQ(t.backward_s, 1.6e-3 + overhead);
+  // Full recompute replays the measured forward.
+  const Timing full = model.layer_timing(StageShape{0, 1, 1, Recompute::full}, 1, 4);
+  EXPECT_DOUBLE_EQ(full.backward_s, 1.6e-3 + overhead + 0.8e-3 + overhead);
+  // Two sequences over dp 2 is one per replica: the same measurement.
+  EXPECT_DOUBLE_EQ(model.layer_timing(StageShape{0, 1, 2, Recompute::none}, 2, 4).forward_s, t.forward_s);
+  // The edges are the measured embedding and head, nothing added.
+  const Timing first = model.edge_timing(StageShape{0, 1, 1, Recompute::none}, 1, true, false);
+  EXPECT_DOUBLE_EQ(first.forward_s, 0.3e-3 / 3);
+  const Timing head = model.edge_timing(StageShape{1, 1, 1, Recompute::none}, 1, false, true);
+  EXPECT_DOUBLE_EQ(head.forward_s, 12.6e-3 / 3);
+  EXPECT_DOUBLE_EQ(head.backward_s, 2 * 12.6e-3 / 3);
+}
+
+// A scratch profile directory per test, filled from the reference files.
+class MetisProfileErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           (std::string("autohaap_metis_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void copy(const std::string& name, const std::string& as = "") {
+    fs::copy_file(kProfiles + "/" + name, dir_ / (as.empty() ? name : as));
+  }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string text_of(const std::string& name) {
+    std::ifstream in(kProfiles + "/" + name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Reference file with one substring replaced.
+  void write_edited(const std::string& name, const std::string& from, const std::string& to) {
+    std::string t = text_of(name);
+    const std::size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    write(name, t);
+  }
+  InputError load_error() {
+    try {
+      load_metis_profiles(dir_.string(), problem_125m());
+    } catch (const InputError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "expected InputError";
+    return InputError("", "", "", "");
+  }
+  fs::path dir_;
+};
+
+TEST_F(MetisProfileErrors, EmptyDirectory) {
+  const InputError e = load_error();
+  EXPECT_EQ(e.file(), dir_.string());
+  EXPECT_NE(e.allowed().find("DeviceType.<TYPE>_tp<T>_bs<B>.json"), std::string::npos);
+}
+
+TEST_F(MetisProfileErrors, NameWithoutSizes) {
+  copy("DeviceType.A100_tp1_bs1.json", "DeviceType.A100_tp1.json");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "file name");
+  EXPECT_EQ(e.value(), "DeviceType.A100_tp1.json");
+}
+
+TEST_F(MetisProfileErrors, UnknownDeviceType) {
+  copy("DeviceType.A100_tp1_bs1.json", "DeviceType.P100_tp1_bs1.json");
+  const InputError e = load_error();
+  EXPECT_EQ(e.value(), "P100");
+  EXPECT_NE(e.allowed().find("V100"), std::string::npos);
+}
+
+TEST_F(MetisProfileErrors, MalformedJson) {
+  write("DeviceType.A100_tp1_bs1.json", "{\n  \"model\": {\n    \"model_name\": \"x\",\n  }\n");
+  const InputError e = load_error();
+  EXPECT_NE(e.file().find("DeviceType.A100_tp1_bs1.json"), std::string::npos);
+  EXPECT_EQ(e.value().rfind("line 4", 0), 0u) << e.value();
+  EXPECT_EQ(e.allowed(), "well-formed JSON");
+}
+
+TEST_F(MetisProfileErrors, MissingLayerTimes) {
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\"", "\"layer_compute_ms\"");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.layer_compute_total_ms");
+  EXPECT_EQ(e.value(), "(missing)");
+}
+
+TEST_F(MetisProfileErrors, NegativeTime) {
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
+               "\"layer_compute_total_ms\": [\n      -0.3,");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.layer_compute_total_ms[0]");
+  EXPECT_EQ(e.allowed(), "a positive number");
+}
+
+TEST_F(MetisProfileErrors, ListShorterThanNumLayers) {
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
+               "\"layer_compute_total_ms\": [\n");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.layer_compute_total_ms");
+  EXPECT_EQ(e.value(), "a list of 13");
+  EXPECT_NE(e.allowed().find("num_layers = 14"), std::string::npos);
+}
+
+TEST_F(MetisProfileErrors, LayerCountOfAnotherModel) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  try {
+    Problem pb = problem_125m();
+    pb.model = catalog_model("gpt3-350m");  // 24 layers: Metis would list 26
+    load_metis_profiles(dir_.string(), pb);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "model.num_layers");
+    EXPECT_EQ(e.value(), "14");
+    EXPECT_NE(e.allowed().find("26: the embedding, the 24 layers of gpt3-350m and the output head"),
+              std::string::npos);
+  }
+}
+
+TEST_F(MetisProfileErrors, FilesOfDifferentModels) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  write_edited("DeviceType.V100_tp1_bs1.json", "GPT3-125M", "GPT3-350M");
+  const InputError e = load_error();
+  EXPECT_NE(e.file().find("DeviceType.V100_tp1_bs1.json"), std::string::npos);
+  EXPECT_NE(e.allowed().find("DeviceType.A100_tp1_bs1.json"), std::string::npos);
+}
+
+TEST_F(MetisProfileErrors, TwoFilesForOneConfiguration) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  copy("DeviceType.A100_tp1_bs1.json", "DeviceType.a100_tp1_bs1.json");
+  const InputError e = load_error();
+  EXPECT_NE(e.allowed().find("one file per device, tp and bs"), std::string::npos);
+}
+
+TEST_F(MetisProfileErrors, ExactDeviceFileOverridesTheMetisName) {
+  // Not an error: a file named by the catalog device refines Metis's "A100".
+  copy("DeviceType.A100_tp1_bs1.json");
+  copy("DeviceType.A100_tp2_bs1.json", "DeviceType.a100-40gb_tp1_bs1.json");
+  const ProfileTable t = load_metis_profiles(dir_.string(), problem_125m());
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "layer", 1, 1, 0)), 1.5e-3 / 3);
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-80gb", "layer", 1, 1, 0)), 2.4e-3 / 3);
+}
+
+TEST_F(MetisProfileErrors, OtherFilesAreIgnored) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  write("README.txt", "profiled on 2024-05-01\n");
+  EXPECT_EQ(load_metis_profiles(dir_.string(), problem_125m()).size(), 2u * (14 * 2 + 2));
+}
+
+TEST(MetisProfile, MissingDirectoryIsInputError) {
+  EXPECT_THROW(load_metis_profiles(kProfiles + "/no-such-dir", problem_125m()), InputError);
+}
+
+}  // namespace
+}  // namespace autohaap

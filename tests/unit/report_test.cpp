@@ -1,0 +1,238 @@
+// SVG and HTML reports: structure a reader (and a tool) can rely on, drawn
+// from real plans scored by the cost model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/plan_builder.hpp"
+#include "autohaap/report/html_report.hpp"
+#include "autohaap/report/report_writer.hpp"
+#include "autohaap/report/svg_report.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+Problem mixed_problem() {
+  return Problem{catalog_model("gpt3-1.3b"), catalog_cluster("mixed-a100-v100"), TrainingSpec{}, {}};
+}
+
+StagePlan make_stage(int group, const std::string& device, int first_gpu, int tp, int dp, int begin, int end,
+                     Recompute r) {
+  StagePlan s;
+  s.group = group, s.device = device, s.first_gpu = first_gpu, s.tp = tp, s.dp = dp, s.gpus = tp * dp;
+  s.layer_begin = begin, s.layer_end = end, s.recompute = r;
+  return s;
+}
+
+// Three asymmetric stages over both device types of the default cluster.
+Plan mixed_plan() {
+  Plan p;
+  p.model = "gpt3-1.3b";
+  p.cluster = "mixed-a100-v100";
+  p.global_batch = 512;
+  p.micro_batch_size = 8;
+  p.num_micro_batches = 64;
+  p.zero = 1;
+  p.stages = {make_stage(0, "a100-40gb", 0, 4, 2, 0, 10, Recompute::none),
+              make_stage(0, "a100-40gb", 8, 2, 4, 10, 18, Recompute::selective),
+              make_stage(1, "v100-32gb", 0, 4, 4, 18, 24, Recompute::full)};
+  return p;
+}
+
+TEST(SvgReport, OneRowPerStageAndOneBoxPerPass) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const Plan plan = mixed_plan();
+  const std::string svg = render_svg_report(model, plan);
+
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  EXPECT_EQ(count(svg, "class=\"stage-row\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"fwd\""), 3u * 64);
+  EXPECT_EQ(count(svg, "class=\"bwd\""), 3u * 64);
+
+  // Every (stage, micro-batch) has exactly one forward and one backward box.
+  const std::regex box(R"re(class="(fwd|bwd)" data-stage="(\d+)" data-mb="(\d+)")re");
+  std::map<std::tuple<std::string, int, int>, int> seen;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator(); ++it) {
+    seen[{(*it)[1], std::stoi((*it)[2]), std::stoi((*it)[3])}]++;
+  }
+  EXPECT_EQ(seen.size(), 2u * 3 * 64);
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1);
+
+  // Row labels name device, GPUs, tp x dp and layers; sends, axis, bars, legend.
+  EXPECT_NE(svg.find("Stage 0 — a100-40gb"), std::string::npos);
+  EXPECT_NE(svg.find("Stage 2 — v100-32gb"), std::string::npos);
+  EXPECT_NE(svg.find("8 GPUs (tp 2 × dp 4)"), std::string::npos);
+  EXPECT_NE(svg.find("layers 18–23 (6), recompute full"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"sends\""), std::string::npos);
+  EXPECT_NE(svg.find("time (s)"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"time-bar\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"mem-bar\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"capacity\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"mem-activations\""), 3u);
+  EXPECT_NE(svg.find("optimizer states"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"sync\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"opt\""), 3u);
+  // Device types get different colours: the V100 row does not reuse the A100's.
+  const std::size_t row2 = svg.find("data-stage=\"2\" data-device");
+  const std::size_t row0 = svg.find("data-stage=\"0\" data-device");
+  const std::string fill = "<g fill=\"";
+  EXPECT_NE(svg.substr(svg.find(fill, row0), 17), svg.substr(svg.find(fill, row2), 17));
+  // Self-contained: nothing fetched, nothing run.
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+  EXPECT_EQ(svg.find("href"), std::string::npos);
+}
+
+TEST(SvgReport, PipelineSendsAreDrawnForEveryBoundaryCrossing) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, mixed_plan());
+  const std::size_t begin = svg.find("<g class=\"sends\"");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string sends = svg.substr(begin, svg.find("</g>", begin) - begin);
+  // Each micro-batch crosses 2 boundaries forward and 2 backward.
+  EXPECT_EQ(count(sends, "<line "), 2u * 2 * 64);
+}
+
+TEST(SvgReport, ManyMicroBatchesStayLight) {
+  // 8 stages x 256 micro-batches: every box drawn, without tooltips or numbers.
+  const Problem pb = mixed_problem();
+  UniformPlanRequest r;
+  r.tp = 1, r.pp = 8, r.dp = 2, r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(pb, r);
+  ASSERT_EQ(plan.num_micro_batches, 256);
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, plan);
+  EXPECT_EQ(count(svg, "class=\"stage-row\""), 8u);
+  EXPECT_EQ(count(svg, "class=\"fwd\""), 8u * 256);
+  EXPECT_EQ(count(svg, "class=\"bwd\""), 8u * 256);
+  EXPECT_EQ(count(svg, "<title>"), 1u);  // the document's own title only
+  EXPECT_LT(svg.size(), 200u * 2 * 8 * 256);
+}
+
+TEST(SvgReport, SmallSchedulesCarryTooltips) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, mixed_plan());
+  EXPECT_NE(svg.find("<title>stage 1 backward of micro-batch 5: "), std::string::npos);
+}
+
+TEST(SvgReport, StageThatDoesNotFitIsFlagged) {
+  Problem pb = mixed_problem();
+  pb.model = catalog_model("gpt3-13b");
+  Plan plan = mixed_plan();
+  plan.model = pb.model.name;
+  plan.stages = {make_stage(0, "a100-40gb", 0, 1, 1, 0, 40, Recompute::none)};
+  plan.micro_batch_size = 1;
+  plan.num_micro_batches = 512;
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, plan);
+  EXPECT_NE(svg.find("DOES NOT FIT: stage 0 needs"), std::string::npos);
+  EXPECT_NE(svg.find(" GiB over"), std::string::npos);
+}
+
+TEST(HtmlReport, WrapsThePictureWithSummaryAndStageTables) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const Plan plan = mixed_plan();
+  const std::string html = render_html_report(model, plan);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<meta charset=\"utf-8\">"), std::string::npos);
+  EXPECT_NE(html.find("<table class=\"summary\">"), std::string::npos);
+  EXPECT_NE(html.find("<th>model</th><td>gpt3-1.3b (24 layers"), std::string::npos);
+  EXPECT_NE(html.find("<th>throughput</th>"), std::string::npos);
+  EXPECT_NE(html.find("<th>MFU / HFU</th>"), std::string::npos);
+  // The stage table: a header row plus one row per stage.
+  const std::size_t table = html.find("<table class=\"stages\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string stages = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_EQ(count(stages, "<tr"), 4u);
+  EXPECT_NE(stages.find("v100-32gb"), std::string::npos);
+  EXPECT_NE(stages.find("4 × 4"), std::string::npos);
+  // The picture inline, without its own summary lines (the page has them).
+  EXPECT_EQ(count(html, "<svg "), 1u);
+  EXPECT_EQ(count(html, "class=\"fwd\""), 3u * 64);
+  EXPECT_EQ(html.find("<?xml"), std::string::npos);
+  EXPECT_EQ(html.find("class=\"title\""), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("href"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+TEST(HtmlReport, EscapesNames) {
+  Problem pb = mixed_problem();
+  pb.cluster.name = "lab <A&B>";
+  Plan plan = mixed_plan();
+  plan.cluster = pb.cluster.name;
+  const CostModel model(pb);
+  const std::string html = render_html_report(model, plan);
+  EXPECT_NE(html.find("lab &lt;A&amp;B&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<A&B>"), std::string::npos);
+}
+
+class ReportWriter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("autohaap_report_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(ReportWriter, ChoosesTheFormatByExtension) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const Plan plan = mixed_plan();
+  const std::string svg = (dir_ / "plan.SVG").string(), html = (dir_ / "plan.html").string();
+  write_report(model, plan, svg);
+  write_report(model, plan, html);
+  EXPECT_EQ(read_file(svg).rfind("<?xml", 0), 0u);
+  EXPECT_EQ(read_file(html).rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(report_format_for("a/b.htm"), ReportFormat::html);
+}
+
+TEST_F(ReportWriter, RejectsOtherExtensionsNamingPathAndChoices) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const std::string png = (dir_ / "plan.png").string();
+  try {
+    write_report(model, mixed_plan(), png);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), png);
+    EXPECT_EQ(e.value(), ".png");
+    EXPECT_EQ(e.allowed(), ".svg or .html");
+  }
+  EXPECT_FALSE(fs::exists(png));
+  EXPECT_THROW(report_format_for("dir.svg/report"), InputError);
+}
+
+TEST_F(ReportWriter, UnwritablePathIsInputError) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  EXPECT_THROW(write_report(model, mixed_plan(), (dir_ / "missing" / "plan.svg").string()), InputError);
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,95 @@
+// Small problems for the search tests: tiny transformer and layer-list
+// models on two-group clusters whose devices are shrunk until memory binds,
+// so recompute, capacity and feasibility all matter while the exhaustive
+// reference still finishes in well under a second.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/specs/problem.hpp"
+
+namespace autohaap::search_fixtures {
+
+inline ModelSpec tiny_gpt(int layers, int hidden = 512, int heads = 8) {
+  ModelSpec m;
+  m.name = "tiny-gpt";
+  m.family = ModelFamily::gpt;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn_hidden = 4 * hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.vocab = 2048;
+  m.seq_len = 512;
+  m.tied_embeddings = true;
+  return m;
+}
+
+// A sequential network whose layers differ: widening then narrowing.
+inline ModelSpec tiny_layer_list(int layers) {
+  ModelSpec m;
+  m.name = "tiny-list";
+  m.family = ModelFamily::generic;
+  m.layers = layers;
+  m.seq_len = 512;
+  for (int l = 0; l < layers; ++l) {
+    const double width = 1.0 + (l < layers / 2 ? l : layers - l);
+    m.generic_layers.push_back({"layer" + std::to_string(l), 2e6 * width, 20.0 * width, 4.0 * width, 1.0 + l % 3});
+  }
+  return m;
+}
+
+inline DeviceSpec shrunk(const std::string& name, double memory_GiB) {
+  DeviceSpec d = catalog_device(name);
+  d.memory_GiB = memory_GiB;
+  return d;
+}
+
+// Two groups: a fast device and a slow one, each with little memory.
+inline Problem two_group_problem(int layers, double fast_GiB = 0.45, double slow_GiB = 0.30, int fast_gpus = 2,
+                                 int slow_nodes = 1, int slow_gpus_per_node = 2) {
+  Problem p;
+  p.model = tiny_gpt(layers);
+  p.cluster.name = "tiny-mixed";
+  p.cluster.groups = {make_node_group(shrunk("a100-80gb", fast_GiB), 1, fast_gpus),
+                      make_node_group(shrunk("v100-32gb", slow_GiB), slow_nodes, slow_gpus_per_node)};
+  p.cluster.inter_group_GBps = 12.5;
+  p.cluster.inter_group_latency_us = 20;
+  p.training.global_batch = 16;
+  p.training.micro_batch_sizes = {1, 2, 4};
+  p.training.headroom_GiB = 0;
+  p.training.precision = Precision::fp16;  // the V100 has no BF16
+  return p;
+}
+
+// A seeded random small case. Sizes stay small enough for the exhaustive
+// reference (a few hundred thousand candidates at most).
+inline Problem random_problem(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](std::initializer_list<int> values) {
+    std::uniform_int_distribution<std::size_t> d(0, values.size() - 1);
+    return *(values.begin() + d(rng));
+  };
+  std::uniform_real_distribution<double> memory(0.2, 0.6);
+  Problem p;
+  p.model = tiny_gpt(pick({4, 5, 6, 7, 8}), pick({256, 512, 768}), pick({4, 8}));
+  p.cluster.name = "random-mixed";
+  const char* fast = seed % 2 ? "h100-sxm" : "a100-80gb";
+  const char* slow = seed % 3 ? "v100-32gb" : "t4";
+  p.cluster.groups = {make_node_group(shrunk(fast, memory(rng)), 1, pick({1, 2, 4})),
+                      make_node_group(shrunk(slow, memory(rng)), pick({1, 2}), pick({1, 2}))};
+  p.cluster.inter_group_GBps = 12.5;
+  p.cluster.inter_group_latency_us = 20;
+  p.training.global_batch = pick({8, 16, 32});
+  p.training.micro_batch_sizes = {1, 2, 4};
+  p.training.headroom_GiB = 0;
+  p.training.precision = Precision::fp16;
+  p.training.zero = pick({0, 1, 3});
+  return p;
+}
+
+}  // namespace autohaap::search_fixtures

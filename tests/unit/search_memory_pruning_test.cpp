@@ -1,0 +1,178 @@
+// Memory-aware initialization: capacities agree with the cost model's
+// memory, every raw skeleton is counted under exactly one rule, structural
+// rules remove what they say, and an impossible model is explained.
+#include <gtest/gtest.h>
+
+#include <cereal/archives/binary.hpp>
+#include <sstream>
+
+#include "autohaap/search/memory_pruning.hpp"
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+using search_fixtures::two_group_problem;
+
+TEST(MemoryPruning, CapacityIsTheMostLayersThatFit) {
+  const Problem problem = two_group_problem(8);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  int binding = 0;
+  for (int group : {0, 1}) {
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+      for (int B : {1, 4}) {
+        for (int stage = 0; stage < 3; ++stage) {
+          const StageSlot slot{group, 0, 1, 1, 1};
+          const int p = 3, m = problem.training.global_batch / B;
+          const int cap = memory.max_layers(slot, r, B, stage, p, m);
+          const StageShape shape{group, 1, 1, r};
+          auto fits = [&](int n) {
+            return cost.stage_memory(shape, B, 0, n, stage, p, m).total() <= cost.capacity_bytes(group);
+          };
+          if (cap > 0) {
+            EXPECT_TRUE(fits(cap));
+          }
+          if (cap < problem.model.layers) {
+            EXPECT_FALSE(fits(cap + 1));
+          }
+          binding += cap < problem.model.layers;
+        }
+      }
+    }
+  }
+  EXPECT_GT(binding, 10);  // the fixture's memory really binds
+}
+
+TEST(MemoryPruning, LeanerRecomputeHoldsMoreLayers) {
+  const Problem problem = two_group_problem(8);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const StageSlot slot{1, 0, 1, 1, 1};
+  const int none = memory.max_layers(slot, Recompute::none, 4, 0, 2, 4);
+  const int selective = memory.max_layers(slot, Recompute::selective, 4, 0, 2, 4);
+  const int full = memory.max_layers(slot, Recompute::full, 4, 0, 2, 4);
+  EXPECT_LE(none, selective);
+  EXPECT_LT(selective, full);
+  EXPECT_EQ(memory.max_layers_leanest(slot, 4, 0, 2, 4), full);
+  // Fewer micro-batches in flight (a later stage of 1F1B) also hold more.
+  EXPECT_GE(memory.max_layers(slot, Recompute::none, 4, 1, 2, 4), none);
+}
+
+TEST(MemoryPruning, EveryRawSkeletonIsCountedOnce) {
+  for (std::uint32_t seed = 1; seed < 15; ++seed) {
+    const Problem problem = search_fixtures::random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const SearchSpace space(problem);
+    const SkeletonList with_memory = initialize_skeletons(space, &memory);
+    const SkeletonList structural = initialize_skeletons(space, nullptr);
+    EXPECT_EQ(with_memory.report.considered, static_cast<std::int64_t>(space.raw_size()));
+    EXPECT_EQ(with_memory.report.considered, with_memory.report.kept + with_memory.report.removed_initially());
+    EXPECT_EQ(structural.report.considered, structural.report.kept + structural.report.removed_initially());
+    // The memory rules only remove from what the structural rules keep.
+    EXPECT_EQ(structural.report.kept, with_memory.report.kept +
+                                          with_memory.report.count(PruneRule::stage_cannot_hold_one_layer) +
+                                          with_memory.report.count(PruneRule::capacity_below_layers));
+    EXPECT_TRUE(std::is_sorted(with_memory.skeletons.begin(), with_memory.skeletons.end(),
+                               [](const Skeleton& a, const Skeleton& b) { return a.id < b.id; }));
+    for (const Skeleton& s : with_memory.skeletons) EXPECT_FALSE(memory.check(s).has_value());
+  }
+}
+
+TEST(MemoryPruning, StructuralRulesRemoveWhatTheySay) {
+  Problem problem = two_group_problem(8, 8.0, 8.0, 4, 1, 4);
+  problem.model.heads = 6;  // tp 4 cannot split 6 heads
+  problem.model.kv_heads = 6;
+  problem.training.micro_batch_sizes = {1, 3};  // 3 does not divide 16
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const SearchSpace space(problem);
+  const SkeletonList list = initialize_skeletons(space, &memory);
+  const PruneReport& r = list.report;
+  // Half the raw space has B = 3.
+  EXPECT_EQ(r.count(PruneRule::micro_batch_not_dividing_batch), r.considered / 2);
+  EXPECT_GT(r.count(PruneRule::tp_not_dividing_heads), 0);
+  EXPECT_GT(r.count(PruneRule::dp_not_dividing_micro_batch), 0);  // with B = 1 only dp = 1 stays
+  EXPECT_EQ(r.count(PruneRule::tp_exceeds_node), 0);              // every tp divides 4
+  for (const Skeleton& s : list.skeletons) {
+    EXPECT_EQ(s.micro_batch, 1);
+    for (const StageSlot& slot : s.stages) {
+      EXPECT_EQ(slot.dp, 1);
+      EXPECT_NE(slot.tp, 4);
+    }
+  }
+  EXPECT_EQ(to_string(PruneRule::tp_not_dividing_heads), std::string("tp_not_dividing_heads"));
+  EXPECT_EQ(r.rows().size(), static_cast<std::size_t>(kPruneRuleCount));
+}
+
+TEST(MemoryPruning, TpBeyondANodeAndTooManyStagesAreRemoved) {
+  // 2 nodes x 2 GPUs and a 3-layer model: tp 4 would cross nodes; 4 stages
+  // of one GPU exceed 3 layers.
+  Problem problem = two_group_problem(3, 8.0, 8.0, 2, 2, 2);
+  problem.cluster.groups.erase(problem.cluster.groups.begin());
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  EXPECT_GT(list.report.count(PruneRule::tp_exceeds_node), 0);
+  EXPECT_GT(list.report.count(PruneRule::more_stages_than_layers), 0);
+  for (const Skeleton& s : list.skeletons) {
+    EXPECT_LE(s.num_stages(), 3);
+    for (const StageSlot& slot : s.stages) EXPECT_LE(slot.tp, 2);
+  }
+}
+
+TEST(MemoryPruning, ImpossibleModelIsExplained) {
+  Problem problem = two_group_problem(8, 0.5, 0.5);
+  problem.model.hidden = 8192;
+  problem.model.ffn_hidden = 32768;
+  problem.model.heads = 64;
+  problem.model.kv_heads = 64;
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+  EXPECT_TRUE(list.skeletons.empty());
+  const std::string reason = infeasible_reason(cost, list.report);
+  // 8 layers of ~805M parameters at 16 bytes each over 4 GPUs: ~24 GiB.
+  EXPECT_NE(reason.find("tiny-gpt does not fit"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("over all 4 GPUs"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("has 0.5 GiB"), std::string::npos) << reason;
+}
+
+TEST(MemoryPruning, ReasonNamesAStructuralRuleWhenThatIsTheCause) {
+  Problem problem = two_group_problem(8);
+  problem.training.micro_batch_sizes = {3, 5};
+  const CostModel cost(problem);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), nullptr);
+  EXPECT_TRUE(list.skeletons.empty());
+  const std::string reason = infeasible_reason(cost, list.report);
+  EXPECT_NE(reason.find("micro-batch size does not divide the global batch"), std::string::npos) << reason;
+}
+
+TEST(MemoryPruning, ReportsMergeAndSerialize) {
+  PruneReport a, b;
+  a.considered = 10;
+  a.kept = 4;
+  a.add(PruneRule::tp_exceeds_node, 6);
+  b.add(PruneRule::lower_bound_above_best, 3);
+  b.add(PruneRule::no_feasible_split, 1);
+  a.merge(b);
+  EXPECT_EQ(a.removed_initially(), 6);
+  EXPECT_EQ(a.skipped_in_search(), 4);
+  std::stringstream bytes;
+  {
+    cereal::BinaryOutputArchive out(bytes);
+    out(a);
+  }
+  PruneReport back;
+  {
+    cereal::BinaryInputArchive in(bytes);
+    in(back);
+  }
+  EXPECT_EQ(back.considered, 10);
+  EXPECT_EQ(back.kept, 4);
+  EXPECT_EQ(back.removed, a.removed);
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,159 @@
+// The search space: which layouts a group offers, the canonical order and
+// ids of skeletons, and the split helpers.
+#include "autohaap/search/search_space.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cereal/archives/binary.hpp>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+Problem problem_with(std::vector<NodeGroup> groups) {
+  Problem p = search_fixtures::two_group_problem(8);
+  p.cluster.groups = std::move(groups);
+  return p;
+}
+
+TEST(SearchSpace, StagesFitInANodeOrAreWholeNodes) {
+  // 3 nodes x 8 GPUs: stages of 1, 2, 4, 8 or 24 GPUs — so 3 stages of 8 —
+  // but never 3, 6 or 12, which would straddle nodes.
+  const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 3, 8)});
+  const SearchSpace space(p);
+  std::set<int> sizes, counts;
+  for (const GroupLayout& l : space.layouts(0)) {
+    sizes.insert(l.gpus_per_stage);
+    counts.insert(l.stages);
+    EXPECT_EQ(l.stages * l.gpus_per_stage, 24);
+    EXPECT_EQ(l.tp * l.dp, l.gpus_per_stage);
+  }
+  EXPECT_EQ(sizes, (std::set<int>{1, 2, 4, 8, 24}));
+  EXPECT_TRUE(counts.count(3));
+  // Every divisor of the stage size is a tp: 1 + 2 + 3 + 4 + 8 layouts.
+  EXPECT_EQ(space.layouts(0).size(), 18u);
+}
+
+TEST(SearchSpace, GroupOrdersAreEveryOrderedSubset) {
+  const Problem p = search_fixtures::two_group_problem(8);
+  const SearchSpace space(p);
+  const std::vector<std::vector<int>> expected = {{0}, {1}, {0, 1}, {1, 0}};
+  EXPECT_EQ(space.group_orders(), expected);
+  std::vector<NodeGroup> three(3, p.cluster.groups[0]);
+  EXPECT_EQ(SearchSpace(problem_with(three)).group_orders().size(), 3u + 6u + 6u);
+}
+
+TEST(SearchSpace, IdsFollowTheCanonicalOrderAndCoverTheRawSpace) {
+  const Problem p = search_fixtures::two_group_problem(8);
+  const SearchSpace space(p);
+  std::uint64_t expected_id = 0;
+  std::set<std::uint64_t> seen;
+  for (int o = 0; o < static_cast<int>(space.group_orders().size()); ++o) {
+    const auto& order = space.group_orders()[o];
+    for (int b = 0; b < static_cast<int>(space.micro_batches().size()); ++b) {
+      EXPECT_EQ(space.first_id(o, b), expected_id);
+      std::vector<int> digits(order.size(), 0);
+      while (true) {
+        const Skeleton s = space.make(o, b, digits);
+        EXPECT_EQ(s.id, expected_id++);
+        EXPECT_EQ(s.micro_batch, space.micro_batches()[b]);
+        seen.insert(s.id);
+        int j = static_cast<int>(order.size()) - 1;
+        while (j >= 0 && ++digits[j] == static_cast<int>(space.layouts(order[j]).size())) digits[j--] = 0;
+        if (j < 0) break;
+      }
+    }
+  }
+  EXPECT_EQ(expected_id, space.raw_size());
+  EXPECT_EQ(seen.size(), space.raw_size());
+}
+
+TEST(SearchSpace, SkeletonStagesTileEachGroupInOrder) {
+  const Problem p = search_fixtures::two_group_problem(8, 1, 1, 4, 2, 2);
+  const SearchSpace space(p);
+  // Order {1, 0}: the slow group first. Pick 2 stages of 2 (tp 2) on group 1
+  // and 4 stages of 1 on group 0.
+  const int order = 3;
+  ASSERT_EQ(space.group_orders()[order], (std::vector<int>{1, 0}));
+  auto find = [&](int group, int stages, int tp) {
+    const auto& ls = space.layouts(group);
+    for (int i = 0; i < static_cast<int>(ls.size()); ++i) {
+      if (ls[i].stages == stages && ls[i].tp == tp) return i;
+    }
+    return -1;
+  };
+  const Skeleton s = space.make(order, 1, {find(1, 2, 2), find(0, 4, 1)});
+  ASSERT_EQ(s.num_stages(), 6);
+  EXPECT_EQ(s.micro_batch, 2);
+  const std::vector<StageSlot> expected = {{1, 0, 2, 2, 1}, {1, 2, 2, 2, 1}, {0, 0, 1, 1, 1},
+                                           {0, 1, 1, 1, 1}, {0, 2, 1, 1, 1}, {0, 3, 1, 1, 1}};
+  EXPECT_EQ(s.stages, expected);
+}
+
+TEST(SearchSpace, CountSplitsIsBinomial) {
+  EXPECT_EQ(count_splits(8, 1), 1);
+  EXPECT_EQ(count_splits(8, 8), 1);
+  EXPECT_EQ(count_splits(8, 3), 21);           // C(7, 2)
+  EXPECT_EQ(count_splits(126, 6), 234531275);  // C(125, 5)
+  EXPECT_EQ(count_splits(64, 8), 553270671);   // C(63, 7)
+  EXPECT_EQ(count_splits(4, 5), 0);
+  EXPECT_EQ(count_splits(1000, 500), std::numeric_limits<std::int64_t>::max());
+}
+
+TEST(SearchSpace, EvenSplitGivesTheRemainderToTheFirstStages) {
+  EXPECT_EQ(even_split(10, 4), (std::vector<int>{3, 6, 8, 10}));
+  EXPECT_EQ(even_split(8, 4), (std::vector<int>{2, 4, 6, 8}));
+  EXPECT_EQ(even_split(5, 1), (std::vector<int>{5}));
+}
+
+TEST(SearchSpace, MakePlanFillsEveryStageField) {
+  const Problem p = search_fixtures::two_group_problem(8);
+  Skeleton s;
+  s.micro_batch = 4;
+  s.stages = {{1, 0, 2, 1, 2}, {0, 0, 2, 2, 1}};
+  const Plan plan = make_plan(p, s, {3, 8}, {Recompute::full, Recompute::none});
+  EXPECT_EQ(plan.num_micro_batches, 4);
+  EXPECT_EQ(plan.micro_batch_size, 4);
+  EXPECT_EQ(plan.zero, p.training.zero);
+  ASSERT_EQ(plan.stages.size(), 2u);
+  EXPECT_EQ(plan.stages[0].device, "v100-32gb");
+  EXPECT_EQ(plan.stages[0].dp, 2);
+  EXPECT_EQ(plan.stages[0].layer_end, 3);
+  EXPECT_EQ(plan.stages[1].layer_begin, 3);
+  EXPECT_EQ(plan.stages[1].recompute, Recompute::none);
+  EXPECT_EQ(plan.stages[0].recompute, Recompute::full);
+}
+
+TEST(SearchSpace, SkeletonsSurviveSerialization) {
+  // A distributed driver ships skeleton lists between ranks.
+  const Problem p = search_fixtures::two_group_problem(8);
+  const SearchSpace space(p);
+  std::vector<Skeleton> sent = {space.make(2, 1, {3, 2}), space.make(3, 0, {0, 1})};
+  sent[0].lower_bound_s = 0.125;
+  sent[1].work = 42;
+  std::stringstream bytes;
+  {
+    cereal::BinaryOutputArchive out(bytes);
+    out(sent);
+  }
+  std::vector<Skeleton> received;
+  {
+    cereal::BinaryInputArchive in(bytes);
+    in(received);
+  }
+  ASSERT_EQ(received.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(received[i].id, sent[i].id);
+    EXPECT_EQ(received[i].micro_batch, sent[i].micro_batch);
+    EXPECT_EQ(received[i].stages, sent[i].stages);
+    EXPECT_EQ(received[i].lower_bound_s, sent[i].lower_bound_s);
+    EXPECT_EQ(received[i].work, sent[i].work);
+  }
+}
+
+}  // namespace
+}  // namespace autohaap

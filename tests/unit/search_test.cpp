@@ -1,0 +1,326 @@
+// The strategies end to end on small problems: AutoHAAP must find the
+// exhaustive optimum, the baselines must never beat it, results must not
+// depend on threads, and an impossible problem must say why.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/search/searcher.hpp"
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+using search_fixtures::random_problem;
+using search_fixtures::two_group_problem;
+
+SearchResult search(const Problem& problem, const std::string& strategy, int threads = 2, int top_k = 1) {
+  SearchOptions options;
+  options.strategy = strategy;
+  options.threads = threads;
+  options.top_k = top_k;
+  return run_search(problem, options);
+}
+
+double best_time(const SearchResult& r) { return r.top.at(0).predicted.iteration_time_s; }
+
+void expect_same_plan(const Plan& a, const Plan& b) {
+  EXPECT_EQ(a.micro_batch_size, b.micro_batch_size);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const StagePlan &x = a.stages[i], &y = b.stages[i];
+    EXPECT_EQ(x.group, y.group);
+    EXPECT_EQ(x.first_gpu, y.first_gpu);
+    EXPECT_EQ(x.gpus, y.gpus);
+    EXPECT_EQ(x.tp, y.tp);
+    EXPECT_EQ(x.dp, y.dp);
+    EXPECT_EQ(x.layer_begin, y.layer_begin);
+    EXPECT_EQ(x.layer_end, y.layer_end);
+    EXPECT_EQ(x.recompute, y.recompute);
+  }
+  EXPECT_EQ(a.predicted.iteration_time_s, b.predicted.iteration_time_s);
+}
+
+// The skeleton of a plan, as initialize_skeletons would list it.
+bool lists_skeleton_of(const std::vector<Skeleton>& list, const Plan& plan) {
+  return std::any_of(list.begin(), list.end(), [&](const Skeleton& s) {
+    if (s.micro_batch != plan.micro_batch_size || s.num_stages() != static_cast<int>(plan.stages.size())) return false;
+    for (int i = 0; i < s.num_stages(); ++i) {
+      const StageSlot& a = s.stages[i];
+      const StagePlan& b = plan.stages[i];
+      if (a.group != b.group || a.first_gpu != b.first_gpu || a.gpus != b.gpus || a.tp != b.tp || a.dp != b.dp) {
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
+TEST(Search, AutohaapFindsTheExhaustiveOptimum) {
+  for (int layers : {4, 6, 8}) {
+    const Problem problem = two_group_problem(layers);
+    const SearchResult exhaustive = search(problem, "exhaustive");
+    const SearchResult autohaap = search(problem, "autohaap");
+    ASSERT_FALSE(exhaustive.top.empty()) << layers;
+    ASSERT_FALSE(autohaap.top.empty()) << layers;
+    EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << layers;
+    EXPECT_LT(autohaap.stats.evaluated * 20, exhaustive.stats.evaluated) << layers;
+  }
+}
+
+TEST(Search, PruningNeverRemovesTheOptimumOnRandomCases) {
+  int cases = 0;
+  for (std::uint32_t seed = 100; cases < 12 && seed < 200; ++seed) {
+    const Problem problem = random_problem(seed);
+    if (exhaustive_candidates(problem) > 400000) continue;
+    const SearchResult exhaustive = search(problem, "exhaustive");
+    const SearchResult autohaap = search(problem, "autohaap");
+    const SearchResult uniform = search(problem, "uniform");
+    const SearchResult metis = search(problem, "metis");
+    ++cases;
+    if (exhaustive.top.empty()) {
+      EXPECT_TRUE(autohaap.top.empty()) << seed;
+      EXPECT_TRUE(uniform.top.empty()) << seed;
+      continue;
+    }
+    // The optimum's skeleton survives memory-aware initialization...
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const SkeletonList kept = initialize_skeletons(SearchSpace(problem), &memory);
+    EXPECT_TRUE(lists_skeleton_of(kept.skeletons, exhaustive.top[0])) << seed;
+    // ...and AutoHAAP reaches the optimum.
+    ASSERT_FALSE(autohaap.top.empty()) << seed;
+    EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+    // The baselines search subsets of the same space.
+    if (!uniform.top.empty()) {
+      EXPECT_GE(best_time(uniform), best_time(autohaap) * (1 - 1e-12)) << seed;
+    }
+    if (!metis.top.empty()) {
+      EXPECT_GE(best_time(metis), best_time(exhaustive) * (1 - 1e-12)) << seed;
+    }
+  }
+  EXPECT_GE(cases, 10);
+}
+
+TEST(Search, UniformIsNeverBetterThanAutohaap) {
+  for (std::uint32_t seed = 300; seed < 310; ++seed) {
+    const Problem problem = random_problem(seed);
+    const SearchResult uniform = search(problem, "uniform");
+    const SearchResult autohaap = search(problem, "autohaap");
+    if (uniform.top.empty()) continue;
+    ASSERT_FALSE(autohaap.top.empty()) << seed;
+    EXPECT_LE(best_time(autohaap), best_time(uniform)) << seed;
+  }
+}
+
+TEST(Search, ImpossibleProblemGivesNoPlanAndAReason) {
+  Problem problem = two_group_problem(8, 0.01, 0.01);
+  problem.model.hidden = 4096;
+  problem.model.ffn_hidden = 16384;
+  problem.model.heads = 32;
+  problem.model.kv_heads = 32;
+  for (const std::string strategy : {"autohaap", "exhaustive", "uniform", "metis"}) {
+    const SearchResult r = search(problem, strategy);
+    EXPECT_TRUE(r.top.empty()) << strategy;
+    EXPECT_FALSE(r.timed_out) << strategy;
+    EXPECT_NE(r.infeasible_reason.find("tiny-gpt does not fit"), std::string::npos) << r.infeasible_reason;
+    EXPECT_NE(r.infeasible_reason.find("GiB"), std::string::npos) << r.infeasible_reason;
+  }
+  // AutoHAAP knows before computing any latency.
+  const SearchResult r = search(problem, "autohaap");
+  EXPECT_EQ(r.prune.kept, 0);
+  EXPECT_EQ(r.stats.cache_misses, 0);
+  EXPECT_GT(r.prune.count(PruneRule::stage_cannot_hold_one_layer), 0);
+}
+
+Problem catalog_problem(const char* model, const char* cluster) {
+  Problem p;
+  p.model = catalog_model(model);
+  p.cluster = catalog_cluster(cluster);
+  p.training = catalog_training("default");
+  return p;
+}
+
+TEST(Search, SameAnswerForAnyThreadCount) {
+  std::vector<Problem> problems = {random_problem(401), random_problem(402), random_problem(403),
+                                   catalog_problem("gpt3-1.3b", "mixed-h100-a100-v100"),
+                                   catalog_problem("llama3-8b", "mixed-a100-v100")};
+  for (const Problem& problem : problems) {
+    for (const std::string strategy : {"autohaap", "metis", "uniform"}) {
+      const SearchResult one = search(problem, strategy, 1, 3);
+      for (int threads : {2, 4}) {
+        const SearchResult many = search(problem, strategy, threads, 3);
+        ASSERT_EQ(one.top.size(), many.top.size()) << strategy << " " << problem.model.name;
+        for (std::size_t k = 0; k < one.top.size(); ++k) expect_same_plan(one.top[k], many.top[k]);
+      }
+    }
+  }
+}
+
+TEST(Search, CatalogModelsOnMixedClusters) {
+  // Real shapes: AutoHAAP beats or ties both baselines, and is no slower
+  // than the uniform plan on any of them.
+  for (const char* model : {"gpt3-1.3b", "gpt3-6.7b", "llama3-8b"}) {
+    for (const char* cluster : {"mixed-a100-v100", "mixed-h100-a100-v100", "mixed-h100-a100"}) {
+      const Problem problem = catalog_problem(model, cluster);
+      const SearchResult autohaap = search(problem, "autohaap");
+      const SearchResult uniform = search(problem, "uniform");
+      const SearchResult metis = search(problem, "metis");
+      ASSERT_FALSE(autohaap.top.empty()) << model << " " << cluster;
+      if (!uniform.top.empty()) {
+        EXPECT_LE(best_time(autohaap), best_time(uniform)) << model << " " << cluster;
+      }
+      if (!metis.top.empty()) {
+        EXPECT_LE(best_time(autohaap), best_time(metis) * (1 + 1e-12)) << model << " " << cluster;
+      }
+      EXPECT_LT(autohaap.stats.evaluated, 50) << model << " " << cluster;
+    }
+  }
+}
+
+TEST(Search, TopKPlansAreDistinctSkeletonsBestFirst) {
+  const Problem problem = two_group_problem(6);
+  const SearchResult one = search(problem, "autohaap", 2, 1);
+  const SearchResult five = search(problem, "autohaap", 2, 5);
+  const SearchResult exhaustive = search(problem, "exhaustive", 2, 5);
+  ASSERT_EQ(five.top.size(), 5u);
+  expect_same_plan(five.top[0], one.top[0]);
+  for (std::size_t k = 0; k < five.top.size(); ++k) {
+    if (k > 0) {
+      EXPECT_TRUE(plan_before(five.top[k - 1], five.top[k]));
+    }
+    for (std::size_t j = 0; j < k; ++j) EXPECT_FALSE(same_skeleton(five.top[j], five.top[k]));
+    EXPECT_NEAR(five.top[k].predicted.iteration_time_s, exhaustive.top[k].predicted.iteration_time_s,
+                1e-9 * exhaustive.top[k].predicted.iteration_time_s);
+  }
+}
+
+TEST(Search, PlansAreComplete) {
+  const Problem problem = two_group_problem(8);
+  for (const std::string strategy : {"autohaap", "exhaustive", "uniform", "metis"}) {
+    const SearchResult r = search(problem, strategy);
+    ASSERT_FALSE(r.top.empty()) << strategy;
+    const Plan& plan = r.top[0];
+    EXPECT_EQ(plan.model, "tiny-gpt");
+    EXPECT_EQ(plan.cluster, "tiny-mixed");
+    EXPECT_EQ(plan.global_batch, 16);
+    EXPECT_EQ(plan.micro_batch_size * plan.num_micro_batches, 16);
+    int next = 0;
+    for (const StagePlan& s : plan.stages) {
+      EXPECT_EQ(s.device, problem.cluster.groups[s.group].device.name);
+      EXPECT_EQ(s.gpus, s.tp * s.dp);
+      EXPECT_EQ(plan.micro_batch_size % s.dp, 0);
+      EXPECT_EQ(s.layer_begin, next);
+      EXPECT_GT(s.layer_end, s.layer_begin);
+      next = s.layer_end;
+    }
+    EXPECT_EQ(next, 8);
+    const PredictedPerformance again = CostModel(problem).estimate(plan);
+    EXPECT_EQ(plan.predicted.iteration_time_s, again.iteration_time_s);
+    EXPECT_TRUE(plan.predicted.fits);
+    EXPECT_EQ(plan.search.strategy, strategy);
+    EXPECT_EQ(plan.search.threads, 2);
+    EXPECT_GT(plan.search.evaluated, 0);
+    EXPECT_EQ(plan.search.evaluated, r.stats.evaluated);
+  }
+}
+
+TEST(Search, ExhaustiveRefusesLargeSpaces) {
+  const Problem problem = two_group_problem(8);
+  SearchOptions options;
+  options.strategy = "exhaustive";
+  options.exhaustive_limit = 1000;
+  EXPECT_THROW(run_search(problem, options), InputError);
+  EXPECT_GT(exhaustive_candidates(problem), 1000);
+}
+
+TEST(Search, UnknownStrategyIsAnInputError) {
+  SearchOptions options;
+  options.strategy = "random";
+  EXPECT_THROW(run_search(two_group_problem(4), options), InputError);
+}
+
+TEST(Search, PruneReportAccountsForEverySkeleton) {
+  const Problem problem = two_group_problem(8);
+  const SearchResult r = search(problem, "autohaap");
+  EXPECT_EQ(r.prune.considered, r.prune.kept + r.prune.removed_initially());
+  EXPECT_GT(r.prune.considered, r.prune.kept);
+  EXPECT_EQ(r.stats.pruned, r.prune.removed_initially() + r.prune.skipped_in_search());
+  EXPECT_GT(r.prune.count(PruneRule::lower_bound_above_best), 0);
+  EXPECT_GT(r.stats.cache_hits, 0);
+}
+
+TEST(Search, ProgressEndsAtTheTotal) {
+  SearchOptions options;
+  options.threads = 2;
+  std::vector<SearchProgress> seen;
+  options.progress = [&](const SearchProgress& p) { seen.push_back(p); };
+  options.progress_interval_s = 0;
+  run_search(two_group_problem(6), options);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().done, seen.back().total);
+  EXPECT_LT(seen.back().best_iteration_s, std::numeric_limits<double>::infinity());
+}
+
+TEST(Search, CancelStopsWithTheBestSoFar) {
+  // Cancelled before the first skeleton: nothing found, and it says why.
+  std::atomic<bool> cancel{true};
+  SearchOptions options;
+  options.cancel = &cancel;
+  const SearchResult stopped = run_search(two_group_problem(8), options);
+  EXPECT_TRUE(stopped.timed_out);
+  EXPECT_TRUE(stopped.top.empty());
+  EXPECT_NE(stopped.infeasible_reason.find("stopped"), std::string::npos);
+  // Cancelled from the progress callback after the first skeleton: the plan
+  // found so far is kept.
+  cancel = false;
+  options.progress_interval_s = 0;
+  options.threads = 1;
+  options.progress = [&](const SearchProgress& p) {
+    if (p.done >= 1) cancel = true;
+  };
+  const SearchResult partial = run_search(two_group_problem(8), options);
+  EXPECT_TRUE(partial.timed_out);
+  ASSERT_FALSE(partial.top.empty());
+  EXPECT_TRUE(partial.top[0].predicted.fits);
+}
+
+TEST(Search, SharesSearchedApartMergeToTheSameAnswer) {
+  const Problem problem = random_problem(411);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  const PreparedSearch prepared = prepare_search(cost, memory, cache);
+  ASSERT_GT(prepared.skeletons.size(), 10u);
+  for (std::size_t j = 1; j < prepared.skeletons.size(); ++j) {
+    EXPECT_LE(prepared.skeletons[j - 1].lower_bound_s, prepared.skeletons[j].lower_bound_s);
+  }
+  const auto shares = partition_by_work(prepared.skeletons, 3);
+  std::vector<std::size_t> all;
+  for (const auto& share : shares) {
+    EXPECT_TRUE(std::is_sorted(share.begin(), share.end()));
+    all.insert(all.end(), share.begin(), share.end());
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<std::size_t> expected(prepared.skeletons.size());
+  std::iota(expected.begin(), expected.end(), std::size_t{0});
+  EXPECT_EQ(all, expected);
+
+  // Three "ranks", each with its own incumbent and cache, then merged.
+  std::vector<std::vector<Plan>> tops;
+  for (const auto& share : shares) {
+    LatencyCache own;
+    Incumbent incumbent(2);
+    search_share(cost, memory, own, prepared.skeletons, share, incumbent, ShareControl{});
+    tops.push_back(incumbent.plans());
+  }
+  const std::vector<Plan> merged = merge_top_k(tops, 2);
+  const SearchResult single = search(problem, "autohaap", 2, 2);
+  ASSERT_EQ(merged.size(), single.top.size());
+  for (std::size_t k = 0; k < merged.size(); ++k) expect_same_plan(merged[k], single.top[k]);
+}
+
+}  // namespace
+}  // namespace autohaap

@@ -1,0 +1,166 @@
+// The 1F1B schedule simulation checked against hand-worked schedules and
+// against the cost model's iteration-time formula.
+#include <gtest/gtest.h>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/plan_builder.hpp"
+#include "autohaap/report/timeline.hpp"
+
+namespace autohaap {
+namespace {
+
+StageEstimate stage(double f, double b, double p2p = 0, double sync = 0, double opt = 0) {
+  StageEstimate e;
+  e.forward_s = f;
+  e.backward_s = b;
+  e.p2p_s = p2p;
+  e.dp_sync_s = sync;
+  e.optimizer_s = opt;
+  return e;
+}
+
+std::string order_text(int stage, int p, int m) {
+  std::string s;
+  for (const auto& [kind, j] : one_f_one_b_order(stage, p, m)) {
+    s += (kind == PassKind::forward ? "F" : "B") + std::to_string(j) + " ";
+  }
+  return s;
+}
+
+TEST(Timeline, OneFOneBOrderWarmsUpThenAlternatesThenDrains) {
+  // Stage i of p runs min(p - i - 1, m) forwards before its first backward.
+  EXPECT_EQ(order_text(0, 4, 6), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
+  EXPECT_EQ(order_text(2, 4, 6), "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5 ");
+  EXPECT_EQ(order_text(3, 4, 6), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 ");
+  // Fewer micro-batches than the pipeline is deep: all forwards first.
+  EXPECT_EQ(order_text(0, 4, 2), "F0 F1 B0 B1 ");
+}
+
+TEST(Timeline, EqualStagesTakeMPlusPMinusOneSlots) {
+  // Without sends, equal stages finish after (m + p - 1)(f + b).
+  const std::vector<StageEstimate> est(4, stage(1, 2));
+  const Timeline t = simulate_1f1b(est, 8);
+  EXPECT_DOUBLE_EQ(t.pipeline_s, (8 + 4 - 1) * 3.0);
+  EXPECT_DOUBLE_EQ(t.pipeline_s, CostModel::iteration_time_1f1b(est, 8));
+  // The last stage idles only while the pipeline fills and drains.
+  EXPECT_DOUBLE_EQ(t.idle_fraction(3), 1 - 24.0 / 33.0);
+  for (const StageTimeline& s : t.stages) EXPECT_EQ(s.ops.size(), 16u);
+}
+
+TEST(Timeline, UnequalStagesWithSendsMatchHandSchedule) {
+  // Two stages, m = 3, stage 1 twice as slow, 0.5 s per send. Worked by hand:
+  //   stage 0: F0 [0,1] send ->1.5, F1 [1.5,2.5] ->3, B0 [8,10], F2 [10,11] ->11.5, B1 [14.5,16.5], B2 [21,23]
+  //   stage 1: F0 [1.5,3.5], B0 [3.5,7.5] ->8, F1 [8,10], B1 [10,14] ->14.5, F2 [14.5,16.5], B2 [16.5,20.5] ->21
+  const std::vector<StageEstimate> est = {stage(1, 2, 0.5), stage(2, 4, 0.5)};
+  const Timeline t = simulate_1f1b(est, 3);
+  ASSERT_EQ(t.boundary_send_s.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.boundary_send_s[0], 0.5);
+
+  using Spans = std::vector<std::pair<double, double>>;
+  const Spans s0 = {{0, 1}, {1.5, 2.5}, {8, 10}, {10, 11}, {14.5, 16.5}, {21, 23}};
+  const Spans s1 = {{1.5, 3.5}, {3.5, 7.5}, {8, 10}, {10, 14}, {14.5, 16.5}, {16.5, 20.5}};
+  for (std::size_t k = 0; k < 6; ++k) {
+    EXPECT_DOUBLE_EQ(t.stages[0].ops[k].start_s, s0[k].first) << "stage 0 op " << k;
+    EXPECT_DOUBLE_EQ(t.stages[0].ops[k].end_s, s0[k].second) << "stage 0 op " << k;
+    EXPECT_DOUBLE_EQ(t.stages[1].ops[k].start_s, s1[k].first) << "stage 1 op " << k;
+    EXPECT_DOUBLE_EQ(t.stages[1].ops[k].end_s, s1[k].second) << "stage 1 op " << k;
+  }
+  // Forward sends go down, backward sends up; the last backward sends nothing.
+  EXPECT_DOUBLE_EQ(t.stages[0].ops[0].send_end_s, 1.5);
+  EXPECT_DOUBLE_EQ(t.stages[1].ops[1].send_end_s, 8);
+  EXPECT_DOUBLE_EQ(t.stages[0].ops[5].send_end_s, 23);
+  EXPECT_DOUBLE_EQ(t.pipeline_s, 23);
+  // The cost model's formula: (3 + 6) + (3 - 1) * max(3 + 0.5, 6 + 0.5) + (0.5 + 0.5) = 23.
+  EXPECT_DOUBLE_EQ(t.pipeline_s, CostModel::iteration_time_1f1b(est, 3));
+}
+
+TEST(Timeline, ShortPipelineOfFewMicroBatches) {
+  // p = 4, m = 2, f = 1, b = 2: the second micro-batch trails by one slot.
+  const std::vector<StageEstimate> est(4, stage(1, 2));
+  const Timeline t = simulate_1f1b(est, 2);
+  EXPECT_DOUBLE_EQ(t.pipeline_s, 15);
+  EXPECT_DOUBLE_EQ(t.stages[0].ops.back().end_s, 15);
+  EXPECT_DOUBLE_EQ(t.stages[3].ops.back().end_s, 9);
+}
+
+TEST(Timeline, BoundarySendsAreRecoveredFromStageTotals) {
+  // Middle stages count the boundary before and after them.
+  const std::vector<StageEstimate> est = {stage(1, 2, 0.5), stage(1, 2, 0.75), stage(1, 2, 0.25)};
+  const Timeline t = simulate_1f1b(est, 4);
+  ASSERT_EQ(t.boundary_send_s.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.boundary_send_s[0], 0.5);
+  EXPECT_DOUBLE_EQ(t.boundary_send_s[1], 0.25);
+}
+
+TEST(Timeline, SyncAndOptimizerCloseTheIteration) {
+  const std::vector<StageEstimate> est = {stage(1, 2, 0, 0.3, 0.2), stage(1, 2, 0, 0.1, 0.1)};
+  const Timeline t = simulate_1f1b(est, 4);
+  EXPECT_DOUBLE_EQ(t.pipeline_s, 15);
+  EXPECT_DOUBLE_EQ(t.stages[0].sync_start_s, 15);
+  EXPECT_DOUBLE_EQ(t.stages[0].sync_end_s, 15.3);
+  EXPECT_DOUBLE_EQ(t.stages[0].optimizer_end_s, 15.5);
+  EXPECT_DOUBLE_EQ(t.iteration_s, 15.5);
+  EXPECT_DOUBLE_EQ(t.iteration_s, CostModel::iteration_time_1f1b(est, 4));
+}
+
+TEST(Timeline, EveryPassRunsOnceAndRespectsItsInputs) {
+  const std::vector<StageEstimate> est = {stage(0.3, 0.7, 0.05), stage(0.5, 1.1, 0.12), stage(0.2, 0.4, 0.09),
+                                          stage(0.6, 1.0, 0.04)};
+  const int m = 7;
+  const Timeline t = simulate_1f1b(est, m);
+  const int p = 4;
+  for (int i = 0; i < p; ++i) {
+    std::vector<int> fwd(m, 0), bwd(m, 0);
+    double previous_end = 0;
+    for (const PipelineOp& op : t.stages[i].ops) {
+      (op.kind == PassKind::forward ? fwd : bwd)[op.micro_batch]++;
+      EXPECT_GE(op.start_s, previous_end - 1e-12);  // one pass at a time per stage
+      previous_end = op.send_end_s;
+    }
+    for (int j = 0; j < m; ++j) {
+      EXPECT_EQ(fwd[j], 1);
+      EXPECT_EQ(bwd[j], 1);
+    }
+  }
+  auto find = [&](int i, PassKind k, int j) {
+    for (const PipelineOp& op : t.stages[i].ops) {
+      if (op.kind == k && op.micro_batch == j) return op;
+    }
+    return PipelineOp{};
+  };
+  for (int j = 0; j < m; ++j) {
+    for (int i = 1; i < p; ++i) {
+      EXPECT_GE(find(i, PassKind::forward, j).start_s, find(i - 1, PassKind::forward, j).send_end_s - 1e-12);
+      EXPECT_GE(find(i - 1, PassKind::backward, j).start_s, find(i, PassKind::backward, j).send_end_s - 1e-12);
+    }
+    EXPECT_GE(find(p - 1, PassKind::backward, j).start_s, find(p - 1, PassKind::forward, j).end_s - 1e-12);
+  }
+}
+
+TEST(Timeline, RealPlanStaysCloseToTheCostModel) {
+  // Megatron-style 4-stage plan of GPT-3 1.3B on the default mixed cluster.
+  Problem pb{catalog_model("gpt3-1.3b"), catalog_cluster("mixed-a100-v100"), TrainingSpec{}, {}};
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 4, r.dp = 2, r.micro_batch_per_replica = 2;
+  const Plan plan = make_uniform_plan(pb, r);
+  const CostModel model(pb);
+  const Timeline t = plan_timeline(model, plan);
+  std::vector<StageEstimate> est;
+  double tail = 0;
+  for (int i = 0; i < 4; ++i) {
+    est.push_back(model.stage(plan, i));
+    tail = std::max(tail, est.back().dp_sync_s + est.back().optimizer_s);
+  }
+  const double formula = CostModel::iteration_time_1f1b(est, plan.num_micro_batches);
+  EXPECT_NEAR(t.pipeline_s, formula - tail, 0.02 * formula);
+  EXPECT_NEAR(t.iteration_s, model.estimate(plan).iteration_time_s, 0.02 * formula);
+}
+
+TEST(Timeline, RejectsEmptyInput) {
+  EXPECT_THROW(simulate_1f1b({}, 4), std::invalid_argument);
+  EXPECT_THROW(simulate_1f1b({stage(1, 2)}, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace autohaap
