@@ -161,7 +161,8 @@ start() {
     --pid-file="$(pid_file munged)" --log-file="$DIR/munge/munged.log" --seed-file="$DIR/munge/munged.seed"
   munge -n -S "$MUNGE_SOCKET" | unmunge -S "$MUNGE_SOCKET" >/dev/null || die "munge does not work; see $DIR/munge/munged.log"
 
-  slurmctld -f "$CONF" || die "slurmctld did not start; see $DIR/log/slurmctld.log"
+  # -c: start from a clean state; jobs of an earlier run are not brought back.
+  slurmctld -c -f "$CONF" || die "slurmctld did not start; see $DIR/log/slurmctld.log"
   slurmd -f "$CONF" -N "$NODE" || die "slurmd did not start; see $DIR/log/slurmd.log"
 
   local deadline=$((SECONDS + 60)) state=""

@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 void make_folder(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw InputError(dir, "", ec ? ec.message() : "not a folder", "a folder that can be created");
+  if (ec || !fs::is_directory(dir))
+    throw InputError(dir, "", ec ? ec.message() : "not a folder", "a folder that can be created");
 }
 
 std::string cache_dir_of(const BatchRunOptions& o) {

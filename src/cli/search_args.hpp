@@ -18,7 +18,7 @@ struct SearchArgs {
   // Distributed search and checkpoints (dist/distributed_search.hpp).
   std::string checkpoint;    // empty: none
   double checkpoint_interval = 30;
-  double exchange_interval = 0.5;
+  double exchange_interval = 0.1;
   bool no_cache_exchange = false;
   bool rank_report = false;
 };

@@ -235,7 +235,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("-s,--strategy", a.strategy, "autohaap | exhaustive | uniform | metis")
       ->check(CLI::IsMember(search_strategies()))
       ->default_val("autohaap");
-  cmd->add_option("-j,--threads", a.threads, "worker threads (0: all cores)")->default_val(0);
+  cmd->add_option("-j,--threads", a.threads, "worker threads per process, or per MPI rank (0: all cores)")
+      ->default_val(0);
   cmd->add_option("-k,--top", a.top, "plans to list")->default_val(1);
   cmd->add_option("--time-limit", a.time_limit, "stop after S seconds with the best plan so far (exit 4)")
       ->default_val(0);
@@ -247,7 +248,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--checkpoint-interval", a.checkpoint_interval, "seconds between checkpoints")->default_val(30);
   cmd->add_option("--exchange-interval", a.exchange_interval,
                   "seconds between exchanges of bounds and cache entries among MPI ranks")
-      ->default_val(0.5);
+      ->default_val(0.1);
   cmd->add_flag("--no-cache-exchange", a.no_cache_exchange, "MPI ranks exchange bounds only, not cache entries");
   cmd->add_flag("--rank-report", a.rank_report, "print what each MPI rank did (share, work, cache, traffic, time)");
 }

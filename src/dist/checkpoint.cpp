@@ -102,7 +102,8 @@ std::string encode_checkpoint(const SearchCheckpoint& checkpoint) {
 SearchCheckpoint decode_checkpoint(const std::string& bytes, const std::string& origin) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     refuse(origin, "a file that is not an autohaap search checkpoint");
-  if (bytes.size() < kHeaderBytes) refuse(origin, "a truncated checkpoint (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < kHeaderBytes)
+    refuse(origin, "a truncated checkpoint (" + std::to_string(bytes.size()) + " bytes)");
   // The sizes are checked before anything is parsed, so a damaged length
   // can never make the reader allocate or read past the file.
   const std::uint64_t size = get_u64(bytes, 8);

@@ -4,8 +4,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <numeric>
+#include <string_view>
+#include <unordered_map>
 
+#include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/dist/checkpoint.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/search/parallel.hpp"
@@ -99,6 +103,37 @@ void rebalance(std::vector<std::deque<int>>& queues, const std::vector<Chunk>& c
     queues[donor] = std::move(keep);
     queues[taker] = std::move(give);
   }
+}
+
+// Which skeleton a plan is on (what same_skeleton compares: B and every
+// stage's placement and degrees), hashed. Two skeletons that collide only
+// merge in the count below, which makes the bound looser, never unsound.
+std::uint64_t skeleton_key(const Plan& plan) {
+  std::vector<std::int32_t> fields = {plan.micro_batch_size, static_cast<std::int32_t>(plan.stages.size())};
+  for (const StagePlan& s : plan.stages) fields.insert(fields.end(), {s.group, s.first_gpu, s.gpus, s.tp, s.dp});
+  return fnv1a64(std::string_view(reinterpret_cast<const char*>(fields.data()), fields.size() * sizeof fields[0]));
+}
+
+// The K-th best iteration time over the distinct skeletons of every rank's
+// top-K: K different skeletons are known to be at least that fast, so no
+// plan slower than it can enter the final top-K. Tighter than the minimum
+// of the ranks' own K-th bests (each rank holds only part of the top-K);
+// distinct, because the seed plans are on every rank. Infinity while fewer
+// than K are known.
+double job_kth_best(const std::vector<RoundReport>& reports, int k) {
+  std::unordered_map<std::uint64_t, double> best;
+  for (const RoundReport& r : reports) {
+    for (std::size_t i = 0; i < r.top_keys.size() && i < r.top_times.size(); ++i) {
+      auto [it, added] = best.emplace(r.top_keys[i], r.top_times[i]);
+      if (!added) it->second = std::min(it->second, r.top_times[i]);
+    }
+  }
+  if (static_cast<int>(best.size()) < k) return std::numeric_limits<double>::infinity();
+  std::vector<double> times;
+  times.reserve(best.size());
+  for (const auto& [key, time] : best) times.push_back(time);
+  std::nth_element(times.begin(), times.begin() + (k - 1), times.end());
+  return times[k - 1];
 }
 
 class Driver {
@@ -288,7 +323,8 @@ class Driver {
     me.rank = group_.rank();
     me.threads = threads_;
     me.share_chunks = static_cast<std::int64_t>(queues_[group_.rank()].size());
-    for (int c : queues_[group_.rank()]) me.share_skeletons += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
+    for (int c : queues_[group_.rank()])
+      me.share_skeletons += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
     mark_ = cache_.mark();
     last_checkpoint_s_ = clock_.seconds();
     return true;
@@ -351,17 +387,21 @@ class Driver {
           mine.failure_code = failure->exit_code;
           mine.failure = failure->message;
         }
-        mine.bound = incumbent_.bound();
+        // Alone, the incumbent's own bound is already the job's.
+        if (group_.size() > 1) {
+          for (const Plan& plan : incumbent_.plans()) {
+            mine.top_keys.push_back(skeleton_key(plan));
+            mine.top_times.push_back(plan.predicted.iteration_time_s);
+          }
+        }
         mine.evaluated = evaluated_;
         mine.skipped = skipped_;
         mine.no_split = no_split_;
         mine.checkpoint_now =
             root() && checkpointing() && exchange_start - last_checkpoint_s_ >= options_.checkpoint_interval_s;
-        fprintf(stderr, "r%d round\n", group_.rank());
         reports_ = group_.all_gather(mine);
         ++report_.rounds;
 
-        double bound = incumbent_.bound();
         bool stop = false;
         for (int r = 0; r < group_.size(); ++r) {
           const RoundReport& theirs = reports_[r];
@@ -374,9 +414,9 @@ class Driver {
             done_[c] = 1;
             if (r == me) ++report_.chunks_done;
           }
-          bound = std::min(bound, theirs.bound);
           stop = stop || theirs.stop;
         }
+        const double bound = job_kth_best(reports_, options_.search.top_k);
         incumbent_.tighten(bound);
         if (out.failure) return;
         const bool all_done = std::all_of(queues_.begin(), queues_.end(), [](const auto& q) { return q.empty(); });
@@ -392,7 +432,7 @@ class Driver {
           return;
         }
         rebalance(queues_, chunks_, taken_);
-        report_progress(bound);
+        report_progress(incumbent_.bound());
         report_.exchange_s += clock_.seconds() - exchange_start;
       } catch (const std::exception& e) {
         const int code = dynamic_cast<const InputError*>(&e) ? kExitInvalidInput : kExitFailure;
@@ -404,7 +444,6 @@ class Driver {
   // Collective: every rank's entries computed since the last exchange, to
   // every other rank, imported as peer entries.
   void exchange_cache_entries() {
-    fprintf(stderr, "r%d entries\n", group_.rank());
     CacheEntries mine{cache_.delta_since(mark_)};
     mark_ = cache_.mark();
     const std::vector<CacheEntries> all = group_.all_gather(mine);
@@ -446,9 +485,10 @@ class Driver {
   // write error is not fatal at once: it is reported at the next exchange
   // (or in the outcome) so every rank ends cleanly.
   void save_checkpoint(bool last, DistributedResult& out) {
-    fprintf(stderr, "r%d ckpt gather\n", group_.rank());
     std::vector<PlanList> lists = group_.gather(PlanList{incumbent_.plans()}, 0);
-    fprintf(stderr, "r%d ckpt gathered\n", group_.rank());
+    // Every rank must know the last gather happened, or finish() would
+    // gather again on some ranks only.
+    plans_gathered_ = last;
     if (!root()) return;
     std::vector<std::vector<Plan>> plans;
     for (PlanList& l : lists) plans.push_back(std::move(l.value));
@@ -479,7 +519,7 @@ class Driver {
 
   void finish(DistributedResult& out) {
     try {
-      if (!final_top_) {
+      if (!plans_gathered_) {
         std::vector<PlanList> lists = group_.gather(PlanList{incumbent_.plans()}, 0);
         if (root()) {
           std::vector<std::vector<Plan>> plans;
@@ -573,7 +613,8 @@ class Driver {
   std::uint64_t mark_ = 0;
   double last_checkpoint_s_ = 0;
   std::optional<RankFailure> pending_failure_;
-  std::optional<std::vector<Plan>> final_top_;  // rank 0, when the last checkpoint gathered it
+  bool plans_gathered_ = false;                 // the last checkpoint gathered the final plans (every rank)
+  std::optional<std::vector<Plan>> final_top_;  // rank 0: the merged final plans
 
   // This rank's search-phase totals.
   std::int64_t evaluated_ = 0, skipped_ = 0, no_split_ = 0;
@@ -584,7 +625,8 @@ class Driver {
 
 DistributedResult run_distributed_search(const Problem& problem, const DistributedOptions& options,
                                          MpiSession* mpi) {
-  RankGroup group = mpi ? RankGroup(mpi->impl().world) : RankGroup();
+  // A job of one rank has no one to exchange with: it runs as one process.
+  RankGroup group = mpi && mpi->size() > 1 ? RankGroup(mpi->impl().world) : RankGroup();
   Driver driver(problem, options, group);
   return driver.run();
 }

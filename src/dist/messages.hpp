@@ -81,7 +81,11 @@ struct ShareTable {
 // will use them.
 struct RoundReport {
   std::vector<std::int32_t> finished;  // chunks searched to the end this round, in queue order
-  double bound = 0;                    // this rank's K-th best iteration time (inf: fewer than K plans)
+  // This rank's top-K, best first: a key per plan's skeleton and its
+  // iteration time. From every rank's list each rank computes the job's
+  // K-th best over distinct skeletons: the bound for pruning.
+  std::vector<std::uint64_t> top_keys;
+  std::vector<double> top_times;
   std::int64_t evaluated = 0;          // cumulative, search phase
   std::int64_t skipped = 0;            // cumulative: skeletons skipped by the bound
   std::int64_t no_split = 0;           // cumulative: skeletons without a feasible split
@@ -92,7 +96,8 @@ struct RoundReport {
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & finished & bound & evaluated & skipped & no_split & stop & checkpoint_now & failure_code & failure;
+    ar & finished & top_keys & top_times & evaluated & skipped & no_split & stop & checkpoint_now & failure_code &
+        failure;
   }
 };
 

@@ -7,8 +7,9 @@ namespace {
 
 std::string line(const char* rank, const RankReport& r) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%-5s %7lld %9lld %6lld %6lld %9lld %9lld %10lld %10lld %6.1f%% %11lld %11lld %8.2f %8.2f %8.2f\n",
-                rank, static_cast<long long>(r.share_chunks), static_cast<long long>(r.share_skeletons),
+  std::snprintf(buf, sizeof buf,
+                "%-5s %7lld %9lld %6lld %6lld %9lld %9lld %10lld %10lld %6.1f%% %11lld %11lld %8.2f %8.2f %8.2f\n", rank,
+                static_cast<long long>(r.share_chunks), static_cast<long long>(r.share_skeletons),
                 static_cast<long long>(r.chunks_done), static_cast<long long>(r.chunks_taken),
                 static_cast<long long>(r.evaluated), static_cast<long long>(r.pruned),
                 static_cast<long long>(r.cache_hits), static_cast<long long>(r.cache_peer_hits), 100.0 * r.hit_rate(),

@@ -17,6 +17,8 @@
 namespace autohaap::strategy {
 namespace {
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 struct Option {
   GroupLayout layout;
   Recompute recompute;
@@ -125,7 +127,6 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
       }
       // Step every group with an overflowing stage to its next option.
       std::vector<bool> overflow(task.options.size(), false);
-      constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
       for (int i = 0; i < s.num_stages(); ++i) {
         if (plan.predicted.stage_memory_GiB[i] * kGiB > cost.capacity_bytes(s.stages[i].group)) {
           overflow[group_of_stage[i]] = true;

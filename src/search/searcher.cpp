@@ -1,7 +1,7 @@
 #include "autohaap/search/searcher.hpp"
 
 #include <algorithm>
-#include <numeric>
+#include <limits>
 
 #include "autohaap/error.hpp"
 #include "autohaap/search/load_balancer.hpp"

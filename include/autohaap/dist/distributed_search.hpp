@@ -13,10 +13,12 @@
 //  2. Rounds. Each rank searches its queued chunks in order (search_share,
 //     with its own TBB threads and LatencyCache) until about
 //     exchange_interval_s has passed or its queue is empty, then joins the
-//     exchange. A first all-gather carries each rank's finished chunks, its
-//     K-th best iteration time (the minimum over ranks tightens every
-//     incumbent: a rank holding K plans at most T proves the global K-th
-//     best is at most T), and stop and failure flags. If another round
+//     exchange. A first all-gather carries each rank's finished chunks, the
+//     iteration times of its top-K (with a key per skeleton), and stop and
+//     failure flags. From them every rank computes the job's K-th best
+//     over distinct skeletons and tightens its incumbent with it: K
+//     skeletons are known to be at least that fast, so nothing slower can
+//     enter the final top-K. If another round
 //     follows, a second all-gather carries the latency-cache entries each
 //     rank computed since the last exchange, imported by the others as
 //     peer entries (the last round skips it: nobody would use them). A
@@ -73,7 +75,7 @@ struct DistributedOptions {
   // strategy, threads (per rank), top_k, time_limit_s, cancel; progress is
   // called on rank 0 after each exchange with the job's totals.
   SearchOptions search;
-  double exchange_interval_s = 0.5;
+  double exchange_interval_s = 0.1;
   bool exchange_cache = true;         // false: ranks exchange bounds only
   std::string checkpoint_path;        // empty: no checkpoint
   double checkpoint_interval_s = 30;

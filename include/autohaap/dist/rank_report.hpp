@@ -36,7 +36,8 @@ struct RankReport {
   std::int64_t bytes_received = 0;
   std::int64_t rounds = 0;
   double search_s = 0;    // searching its chunks
-  double exchange_s = 0;  // in collectives once every rank had arrived, merging what came back
+  double exchange_s = 0;  // in collectives once every rank had arrived, merging what came back,
+                          // and (rank 0) writing checkpoints
   double idle_s = 0;      // waiting for peers to reach an exchange
   double wall_s = 0;      // the whole distributed search on this rank
 

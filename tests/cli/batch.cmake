@@ -1,0 +1,31 @@
+# CLI instance tests of `autohaap batch`: a table of
+#   name | expected exit code | regex the output must match | arguments...
+# The fleet cases run the shipped jobs/fleet.yaml into the build tree: the
+# first plans (or, on a re-run of ctest, skips) every entry, the second must
+# skip them all.
+set(_jobs ${PROJECT_SOURCE_DIR}/jobs)
+set(_batch_out ${CMAKE_CURRENT_BINARY_DIR}/batch_out)
+set(_batch_cases
+  "batch_count|0|^8\n$|batch|${_jobs}/sweep-gpt3.yaml|--count"
+  "batch_list|0|^0 gpt3-1.3b__a100x8__default\n1 gpt3-2.7b__a100x8__default\n2 gpt3-6.7b__mixed-a100-v100__default\n|batch|${_jobs}/fleet.yaml|--list"
+  "batch_index_out_of_range|2|--index: got '8'. allowed: an entry index from 0 to 7|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/never|--index|8"
+  "batch_malformed_shard|2|--shard: got '2/2'. allowed: I/N with integers 0 <= I < N|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/never|--shard|2/2"
+  "batch_index_and_shard|2|at most one of --index and --shard|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/never|--index|0|--shard|0/2"
+  "batch_missing_out|2|--out: got '.missing.'|batch|${_jobs}/sweep-gpt3.yaml"
+  "batch_unknown_model|2|unknown_model.yaml: entries.1..model: got 'gpt3-9b'|batch|${CMAKE_CURRENT_SOURCE_DIR}/data/batch/unknown_model.yaml|--out|${_batch_out}/never"
+  "batch_missing_manifest|2|no_such_manifest.yaml|batch|no_such_manifest.yaml|--count"
+  "batch_fleet|0|failed +: 0\nskipped +: [06]\ninterrupted +: no\nbatch_entries +: 6\nbatch_pending +: 0|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet|--threads|2"
+  "batch_fleet_again_skips|0|found +: 0\ninfeasible +: 0\nfailed +: 0\nskipped +: 6|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet"
+)
+foreach(case ${_batch_cases})
+  string(REPLACE "|" ";" fields "${case}")
+  list(POP_FRONT fields name exit_code regex)
+  list(JOIN fields "|" args)
+  add_test(NAME cli_${name}
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
+                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
+  set_tests_properties(cli_${name} PROPERTIES LABELS "cli;batch")
+endforeach()
+# The second fleet run needs the first one's plans.
+set_tests_properties(cli_batch_fleet PROPERTIES FIXTURES_SETUP batch_fleet)
+set_tests_properties(cli_batch_fleet_again_skips PROPERTIES FIXTURES_REQUIRED batch_fleet)

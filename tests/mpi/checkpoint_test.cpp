@@ -1,0 +1,155 @@
+// Checkpoint files: what is written reads back bit for bit; a damaged,
+// truncated or foreign file, or one written for other inputs, is refused
+// with an InputError naming the file; the fingerprint moves with every
+// input that changes the answer and with nothing else.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "../unit/plan_fixtures.hpp"
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/dist/checkpoint.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "dist_fixtures.hpp"
+#include "dist_test_session.hpp"
+
+namespace autohaap::dist::testing {
+namespace {
+
+SearchCheckpoint sample_checkpoint() {
+  SearchCheckpoint c;
+  c.fingerprint = 0x1234;
+  c.inputs = "gpt3-1.3b on mixed-a100-v100, strategy autohaap, top 2";
+  c.skeletons = 10;
+  c.list_digest = 0x9999;
+  c.chunk_end = {2, 5, 10};
+  c.chunk_done = {1, 0, 1};
+  c.top = {testing_fixtures::sample_plan()};
+  c.evaluated = 77;
+  c.pruned.add(PruneRule::lower_bound_above_best, 4);
+  c.pruned.add(PruneRule::no_feasible_split, 1);
+  c.cache = real_cache_entries();
+  return c;
+}
+
+// One file per rank: every rank of the test job runs these tests at once.
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) /
+          ("autohaap_ckpt_r" + std::to_string(g_session->rank()) + "_" + name))
+      .string();
+}
+
+// The InputError message of `fn`, or "" if it did not throw one.
+template <class Fn>
+std::string input_error(Fn&& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, EncodesAndDecodesEveryBit) {
+  const SearchCheckpoint c = sample_checkpoint();
+  const SearchCheckpoint back = decode_checkpoint(encode_checkpoint(c), "memory");
+  EXPECT_EQ(cereal_bytes(back), cereal_bytes(c));
+  EXPECT_EQ(back.chunks_done(), 2);
+  testing_fixtures::expect_same_plan(back.top.at(0), c.top.at(0));
+}
+
+TEST(Checkpoint, FileRoundTripAndMissingFile) {
+  const std::string path = temp_path("round_trip.bin");
+  std::filesystem::remove(path);
+  EXPECT_FALSE(read_checkpoint(path, 0x1234, "x").has_value());
+  const SearchCheckpoint c = sample_checkpoint();
+  write_checkpoint(path, c);
+  const auto back = read_checkpoint(path, 0x1234, "x");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(cereal_bytes(*back), cereal_bytes(c));
+  std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, RefusesOtherInputsNamingFileAndBothSearches) {
+  const std::string path = temp_path("other_inputs.bin");
+  write_checkpoint(path, sample_checkpoint());
+  const std::string message =
+      input_error([&] { read_checkpoint(path, 0x5678, "llama3-8b on mixed-a100-v100, strategy autohaap, top 1"); });
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("other inputs"), std::string::npos) << message;
+  EXPECT_NE(message.find("gpt3-1.3b on mixed-a100-v100"), std::string::npos) << message;
+  EXPECT_NE(message.find("llama3-8b on mixed-a100-v100"), std::string::npos) << message;
+  std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, RefusesDamagedTruncatedAndForeignFiles) {
+  const std::string good = encode_checkpoint(sample_checkpoint());
+  const std::string path = temp_path("damaged.bin");
+  auto refused = [&](const std::string& bytes, const char* expected) {
+    write_file_atomically(path, bytes);
+    const std::string message = input_error([&] { read_checkpoint(path, 0x1234, "x"); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  };
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x40;
+  refused(flipped, "checksum");
+  refused(good.substr(0, good.size() - 1), "truncated");
+  refused(good.substr(0, 30), "truncated");
+  refused(good.substr(0, 12), "truncated");
+  refused("", "not an autohaap search checkpoint");
+  refused("format: autohaap-plan/1\nmodel: x\n", "not an autohaap search checkpoint");
+  // A size field damaged to something huge must not make the reader allocate it.
+  std::string huge = good;
+  huge[15] = static_cast<char>(0x7f);
+  refused(huge, "truncated");
+  std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
+  const Problem base = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
+  const CostParameters params;
+  const std::uint64_t f = search_fingerprint(base, params, "autohaap", 1);
+  EXPECT_EQ(f, search_fingerprint(base, params, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 2));
+  EXPECT_NE(f, search_fingerprint(base, params, "metis", 1));
+  Problem other = base;
+  other.training.global_batch = 256;
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  other = base;
+  other.cluster.groups[1].nodes = 1;
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  other = base;
+  other.cluster.groups[0].device.hbm_GBps *= 1.0000001;
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  CostParameters tuned;
+  tuned.network_efficiency = 0.71;
+  EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, "autohaap", 1));
+}
+
+TEST(Checkpoint, ListDigestSeesOrderAndBounds) {
+  const Problem p = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
+  const CostModel cost(p);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  std::vector<Skeleton> list = prepare_search(cost, memory, cache).skeletons;
+  ASSERT_GE(list.size(), 2u);
+  const std::uint64_t d = skeleton_list_digest(list);
+  LatencyCache again;
+  EXPECT_EQ(d, skeleton_list_digest(prepare_search(cost, memory, again).skeletons));
+  std::vector<Skeleton> swapped = list;
+  std::swap(swapped[0], swapped[1]);
+  EXPECT_NE(d, skeleton_list_digest(swapped));
+  std::vector<Skeleton> nudged = list;
+  nudged.back().lower_bound_s = std::nextafter(nudged.back().lower_bound_s, 1e9);
+  EXPECT_NE(d, skeleton_list_digest(nudged));
+  list.pop_back();
+  EXPECT_NE(d, skeleton_list_digest(list));
+}
+
+}  // namespace
+}  // namespace autohaap::dist::testing

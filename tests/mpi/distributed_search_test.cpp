@@ -1,0 +1,204 @@
+// The distributed search gives the plans run_search gives — the same top-K,
+// every field, in the same order — over every rank of the test job and in
+// one process, whatever the thread count, chunk size or cache exchange;
+// and a search stopped midway resumes from its checkpoint (also with
+// another rank count) to the same answer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "autohaap/dist/checkpoint.hpp"
+#include "autohaap/dist/distributed_search.hpp"
+#include "dist_fixtures.hpp"
+#include "dist_test_session.hpp"
+
+namespace autohaap::dist::testing {
+namespace {
+
+std::vector<Plan> reference_top(const Problem& p, int top_k) {
+  SearchOptions options;
+  options.top_k = top_k;
+  options.threads = 1;
+  return without_stats(run_search(p, options).top);
+}
+
+DistributedOptions options_for(int top_k) {
+  DistributedOptions o;
+  o.search.top_k = top_k;
+  o.search.threads = 1;
+  o.exchange_interval_s = 0.01;  // many rounds, so exchanges and rebalancing happen
+  return o;
+}
+
+struct Case {
+  const char* model;
+  const char* cluster;
+  int top_k;
+};
+
+TEST(DistributedSearch, SameTopKAsRunSearch) {
+  for (const Case& c : {Case{"gpt3-1.3b", "mixed-a100-v100.yaml", 1}, Case{"llama3-8b", "mixed-a100-v100.yaml", 5},
+                        Case{"llama3-8b", "mixed-h100-a100-v100.yaml", 40}}) {
+    SCOPED_TRACE(std::string(c.model) + " on " + c.cluster + ", top " + std::to_string(c.top_k));
+    const Problem p = problem(c.model, c.cluster);
+    const std::vector<Plan> expected = reference_top(p, c.top_k);
+    EXPECT_FALSE(expected.empty());
+
+    DistributedOptions o = options_for(c.top_k);
+    const DistributedResult all = run_distributed_search(p, o, g_session);
+    EXPECT_FALSE(all.failure.has_value());
+    EXPECT_TRUE(all.found);
+    if (g_session->rank() == 0) {
+      EXPECT_EQ(cereal_bytes(without_stats(all.result.top)), cereal_bytes(expected));
+      EXPECT_EQ(all.result.stats.ranks, g_session->size());
+      EXPECT_EQ(static_cast<int>(all.ranks.size()), g_session->size());
+      EXPECT_EQ(all.chunks_searched, all.chunks);
+      std::int64_t share = 0;
+      for (const RankReport& r : all.ranks) share += r.share_skeletons;
+      EXPECT_EQ(share, all.result.prune.kept);
+    }
+
+    // One process, no MPI: the same.
+    const DistributedResult alone = run_distributed_search(p, o, nullptr);
+    EXPECT_EQ(cereal_bytes(without_stats(alone.result.top)), cereal_bytes(expected));
+    EXPECT_EQ(alone.result.stats.ranks, 1);
+  }
+}
+
+TEST(DistributedSearch, AnswerDoesNotDependOnThreadsChunksOrExchange) {
+  const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
+  const std::vector<Plan> expected = reference_top(p, 12);
+  for (int variant = 0; variant < 3; ++variant) {
+    DistributedOptions o = options_for(12);
+    if (variant == 0) o.chunks_per_rank = 1;
+    if (variant == 1) {
+      o.chunks_per_rank = 500;
+      o.search.threads = 2;
+    }
+    if (variant == 2) o.exchange_cache = false;
+    const DistributedResult r = run_distributed_search(p, o, g_session);
+    if (g_session->rank() == 0)
+      EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected)) << "variant " << variant;
+  }
+}
+
+TEST(DistributedSearch, CacheEntriesReachPeers) {
+  if (g_session->size() < 2) GTEST_SKIP() << "needs two ranks";
+  const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
+  DistributedOptions o = options_for(100);
+  o.exchange_interval_s = 0.001;
+  const DistributedResult with = run_distributed_search(p, o, g_session);
+  o.exchange_cache = false;
+  const DistributedResult without = run_distributed_search(p, o, g_session);
+  if (g_session->rank() == 0) {
+    std::int64_t peer_hits = 0, peer_hits_off = 0;
+    for (const RankReport& r : with.ranks) peer_hits += r.cache_peer_hits;
+    for (const RankReport& r : without.ranks) peer_hits_off += r.cache_peer_hits;
+    EXPECT_GT(peer_hits, 0);
+    EXPECT_EQ(peer_hits_off, 0);
+    EXPECT_EQ(cereal_bytes(without_stats(with.result.top)), cereal_bytes(without_stats(without.result.top)));
+  }
+}
+
+TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
+  const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
+  const int top_k = 60;
+  const std::vector<Plan> expected = reference_top(p, top_k);
+  const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                            ("autohaap_resume_" + std::to_string(g_session->size()) + ".ckpt"))
+                               .string();
+  if (g_session->rank() == 0) std::filesystem::remove(path);
+
+  // Stop after the first exchange: rank 0 raises the cancel flag, every
+  // rank stops at the next one, and the final checkpoint is written.
+  std::atomic<bool> cancel{false};
+  DistributedOptions o = options_for(top_k);
+  o.checkpoint_path = path;
+  o.checkpoint_interval_s = 1000;
+  o.chunks_per_rank = 200;
+  o.search.cancel = &cancel;
+  o.search.progress = [&](const SearchProgress&) { cancel = true; };
+  const DistributedResult stopped = run_distributed_search(p, o, g_session);
+  EXPECT_FALSE(stopped.failure.has_value());
+  EXPECT_TRUE(stopped.result.timed_out);
+  if (g_session->rank() == 0) {
+    EXPECT_GT(stopped.chunks_searched, 0);
+    EXPECT_LT(stopped.chunks_searched, stopped.chunks);
+  }
+
+  // Resumed by rank 0 alone (another rank count), from a copy...
+  const std::string copy = path + ".alone";
+  if (g_session->rank() == 0) {
+    std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+    DistributedOptions alone = options_for(top_k);
+    alone.checkpoint_path = copy;
+    const DistributedResult r = run_distributed_search(p, alone, nullptr);
+    EXPECT_TRUE(r.resumed);
+    EXPECT_EQ(r.chunks_restored, stopped.chunks_searched);
+    EXPECT_EQ(r.chunks_restored + r.chunks_searched, r.chunks);
+    EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected));
+    std::filesystem::remove(copy);
+  }
+
+  // ...and by the whole job.
+  o.search.cancel = nullptr;
+  o.search.progress = nullptr;
+  const DistributedResult resumed = run_distributed_search(p, o, g_session);
+  EXPECT_TRUE(resumed.resumed);
+  EXPECT_FALSE(resumed.result.timed_out);
+  if (g_session->rank() == 0) {
+    EXPECT_EQ(resumed.chunks_restored, stopped.chunks_searched);
+    EXPECT_EQ(cereal_bytes(without_stats(resumed.result.top)), cereal_bytes(expected));
+    // The final checkpoint holds the finished search: a third run redoes nothing.
+    const DistributedResult again = run_distributed_search(p, o, nullptr);
+    EXPECT_EQ(again.chunks_restored, again.chunks);
+    EXPECT_EQ(again.chunks_searched, 0);
+    EXPECT_EQ(cereal_bytes(without_stats(again.result.top)), cereal_bytes(expected));
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(DistributedSearch, CheckpointOfOtherInputsFailsOnEveryRank) {
+  const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                            ("autohaap_other_" + std::to_string(g_session->size()) + ".ckpt"))
+                               .string();
+  DistributedOptions o = options_for(1);
+  o.checkpoint_path = path;
+  // Written by a search of one model...
+  const DistributedResult first = run_distributed_search(problem("gpt3-1.3b", "mixed-a100-v100.yaml"), o, g_session);
+  EXPECT_FALSE(first.failure.has_value());
+  // ...refused by a search of another, on every rank, with exit code 2.
+  const DistributedResult second = run_distributed_search(problem("llama3-8b", "mixed-a100-v100.yaml"), o, g_session);
+  EXPECT_TRUE(second.failure.has_value());
+  if (second.failure) {
+    EXPECT_EQ(second.failure->exit_code, 2);
+    EXPECT_NE(second.failure->message.find(path), std::string::npos) << second.failure->message;
+    EXPECT_NE(second.failure->message.find("other inputs"), std::string::npos) << second.failure->message;
+  }
+  if (g_session->rank() == 0) std::filesystem::remove(path);
+}
+
+TEST(DistributedSearch, BaselineStrategiesRunOnRankZero) {
+  const Problem p = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
+  SearchOptions s;
+  s.strategy = "uniform";
+  s.threads = 1;
+  const std::vector<Plan> expected = without_stats(run_search(p, s).top);
+  DistributedOptions o;
+  o.search = s;
+  const DistributedResult r = run_distributed_search(p, o, g_session);
+  EXPECT_TRUE(r.found);
+  if (g_session->rank() == 0) EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected));
+}
+
+TEST(DistributedSearch, BadOptionsFailOnEveryRank) {
+  DistributedOptions o;
+  o.exchange_interval_s = 0;
+  const DistributedResult r = run_distributed_search(problem("gpt3-1.3b", "mixed-a100-v100.yaml"), o, g_session);
+  EXPECT_TRUE(r.failure.has_value());
+  if (r.failure) EXPECT_EQ(r.failure->exit_code, 2);
+}
+
+}  // namespace
+}  // namespace autohaap::dist::testing

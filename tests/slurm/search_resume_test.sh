@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A distributed search through the real slurm/search.sbatch (2 ranks under
+# srun --mpi=pmix) is cancelled with scancel once it has written its first
+# checkpoint, then submitted again with the same arguments: the second job
+# must say that it resumed from the checkpoint, finish cleanly, and write
+# the same plan as a plain uninterrupted run.
+source "$(dirname "$0")/slurm_lib.sh"
+WORK=$(work_dir search_resume)
+cd "$WORK"
+# Four GPU generations: enough orderings for a search of several seconds,
+# so there is time to cancel it between two checkpoints (one thread per
+# rank keeps it that long on machines with many cores).
+cat > generations.yaml <<'YAML'
+name: four-generations
+groups:
+  - {device: h100-sxm, nodes: 1, gpus_per_node: 8}
+  - {device: a100-80gb, nodes: 1, gpus_per_node: 8}
+  - {device: a100-40gb, nodes: 1, gpus_per_node: 8}
+  - {device: v100-32gb, nodes: 1, gpus_per_node: 8}
+YAML
+search_args=(--model gpt3-13b --cluster generations.yaml --out run.json --checkpoint-interval 1 --threads 1)
+
+# The reference: one process, no checkpoint.
+"$AUTOHAAP_BIN" search --model gpt3-13b --cluster generations.yaml --out plain.json > plain.log ||
+  fail "plain search failed: $(tail -5 plain.log)"
+
+# 1. Submit, wait for its first checkpoint, cancel while it still runs.
+job=$(sbatch --parsable -D "$WORK" -n 2 "$AUTOHAAP_SOURCE_DIR/slurm/search.sbatch" "${search_args[@]}")
+log=$WORK/autohaap-search-$job.out
+deadline=$((SECONDS + 90))
+until [[ -s run.json.checkpoint ]]; do
+  if job_states "$job" | grep -qvE ' (PENDING|RUNNING|CONFIGURING) '; then
+    cat "$log" >&2
+    fail "job $job ended before writing a checkpoint"
+  fi
+  (( SECONDS < deadline )) || fail "no checkpoint from job $job after 90 s"
+  sleep 0.2
+done
+job_states "$job" | grep -q ' RUNNING ' || fail "job $job finished before it could be cancelled; the search is too short"
+echo "cancelling job $job after its first checkpoint"
+scancel "$job"
+states=$(wait_job "$job" 60)
+grep -q ' CANCELLED ' <<<"$states" || fail "job $job was not cancelled: $states"
+[[ -s run.json.checkpoint ]] || fail "no checkpoint file after the cancel"
+
+# 2. Resubmit with the same arguments: resumes and completes.
+job2=$(sbatch --parsable -D "$WORK" -n 2 "$AUTOHAAP_SOURCE_DIR/slurm/search.sbatch" "${search_args[@]}")
+expect_completed "$job2" 120
+log2=$WORK/autohaap-search-$job2.out
+grep -E 'resum' "$log2" || { cat "$log2" >&2; fail "job $job2 did not say it resumed from the checkpoint"; }
+read -r restored total < <(grep -oE '[0-9]+ of [0-9]+ chunks restored' "$log2" | awk '{print $1, $3}' | head -1)
+[[ -n ${restored:-} && $restored -gt 0 ]] || fail "job $job2 restored no chunks"
+(( restored < total )) || fail "the checkpoint was already complete ($restored of $total chunks); nothing was resumed"
+grep -qE '^status +: found$' "$log2" || fail "job $job2 found no plan"
+
+# 3. Same plan as the plain run (the search statistics may differ).
+without_search() { sed '/"search": {/,/}/d' "$1"; }
+diff <(without_search plain.json) <(without_search run.json) || fail "the resumed plan differs from the plain run's"
+echo "PASS: cancelled after a checkpoint, resumed with $restored of $total chunks done, same plan as a plain run"
