@@ -15,6 +15,7 @@ struct SearchArgs {
   double time_limit = 0;
   bool explain = false;
   std::string out;
+  std::string report;  // SVG/HTML picture of the best plan
   // Distributed search and checkpoints (dist/distributed_search.hpp).
   std::string checkpoint;    // empty: none
   double checkpoint_interval = 30;

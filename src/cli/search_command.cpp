@@ -21,6 +21,7 @@
 #include "autohaap/dist/distributed_search.hpp"
 #include "autohaap/dist/mpi_session.hpp"
 #include "autohaap/dist/rank_report.hpp"
+#include "autohaap/report/report_writer.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
@@ -108,6 +109,7 @@ Problem load_search_problem(const SearchArgs& a) {
     throw InputError("command line", "--checkpoint-interval", std::to_string(a.checkpoint_interval), "seconds > 0");
   if (!a.checkpoint.empty() && a.strategy != "autohaap")
     throw InputError("command line", "--checkpoint", a.checkpoint, "only with --strategy autohaap");
+  if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
   return problem;
 }
 
@@ -158,6 +160,10 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   if (!a.out.empty()) {
     write_plan(best, a.out, problem.cluster);
     std::cout << "plan written to " << a.out << "\n";
+  }
+  if (!a.report.empty()) {
+    write_report(model, best, a.report);
+    std::cout << "report written to " << a.report << "\n";
   }
   std::cout << format_summary_block(best, result.timed_out ? "time-limit-best-so-far" : "found");
   return exit_code(true, result.timed_out);
@@ -242,6 +248,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->default_val(0);
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
+  cmd->add_option("--report", a.report, "write a picture of the best plan (.svg, or .html with its tables)");
   cmd->add_option("--checkpoint", a.checkpoint,
                   "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
                   "search is resumed");

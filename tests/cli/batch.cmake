@@ -17,15 +17,7 @@ set(_batch_cases
   "batch_fleet|0|failed +: 0\nskipped +: [06]\ninterrupted +: no\nbatch_entries +: 6\nbatch_pending +: 0|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet|--threads|2"
   "batch_fleet_again_skips|0|found +: 0\ninfeasible +: 0\nfailed +: 0\nskipped +: 6|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet"
 )
-foreach(case ${_batch_cases})
-  string(REPLACE "|" ";" fields "${case}")
-  list(POP_FRONT fields name exit_code regex)
-  list(JOIN fields "|" args)
-  add_test(NAME cli_${name}
-           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
-                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
-  set_tests_properties(cli_${name} PROPERTIES LABELS "cli;batch")
-endforeach()
+autohaap_cli_cases("cli;batch" ${_batch_cases})
 # The second fleet run needs the first one's plans.
 set_tests_properties(cli_batch_fleet PROPERTIES FIXTURES_SETUP batch_fleet)
 set_tests_properties(cli_batch_fleet_again_skips PROPERTIES FIXTURES_REQUIRED batch_fleet)

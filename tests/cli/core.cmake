@@ -14,13 +14,11 @@ set(_cli_cases
   "validate_all_configs|0|valid cluster|validate|${_cfg}/clusters/mixed-h100-a100-v100.yaml|${_cfg}/models/llama3-405b.yaml|${_cfg}/devices/h100-sxm.yaml|${_cfg}/training/default.yaml|${_cfg}/models/lstm-2layer-lm.yaml"
   "validate_bad_yaml|2|bad_cluster.yaml.*groups\\[0\\].nodes: got '-1'|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/bad_cluster.yaml"
   "validate_missing_file|2|no_such_file.yaml|validate|no_such_file.yaml"
+  "default_command_searches|0|status +: found\nmodel +: llama3-8b\ncluster +: mixed-a100-v100.*strategy +: autohaap"
+  "search_explain_and_report|0|rule +removed\n.*tp_not_dividing_heads +[0-9]+.*report written to .*best.svg.*status +: found|search|-m|gpt3-1.3b|-c|mixed-h100-a100|--explain|--report|${CMAKE_CURRENT_BINARY_DIR}/best.svg"
+  "search_infeasible|3|no feasible plan: .*GiB.*status +: infeasible|search|-m|gpt3-175b|-c|a100x8"
+  "search_bad_report_extension|2|x.png: report file extension: got '.png'|search|--report|x.png"
+  "search_unknown_strategy|2|--strategy: alpa not in|search|--strategy|alpa"
+  "search_uniform_baseline|0|strategy +: uniform|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--strategy|uniform"
 )
-foreach(case ${_cli_cases})
-  string(REPLACE "|" ";" fields "${case}")
-  list(POP_FRONT fields name exit_code regex)
-  list(JOIN fields "|" args)
-  add_test(NAME cli_${name}
-           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
-                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
-  set_tests_properties(cli_${name} PROPERTIES LABELS cli)
-endforeach()
+autohaap_cli_cases("cli" ${_cli_cases})

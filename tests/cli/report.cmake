@@ -25,15 +25,7 @@ set(_report_cases
   "metis_profiles_wrong_model|2|DeviceType.A100_tp1_bs1.json: model.num_layers: got '14'. allowed: 26: the embedding, the 24 layers of gpt3-350m|estimate|-m|gpt3-350m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_empty_dir|2|no .json files|estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/report|--tp|1|--pp|2|--dp|2|--micro-batch|1"
 )
-foreach(case ${_report_cases})
-  string(REPLACE "|" ";" fields "${case}")
-  list(POP_FRONT fields name exit_code regex)
-  list(JOIN fields "|" args)
-  add_test(NAME cli_${name}
-           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:autohaap>|${args}" -DEXPECT_EXIT=${exit_code}
-                   "-DEXPECT_REGEX=${regex}" -P ${PROJECT_SOURCE_DIR}/cmake/run_and_check.cmake)
-  set_tests_properties(cli_${name} PROPERTIES LABELS "cli;report")
-endforeach()
+autohaap_cli_cases("cli;report" ${_report_cases})
 
 # The HTML report, drawn by a browser: the screenshot must show a picture.
 set_tests_properties(cli_report_html PROPERTIES FIXTURES_SETUP report_html)
