@@ -1,17 +1,6 @@
 #include "autohaap/batch/summary.hpp"
 
-// rapidjson comes in through cereal's header only, configured as cereal
-// configures it (assertions throw), as in every other translation unit.
-#include <cereal/archives/json.hpp>
-#ifdef CEREAL_RAPIDJSON_NAMESPACE
-#include <cereal/external/rapidjson/prettywriter.h>
-#include <cereal/external/rapidjson/stringbuffer.h>
-namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
-#else
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-namespace rj = RAPIDJSON_NAMESPACE;
-#endif
+#include "../io/rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <cstdio>
 #include <filesystem>

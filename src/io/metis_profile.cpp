@@ -1,15 +1,6 @@
 #include "autohaap/io/metis_profile.hpp"
 
-// rapidjson through cereal's copy, configured as every other translation
-// unit that parses JSON sees it (see plan_io.cpp).
-#include <cereal/archives/json.hpp>
-#ifdef CEREAL_RAPIDJSON_NAMESPACE
-#include <cereal/external/rapidjson/error/en.h>
-namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
-#else
-#include <rapidjson/error/en.h>
-namespace rj = RAPIDJSON_NAMESPACE;
-#endif
+#include "rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <algorithm>
 #include <cctype>

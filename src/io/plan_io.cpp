@@ -1,20 +1,6 @@
 #include "autohaap/io/plan_io.hpp"
 
-// rapidjson comes in through cereal's header only: cereal configures its
-// assertions to throw, and every translation unit must see rapidjson
-// configured the same way.
-#include <cereal/archives/json.hpp>
-#ifdef CEREAL_RAPIDJSON_NAMESPACE
-#include <cereal/external/rapidjson/error/en.h>
-#include <cereal/external/rapidjson/stringbuffer.h>
-#include <cereal/external/rapidjson/writer.h>
-namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
-#else
-#include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-namespace rj = RAPIDJSON_NAMESPACE;
-#endif
+#include "rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <yaml-cpp/yaml.h>
 
