@@ -56,7 +56,8 @@ int run_estimate(const EstimateArgs& a) {
   std::cout << "AutoHAAP estimate: " << problem.model.name << " on " << problem.cluster.name << " ("
             << plan.num_gpus() << " of " << problem.cluster.total_gpus() << " GPUs), global batch "
             << plan.global_batch << " = micro-batch " << plan.micro_batch_size << " x " << plan.num_micro_batches
-            << ", zero " << problem.training.zero << "\n\n";
+            << ", zero " << problem.training.zero << "\n"
+            << precision_notes(problem) << "\n";
   std::cout << format_stage_table(model, plan) << "\nmemory per GPU (GiB)\n" << format_memory_table(model, plan)
             << "\n";
   std::cout << format_fit_problems(model, plan);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <set>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/metis_profile.hpp"
@@ -21,6 +22,17 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
   cmd->add_option("-t,--train", p.train, "training settings: catalog name or YAML file (default: built-in)");
   cmd->add_option("--profiles", p.profiles,
                   "measured latencies: a CSV file, or a Metis profile directory (DeviceType.<T>_tp<N>_bs<B>.json)");
+}
+
+std::string precision_notes(const Problem& p) {
+  std::string notes;
+  if (p.training.precision != Precision::bf16) return notes;
+  std::set<std::string> seen;
+  for (const NodeGroup& g : p.cluster.groups) {
+    if (g.device.has_bf16 || !seen.insert(g.device.name).second) continue;
+    notes += "note: " + g.device.name + " has no BF16; its stages are costed in FP16 at its FP16 peak\n";
+  }
+  return notes;
 }
 
 Problem load_problem_args(const ProblemArgs& a) {

@@ -10,6 +10,9 @@
 namespace autohaap::cli {
 
 Problem load_problem_args(const ProblemArgs& args);
+// Lines that tell the user how the inputs were interpreted, e.g. BF16
+// requested on a device without it (costed in FP16: same bytes, FP16 peak).
+std::string precision_notes(const Problem& problem);
 Recompute parse_recompute(const std::string& value, const std::string& flag);
 
 }  // namespace autohaap::cli

@@ -130,7 +130,7 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
   std::cout << "AutoHAAP search: " << problem.model.name << " on " << problem.cluster.name << " ("
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
             << " groups), global batch " << problem.training.global_batch << ", strategy " << a.strategy << where
-            << "\n";
+            << "\n" << precision_notes(problem);
 }
 
 int exit_code(bool found, bool timed_out) {

@@ -223,7 +223,11 @@ class Driver {
         throw InputError("AUTOHAAP_TEST_FAIL_RANK", "", std::to_string(hook_.rank),
                          "no failure (a test asked this rank to fail while loading inputs)");
       parallel::with_threads(threads_, [&] {
-        prepared_ = prepare_search(cost_, memory_, cache_);
+        // Same options as run_search, so both keep the same list.
+        PrepareOptions prepare;
+        prepare.top_k = options_.search.top_k;
+        prepare.max_skeletons = options_.search.max_skeletons;
+        prepared_ = prepare_search(cost_, memory_, cache_, prepare);
         std::int64_t evaluated = 0;
         for (const Plan& plan : uniform_plans(cost_, options_.search.top_k, evaluated)) incumbent_.offer(plan);
         if (root()) seed_evaluated_ = evaluated;

@@ -15,7 +15,13 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   const CacheCounters before = cache.counters();
   const MemoryPruner memory(cost);
 
-  PreparedSearch prepared = prepare_search(cost, memory, cache);
+  PrepareOptions prepare;
+  prepare.top_k = options.top_k;
+  prepare.max_skeletons = options.max_skeletons;
+  prepare.cancel = options.cancel;
+  prepare.deadline_s = options.time_limit_s;
+  prepare.clock = [&clock] { return clock.seconds(); };
+  PreparedSearch prepared = prepare_search(cost, memory, cache, prepare);
   result.prune = prepared.prune;
   result.candidates = prepared.prune.considered;
   progress.set_total(static_cast<std::int64_t>(prepared.skeletons.size()));
@@ -25,6 +31,15 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   // already a near-optimal incumbent (seeding with every uniform plan cost
   // hundreds of estimates and never changed which skeletons were skipped).
   Incumbent incumbent(options.top_k);
+  if (prepared.stopped) {
+    // Stopped during initialization: the probes are the best so far.
+    for (const Plan& plan : prepared.probes) incumbent.offer(plan);
+    result.timed_out = true;
+    result.top = incumbent.plans();
+    result.stats.evaluated = static_cast<std::int64_t>(prepared.probes.size());
+    result.stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
+    return;
+  }
 
   std::vector<std::size_t> positions(prepared.skeletons.size());
   std::iota(positions.begin(), positions.end(), std::size_t{0});

@@ -31,10 +31,8 @@ bool next_split(std::vector<int>& ends, int layers) {
 void run_exhaustive(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
                     ProgressReporter& progress, SearchResult& result) {
   const Problem& problem = cost.problem();
-  const SearchSpace space(problem);
-  const SkeletonList list = initialize_skeletons(space, nullptr);
-  result.prune = list.report;
-
+  // Counted (streaming) before the list is built: a refused problem must
+  // not first materialize its skeletons.
   const std::int64_t candidates = exhaustive_candidates(problem);
   result.candidates = candidates;
   if (candidates > options.exhaustive_limit) {
@@ -44,6 +42,9 @@ void run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
                                                                                  : std::to_string(candidates)) +
                          " (use --strategy autohaap, or raise the exhaustive limit)");
   }
+  const SearchSpace space(problem);
+  const SkeletonList list = initialize_skeletons(space, nullptr);
+  result.prune = list.report;
 
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};

@@ -587,6 +587,35 @@ LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, La
 
 namespace {
 
+// fwd + bwd time of one micro-batch through one layer (layer < 0: any
+// layer of a model of identical layers) or through the edge work (first /
+// last), in mode `mode`, through the cache when there is one.
+double layer_seconds(const CostModel& cost, LatencyCache* cache, Recompute mode, const StageSlot& s, int micro_batch,
+                     int layer, bool first, bool last) {
+  const StageShape shape{s.group, s.tp, s.dp, mode};
+  const LayerKey key{s.group, s.tp, s.dp, micro_batch, static_cast<int>(mode), layer, first, last};
+  auto compute = [&] {
+    LayerEntry e;
+    Timing t;
+    LayerMemory m;
+    if (first || last) {
+      t = cost.edge_timing(shape, micro_batch, first, last);
+      m = cost.edge_memory(shape, micro_batch, first, last);
+    } else {
+      t = cost.layer_timing(shape, micro_batch, std::max(layer, 0));
+      m = cost.layer_memory(shape, micro_batch, std::max(layer, 0));
+    }
+    e.forward_s = t.forward_s;
+    e.backward_s = t.backward_s;
+    e.static_bytes = m.static_bytes;
+    e.activation_bytes = m.activation_bytes;
+    e.working_bytes = m.working_bytes;
+    return e;
+  };
+  const LayerEntry e = cache ? cache->layer(key, compute) : compute();
+  return e.forward_s + e.backward_s;
+}
+
 Speeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute fastest, const Skeleton& skeleton,
                     bool identical) {
   const Problem& problem = cost.problem();
@@ -595,28 +624,7 @@ Speeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute fastes
   Speeds speeds;
   speeds.edge.resize(p);
   auto lookup = [&](const StageSlot& s, int layer, bool first, bool last) {
-    const StageShape shape{s.group, s.tp, s.dp, fastest};
-    const LayerKey key{s.group, s.tp, s.dp, skeleton.micro_batch, static_cast<int>(fastest), layer, first, last};
-    auto compute = [&] {
-      LayerEntry e;
-      Timing t;
-      LayerMemory m;
-      if (first || last) {
-        t = cost.edge_timing(shape, skeleton.micro_batch, first, last);
-        m = cost.edge_memory(shape, skeleton.micro_batch, first, last);
-      } else {
-        t = cost.layer_timing(shape, skeleton.micro_batch, std::max(layer, 0));
-        m = cost.layer_memory(shape, skeleton.micro_batch, std::max(layer, 0));
-      }
-      e.forward_s = t.forward_s;
-      e.backward_s = t.backward_s;
-      e.static_bytes = m.static_bytes;
-      e.activation_bytes = m.activation_bytes;
-      e.working_bytes = m.working_bytes;
-      return e;
-    };
-    const LayerEntry e = cache ? cache->layer(key, compute) : compute();
-    return e.forward_s + e.backward_s;
+    return layer_seconds(cost, cache, fastest, s, skeleton.micro_batch, layer, first, last);
   };
   if (identical)
     speeds.layer.resize(p);
@@ -788,6 +796,13 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
     begin = out.layer_end[i];
   }
   return result;
+}
+
+std::optional<double> LoadBalancer::layer_time(const StageSlot& slot, int micro_batch) const {
+  if (cost_.problem().model.family == ModelFamily::generic) return std::nullopt;
+  const std::string& device = cost_.problem().cluster.groups[slot.group].device.name;
+  if (layer_profiles_.count({device, slot.tp, micro_batch / slot.dp})) return std::nullopt;
+  return layer_seconds(cost_, cache_, modes_.front(), slot, micro_batch, -1, false, false);
 }
 
 bool LoadBalancer::identical_layers(const Skeleton& skeleton) const {

@@ -189,9 +189,95 @@ std::optional<PruneRule> MemoryPruner::check(const Skeleton& skeleton) const {
 
 // ---------------------------------------------------------------------------
 
-SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory) {
+std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int order_index, int micro_batch_index,
+                                                 PruneReport& report) {
   const Problem& problem = space.problem();
-  const int layers = problem.model.layers;
+  const auto& order = space.group_orders()[order_index];
+  const int micro_batch = space.micro_batches()[micro_batch_index];
+  std::vector<std::vector<int>> ok(order.size());
+  if (problem.training.global_batch % micro_batch != 0) {
+    const std::int64_t combos = static_cast<std::int64_t>(std::min<std::uint64_t>(
+        space.combinations(order_index), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    report.add(PruneRule::micro_batch_not_dividing_batch, combos);
+    return ok;
+  }
+  // Per group: the rule each raw layout breaks. A skeleton is counted under
+  // the earliest rule any of its groups breaks: with N_g(r) the layouts of
+  // group g breaking no rule before r, rule r removes prod N_g(r) -
+  // prod N_g(r+1) skeletons.
+  std::vector<std::array<std::int64_t, kNone + 1>> at_least(order.size());
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const auto& layouts = space.layouts(order[j]);
+    at_least[j].fill(0);
+    for (int li = 0; li < static_cast<int>(layouts.size()); ++li) {
+      const int rule = layout_rank(problem, layouts[li], micro_batch);
+      for (int r = 0; r <= rule; ++r) ++at_least[j][r];
+      if (rule == kNone) ok[j].push_back(li);
+    }
+  }
+  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch);
+       ++r) {
+    std::int64_t with_r = 1, after_r = 1;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      with_r *= at_least[j][r];
+      after_r *= at_least[j][r + 1];
+    }
+    report.add(static_cast<PruneRule>(r), with_r - after_r);
+  }
+  return ok;
+}
+
+bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, int order_index, int micro_batch_index,
+                         PruneReport& report, const SkeletonWalk& walk) {
+  const int layers = space.problem().model.layers;
+  const auto& order = space.group_orders()[order_index];
+  const int n = static_cast<int>(order.size());
+  const std::vector<std::vector<int>> ok = structural_layouts(space, order_index, micro_batch_index, report);
+  for (const auto& list : ok) {
+    if (list.empty()) return true;
+  }
+  // below[j]: skeletons under one choice at position j (saturating).
+  std::vector<std::int64_t> below(n, 1);
+  for (int j = n - 2; j >= 0; --j) {
+    const long double v = static_cast<long double>(below[j + 1]) * static_cast<long double>(ok[j + 1].size());
+    below[j] = v > static_cast<long double>(std::numeric_limits<std::int64_t>::max())
+                   ? std::numeric_limits<std::int64_t>::max()
+                   : static_cast<std::int64_t>(v);
+  }
+  // Depth-first over the positions, last position fastest: the mixed-radix
+  // (id) order, with whole subtrees skipped when a prefix cannot win.
+  std::vector<int> digit(n, 0), layout_index(n), stages_before(n + 1, 0);
+  std::int64_t visited = 0;
+  int j = 0;
+  while (true) {
+    layout_index[j] = ok[j][digit[j]];
+    stages_before[j + 1] = stages_before[j] + space.layouts(order[j])[layout_index[j]].stages;
+    if (walk.keep_prefix && !walk.keep_prefix(j, layout_index)) {
+      report.add(PruneRule::lower_bound_above_best, below[j]);
+    } else if (j + 1 < n) {
+      ++j;
+      digit[j] = 0;
+      continue;
+    } else {
+      if (stages_before[n] > layers) {
+        report.add(PruneRule::more_stages_than_layers, 1);
+      } else {
+        Skeleton s = space.make(order_index, micro_batch_index, layout_index);
+        std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
+        if (broken)
+          report.add(*broken, 1);
+        else if (walk.visit)
+          walk.visit(std::move(s));
+      }
+      if (walk.stop && (++visited & 4095) == 0 && walk.stop()) return false;
+    }
+    // Next choice at this depth, climbing while a position is exhausted.
+    while (j >= 0 && ++digit[j] == static_cast<int>(ok[j].size())) --j;
+    if (j < 0) return true;
+  }
+}
+
+SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory) {
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());
 
@@ -203,68 +289,11 @@ SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* 
   };
   std::vector<Part> parts(orders.size() * static_cast<std::size_t>(num_b));
   parallel::for_each(parts.size(), [&](std::size_t task) {
-    const int o = static_cast<int>(task / num_b);
-    const int b = static_cast<int>(task % num_b);
-    const auto& order = orders[o];
-    const int micro_batch = space.micro_batches()[b];
     Part& part = parts[task];
-    const std::int64_t combos = static_cast<std::int64_t>(std::min<std::uint64_t>(
-        space.combinations(o), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
-    if (problem.training.global_batch % micro_batch != 0) {
-      part.report.add(PruneRule::micro_batch_not_dividing_batch, combos);
-      return;
-    }
-    // Per group: the rule each raw layout breaks. A skeleton is counted under
-    // the earliest rule any of its groups breaks: with N_g(r) the layouts of
-    // group g breaking no rule before r, rule r removes prod N_g(r) -
-    // prod N_g(r+1) skeletons.
-    std::vector<std::vector<int>> ok(order.size());
-    std::vector<std::array<std::int64_t, kNone + 1>> at_least(order.size());
-    for (std::size_t j = 0; j < order.size(); ++j) {
-      const auto& layouts = space.layouts(order[j]);
-      at_least[j].fill(0);
-      for (int li = 0; li < static_cast<int>(layouts.size()); ++li) {
-        const int rule = layout_rank(problem, layouts[li], micro_batch);
-        for (int r = 0; r <= rule; ++r) ++at_least[j][r];
-        if (rule == kNone) ok[j].push_back(li);
-      }
-    }
-    for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r < kNone; ++r) {
-      std::int64_t with_r = 1, after_r = 1;
-      for (std::size_t j = 0; j < order.size(); ++j) {
-        with_r *= at_least[j][r];
-        after_r *= at_least[j][r + 1];
-      }
-      if (r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch))
-        part.report.add(static_cast<PruneRule>(r), with_r - after_r);
-    }
-    // The layouts breaking no structural rule: enumerate them one by one.
-    for (const auto& list : ok) {
-      if (list.empty()) return;
-    }
-    std::vector<int> digit(order.size(), 0);
-    std::vector<int> layout_index(order.size());
-    while (true) {
-      int stages = 0;
-      for (std::size_t j = 0; j < order.size(); ++j) {
-        layout_index[j] = ok[j][digit[j]];
-        stages += space.layouts(order[j])[layout_index[j]].stages;
-      }
-      if (stages > layers) {
-        part.report.add(PruneRule::more_stages_than_layers, 1);
-      } else {
-        Skeleton s = space.make(o, b, layout_index);
-        std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
-        if (broken)
-          part.report.add(*broken, 1);
-        else
-          part.kept.push_back(std::move(s));
-      }
-      // Next combination, last group fastest (mixed radix = id order).
-      int j = static_cast<int>(order.size()) - 1;
-      while (j >= 0 && ++digit[j] == static_cast<int>(ok[j].size())) digit[j--] = 0;
-      if (j < 0) break;
-    }
+    SkeletonWalk walk;
+    walk.visit = [&](Skeleton&& s) { part.kept.push_back(std::move(s)); };
+    enumerate_skeletons(space, memory, static_cast<int>(task / num_b), static_cast<int>(task % num_b), part.report,
+                        walk);
   });
 
   SkeletonList list;

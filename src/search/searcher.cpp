@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autohaap/error.hpp"
+#include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "strategies.hpp"
@@ -54,37 +55,310 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
 }
 
 std::int64_t exhaustive_candidates(const Problem& problem) {
+  // Streamed: the structurally valid skeletons of a large cluster would not
+  // fit in memory, and this count is what refuses such a problem.
   const SearchSpace space(problem);
-  const SkeletonList list = initialize_skeletons(space, nullptr);
   const int layers = problem.model.layers;
   const long double modes = std::max<std::size_t>(1, problem.training.recompute_modes.size());
   const long double cap = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
+  const int num_b = static_cast<int>(space.micro_batches().size());
   long double total = 0;
-  for (const Skeleton& s : list.skeletons) {
-    long double n = static_cast<long double>(count_splits(layers, s.num_stages()));
-    for (int i = 0; i < s.num_stages() && n < cap; ++i) n *= modes;
-    total += n;
-    if (total >= cap) return std::numeric_limits<std::int64_t>::max();
+  for (std::size_t task = 0; task < space.group_orders().size() * num_b && total < cap; ++task) {
+    PruneReport scratch;
+    SkeletonWalk walk;
+    walk.visit = [&](Skeleton&& s) {
+      long double n = static_cast<long double>(count_splits(layers, s.num_stages()));
+      for (int i = 0; i < s.num_stages() && n < cap; ++i) n *= modes;
+      total += n;
+    };
+    walk.stop = [&] { return total >= cap; };
+    enumerate_skeletons(space, nullptr, static_cast<int>(task / num_b), static_cast<int>(task % num_b), scratch, walk);
   }
+  if (total >= cap) return std::numeric_limits<std::int64_t>::max();
   return static_cast<std::int64_t>(total);
 }
 
-PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache) {
+namespace {
+
+// Relative slack of every bound comparison, as in search_share: rounding
+// must never drop a skeleton that ties the threshold.
+constexpr double kBoundSlack = 1e-9;
+
+// Per position of one (group order, B): the structurally valid layouts and,
+// when every one has identical layers, each one's layer rate k / tau
+// (layers per second the group's k stages could process together, ignoring
+// memory and edges).
+struct TaskLayouts {
+  std::vector<std::vector<int>> ok;
+  std::vector<std::vector<double>> tau;   // per position, per ok layout
+  std::vector<std::vector<double>> rate;  // k / tau
+  bool rated = false;                     // every tau known
+};
+
+TaskLayouts task_layouts(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer, int o,
+                         int b, PruneReport& report) {
+  TaskLayouts t;
+  t.ok = structural_layouts(space, o, b, report);
+  const auto& order = space.group_orders()[o];
+  const int micro_batch = space.micro_batches()[b];
+  t.rated = true;
+  t.tau.resize(order.size());
+  t.rate.resize(order.size());
+  for (std::size_t j = 0; j < order.size() && t.rated; ++j) {
+    for (int li : t.ok[j]) {
+      const GroupLayout& g = space.layouts(order[j])[li];
+      const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
+      // A stage that cannot hold one layer even where memory is least
+      // loaded (a middle stage with one micro-batch in flight) only ever
+      // appears in skeletons the memory rules remove: no latency for it, so
+      // an impossible problem is still rejected before any is computed.
+      if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0) {
+        t.tau[j].push_back(std::numeric_limits<double>::infinity());
+        t.rate[j].push_back(0.0);
+        continue;
+      }
+      const auto tau = balancer.layer_time(slot, micro_batch);
+      if (!tau || !(*tau > 0)) {
+        t.rated = false;
+        break;
+      }
+      t.tau[j].push_back(*tau);
+      t.rate[j].push_back(g.stages / *tau);
+    }
+  }
+  return t;
+}
+
+double skeleton_work(const Skeleton& s, int layers) {
+  // The balancer's DP touches about stages x layers-per-stage cells per
+  // threshold; more stages also mean more thresholds.
+  return static_cast<double>(layers) + static_cast<double>(s.num_stages()) * s.num_stages();
+}
+
+bool by_bound(const Skeleton& a, const Skeleton& b) {
+  return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
+}
+
+// The probes: per (order, B), the skeletons whose groups all take their
+// r-th fastest layout (r = 0, 1, ...), memory-valid, of finite bound; the
+// `count` best bounds over all tasks, by (bound, id).
+std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPruner& memory,
+                                      const LoadBalancer& balancer, std::size_t count) {
+  const auto& orders = space.group_orders();
+  const int num_b = static_cast<int>(space.micro_batches().size());
+  const int layers = space.problem().model.layers;
+  std::vector<std::vector<Skeleton>> parts(orders.size() * static_cast<std::size_t>(num_b));
+  parallel::for_each(parts.size(), [&](std::size_t task) {
+    const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
+    PruneReport scratch;
+    const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
+    std::size_t widest = 0;
+    for (const auto& list : t.ok) {
+      if (list.empty()) return;
+      widest = std::max(widest, list.size());
+    }
+    const std::size_t n = t.ok.size();
+    std::vector<std::vector<int>> ranked(n);  // positions into ok, fastest first
+    for (std::size_t j = 0; j < n; ++j) {
+      ranked[j].resize(t.ok[j].size());
+      for (std::size_t i = 0; i < ranked[j].size(); ++i) ranked[j][i] = static_cast<int>(i);
+      if (t.rated) {
+        std::stable_sort(ranked[j].begin(), ranked[j].end(),
+                         [&](int x, int y) { return t.rate[j][x] > t.rate[j][y]; });
+      }
+    }
+    std::vector<int> layout_index(n), previous;
+    auto& out = parts[task];
+    for (std::size_t r = 0; r < widest; ++r) {
+      int stages = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        layout_index[j] = t.ok[j][ranked[j][std::min(r, ranked[j].size() - 1)]];
+        stages += space.layouts(space.group_orders()[o][j])[layout_index[j]].stages;
+      }
+      if (layout_index == previous || stages > layers) continue;
+      previous = layout_index;
+      Skeleton s = space.make(o, b, layout_index);
+      if (memory.check(s)) continue;
+      s.lower_bound_s = balancer.lower_bound(s);
+      if (s.lower_bound_s < std::numeric_limits<double>::infinity()) out.push_back(std::move(s));
+    }
+    // Only the best `count` of a task can be among the best overall.
+    if (out.size() > count) {
+      std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count), out.end(), by_bound);
+      out.resize(count);
+    }
+  });
+  std::vector<Skeleton> all;
+  for (auto& part : parts) {
+    for (auto& s : part) all.push_back(std::move(s));
+  }
+  const std::size_t keep = std::min(count, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
+  all.resize(keep);
+  return all;
+}
+
+}  // namespace
+
+PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,
+                              const PrepareOptions& options) {
   const SearchSpace space(cost.problem());
-  SkeletonList list = initialize_skeletons(space, &memory);
   const LoadBalancer balancer(cost, memory, &cache);
-  const int layers = cost.problem().model.layers;
-  parallel::for_each(list.skeletons.size(), [&](std::size_t i) {
-    Skeleton& s = list.skeletons[i];
-    s.lower_bound_s = balancer.lower_bound(s);
-    // The balancer's DP touches about stages x layers-per-stage cells per
-    // threshold; more stages also mean more thresholds.
-    s.work = static_cast<double>(layers) + static_cast<double>(s.num_stages()) * s.num_stages();
+  const Problem& problem = cost.problem();
+  const int layers = problem.model.layers;
+  const auto& orders = space.group_orders();
+  const int num_b = static_cast<int>(space.micro_batches().size());
+  PreparedSearch prepared;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  std::atomic<std::int64_t> kept{0};
+  std::atomic<bool> overflow{false}, stopped{false};
+  auto must_stop = [&] {
+    if (overflow.load(std::memory_order_relaxed)) return true;
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return true;
+    return options.deadline_s > 0 && options.clock && options.clock() > options.deadline_s;
+  };
+
+  if (must_stop()) {
+    prepared.stopped = true;
+    return prepared;
+  }
+
+  // Balances skeletons and keeps the K best plans (with those already
+  // held): their K-th time bounds the search's K-th best, since the
+  // skeletons stay in the list (a plan is no faster than its bound).
+  Incumbent seeds(std::max(1, options.top_k));
+  auto balance_probes = [&](const std::vector<Skeleton>& probes) {
+    std::vector<Plan> plans(probes.size());
+    std::vector<char> fits(probes.size(), 0);
+    parallel::for_each(probes.size(), [&](std::size_t i) {
+      const BalanceResult r = balancer.balance(probes[i]);
+      if (r.status != BalanceResult::Status::found) return;
+      plans[i] = make_plan(problem, probes[i], r.split.layer_end, r.split.recompute);
+      plans[i].predicted = cost.estimate(plans[i]);
+      fits[i] = plans[i].predicted.fits ? 1 : 0;
+    });
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (fits[i]) seeds.offer(plans[i]);
+    }
+    prepared.probes = seeds.plans();
+    if (static_cast<int>(prepared.probes.size()) == options.top_k) {
+      prepared.threshold_s = prepared.probes.back().predicted.iteration_time_s;
+    }
+  };
+
+  struct Part {
+    std::vector<Skeleton> kept;
+    PruneReport report;
+  };
+  // One pass over the space: each memory-valid skeleton whose bound can
+  // beat `threshold` goes to keep(part, skeleton). Subtree test: the
+  // bottleneck T holds at most T / tau_i layers per stage, so T >= L / R
+  // with R the skeleton's total layer rate, and the fill-and-drain sum is
+  // at least L * min tau (LoadBalancer::lower_bound is at least both); a
+  // prefix reaches at most its own rate plus each later position's fastest
+  // layout. Skipping by it never drops what the per-skeleton test keeps, so
+  // the result depends on the threshold alone.
+  auto stream = [&](double threshold, const std::function<void(Part&, Skeleton&&)>& keep) {
+    const double keep_below = threshold * (1 + kBoundSlack);
+    std::vector<Part> parts(orders.size() * static_cast<std::size_t>(num_b));
+    parallel::for_each(parts.size(), [&](std::size_t task) {
+      if (stopped.load(std::memory_order_relaxed)) return;
+      if (must_stop()) {
+        stopped.store(true);
+        return;
+      }
+      const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
+      Part& part = parts[task];
+      PruneReport scratch;
+      const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
+      const std::size_t n = t.ok.size();
+      const int m = problem.training.global_batch / space.micro_batches()[b];
+
+      SkeletonWalk walk;
+      std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
+      std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
+      if (t.rated && threshold < kInf && m > 1) {
+        for (std::size_t j = n; j-- > 0;) {
+          if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
+        }
+        walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
+          const auto& list = t.ok[depth];  // ascending: find the layout's slot
+          const std::size_t i = static_cast<std::size_t>(
+              std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
+          rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
+          tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
+          double lower = (m - 1) * layers / (rate_to[depth + 1] + rest[depth + 1]);
+          if (depth + 1 == static_cast<int>(n)) lower += layers * tau_min[n];
+          return lower * (1 - 1e-9) <= keep_below;
+        };
+      }
+      walk.visit = [&](Skeleton&& s) {
+        s.lower_bound_s = balancer.lower_bound(s);
+        if (threshold < kInf && !(s.lower_bound_s <= keep_below)) {
+          part.report.add(PruneRule::lower_bound_above_best, 1);
+          return;
+        }
+        s.work = skeleton_work(s, layers);
+        keep(part, std::move(s));
+      };
+      walk.stop = must_stop;
+      if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
+    });
+    return parts;
+  };
+
+  // Probes, deterministic (no bound shared while streaming), so every rank
+  // of a distributed search keeps the same list: first each (order, B)'s
+  // skeletons of uniformly fast layouts; then the best bounds of the whole
+  // space under that first threshold, which is what the search would
+  // balance first anyway.
+  const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 16;
+  if (options.top_k > 0) {
+    balance_probes(probe_skeletons(space, memory, balancer, probe_count));
+    if (prepared.threshold_s < kInf) {
+      std::vector<Part> best = stream(prepared.threshold_s, [&](Part& part, Skeleton&& s) {
+        part.kept.push_back(std::move(s));
+        if (part.kept.size() >= 2 * probe_count) {
+          std::nth_element(part.kept.begin(), part.kept.begin() + static_cast<std::ptrdiff_t>(probe_count),
+                           part.kept.end(), by_bound);
+          part.kept.resize(probe_count);
+        }
+      });
+      std::vector<Skeleton> all;
+      for (auto& part : best) {
+        for (auto& s : part.kept) all.push_back(std::move(s));
+      }
+      const std::size_t keep = std::min(probe_count, all.size());
+      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
+      all.resize(keep);
+      if (!stopped.load()) balance_probes(all);
+    }
+  }
+
+  std::vector<Part> parts = stream(prepared.threshold_s, [&](Part& part, Skeleton&& s) {
+    part.kept.push_back(std::move(s));
+    if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons) {
+      overflow.store(true);
+    }
   });
-  std::sort(list.skeletons.begin(), list.skeletons.end(), [](const Skeleton& a, const Skeleton& b) {
-    return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
-  });
-  return PreparedSearch{std::move(list.skeletons), list.report};
+
+  if (overflow.load()) {
+    throw InputError("", "search space",
+                     "more than " + std::to_string(options.max_skeletons) +
+                         " skeletons left after memory-aware initialization and the probes' bound",
+                     "at most max_skeletons (raise it, or describe fewer node groups or micro-batch sizes)");
+  }
+  prepared.stopped = stopped.load();
+  prepared.prune.considered = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  for (auto& part : parts) {
+    prepared.prune.merge(part.report);
+    for (auto& s : part.kept) prepared.skeletons.push_back(std::move(s));
+  }
+  std::sort(prepared.skeletons.begin(), prepared.skeletons.end(), by_bound);
+  prepared.prune.kept = static_cast<std::int64_t>(prepared.skeletons.size());
+  return prepared;
 }
 
 ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,

@@ -7,6 +7,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "search_fixtures.hpp"
 
@@ -245,7 +246,11 @@ TEST(Search, UnknownStrategyIsAnInputError) {
 TEST(Search, PruneReportAccountsForEverySkeleton) {
   const Problem problem = two_group_problem(8);
   const SearchResult r = search(problem, "autohaap");
-  EXPECT_EQ(r.prune.considered, r.prune.kept + r.prune.removed_initially());
+  // Initialization may also drop skeletons by the probes' bound, counted
+  // under lower_bound_above_best.
+  const std::int64_t bounded_initially = r.prune.considered - r.prune.kept - r.prune.removed_initially();
+  EXPECT_GE(bounded_initially, 0);
+  EXPECT_LE(bounded_initially, r.prune.count(PruneRule::lower_bound_above_best));
   EXPECT_GT(r.prune.considered, r.prune.kept);
   EXPECT_EQ(r.stats.pruned, r.prune.removed_initially() + r.prune.skipped_in_search());
   EXPECT_GT(r.prune.count(PruneRule::lower_bound_above_best), 0);
@@ -285,6 +290,70 @@ TEST(Search, CancelStopsWithTheBestSoFar) {
   EXPECT_TRUE(partial.timed_out);
   ASSERT_FALSE(partial.top.empty());
   EXPECT_TRUE(partial.top[0].predicted.fits);
+}
+
+std::vector<std::uint64_t> ids(const std::vector<Skeleton>& list) {
+  std::vector<std::uint64_t> out;
+  for (const Skeleton& s : list) out.push_back(s.id);
+  return out;
+}
+
+TEST(Search, ProbeBoundDropsOnlySkeletonsThatCannotWin) {
+  for (std::uint32_t seed : {3u, 17u, 29u, 411u}) {
+    const Problem problem = random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    LatencyCache cache;
+    const PreparedSearch full = prepare_search(cost, memory, cache);
+    for (int k : {1, 3}) {
+      PrepareOptions bounded_options;
+      bounded_options.top_k = k;
+      const PreparedSearch bounded = prepare_search(cost, memory, cache, bounded_options);
+      // The same list for any thread count.
+      const PreparedSearch one = parallel::with_threads(1, [&] { return prepare_search(cost, memory, cache, bounded_options); });
+      EXPECT_EQ(ids(one.skeletons), ids(bounded.skeletons)) << seed;
+      EXPECT_EQ(one.prune.removed, bounded.prune.removed) << seed;
+      // A subset of the full list: exactly those whose bound reaches the
+      // K-th best probe plan; every other one counted under the bound rule.
+      std::size_t expected = 0;
+      for (const Skeleton& s : full.skeletons) expected += s.lower_bound_s <= bounded.threshold_s * (1 + 1e-9);
+      EXPECT_EQ(bounded.skeletons.size(), expected) << seed;
+      EXPECT_EQ(bounded.prune.considered, full.prune.considered);
+      EXPECT_EQ(bounded.prune.kept + bounded.prune.removed_initially() +
+                    bounded.prune.count(PruneRule::lower_bound_above_best),
+                bounded.prune.considered);
+      // The K answers of the exhaustive reference are still listed.
+      const SearchResult exhaustive = search(problem, "exhaustive", 2, k);
+      for (const Plan& plan : exhaustive.top) EXPECT_TRUE(lists_skeleton_of(bounded.skeletons, plan)) << seed;
+      if (bounded.threshold_s < std::numeric_limits<double>::infinity()) {
+        ASSERT_EQ(static_cast<int>(bounded.probes.size()), k);
+        EXPECT_GE(bounded.threshold_s, exhaustive.top.at(k - 1).predicted.iteration_time_s * (1 - 1e-9));
+      }
+    }
+  }
+}
+
+TEST(Search, SkeletonGuardRefusesInsteadOfExhaustingMemory) {
+  SearchOptions options;
+  options.threads = 2;
+  options.max_skeletons = 1;
+  EXPECT_THROW(run_search(random_problem(411), options), InputError);
+  options.max_skeletons = 0;  // no limit
+  EXPECT_FALSE(run_search(random_problem(411), options).top.empty());
+}
+
+TEST(Search, InitializationHonoursTheDeadline) {
+  const Problem problem = random_problem(411);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  PrepareOptions options;
+  options.top_k = 1;
+  options.deadline_s = 1;
+  options.clock = [] { return 2.0; };  // already past it
+  const PreparedSearch prepared = prepare_search(cost, memory, cache, options);
+  EXPECT_TRUE(prepared.stopped);
+  EXPECT_TRUE(prepared.skeletons.empty());
 }
 
 TEST(Search, SharesSearchedApartMergeToTheSameAnswer) {

@@ -81,6 +81,13 @@ class LoadBalancer {
   // A value no plan on this skeleton can beat (within rounding).
   double lower_bound(const Skeleton& skeleton) const;
 
+  // tau: forward + backward time of one micro-batch of `micro_batch`
+  // sequences through one layer on a stage of this slot's shape, in the
+  // fastest allowed recompute mode: the per-layer time lower_bound uses.
+  // None when the stage's layers are not identical (generic model, or a
+  // per-layer profile for the shape). One cached estimate.
+  std::optional<double> layer_time(const StageSlot& slot, int micro_batch) const;
+
   // The skeleton's best split, if its iteration time is <= bound (ties with
   // an incumbent count as found). The bound only decides whether the search
   // may give up early; the split found never depends on it, so results do

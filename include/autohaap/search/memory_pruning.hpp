@@ -16,9 +16,10 @@
 //                                      with the leanest allowed recompute
 //     capacity_below_layers            the stages' layer capacities sum to
 //                                      fewer than the model's layers
-// During the search the report also counts skeletons skipped because their
-// lower bound cannot beat the best plan (lower_bound_above_best) and those
-// with no split that fits memory (no_feasible_split).
+// The report also counts skeletons skipped because their lower bound cannot
+// beat the best plan (lower_bound_above_best: during initialization against
+// a few probe plans, never stored, and during the search against the
+// incumbent) and those with no split that fits memory (no_feasible_split).
 //
 // Capacity: the most layers one GPU of a stage can hold for (group, tp, dp,
 // B, recompute, first/last position, micro-batches in flight under 1F1B).
@@ -37,6 +38,7 @@
 #include <array>
 #include <cereal/types/array.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,8 +126,41 @@ struct SkeletonList {
 };
 
 // Every skeleton of the space that passes the structural rules and, when
-// `memory` is given, the memory rules; counted per rule.
+// `memory` is given, the memory rules; counted per rule. Materializes the
+// whole list: for small spaces (tests, the exhaustive reference); the
+// search streams with enumerate_skeletons instead.
 SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory);
+
+// Per used group of one (group order, B index): the indices into
+// space.layouts(group) that break no per-layout structural rule, and the
+// counts of the raw skeletons of that (order, B) each structural rule
+// removes (micro-batch, tp and dp rules; more_stages_than_layers is only
+// known per skeleton) added to `report`. Empty lists when B does not divide
+// the batch. Cost: O(groups * layouts).
+std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int order_index, int micro_batch_index,
+                                                 PruneReport& report);
+
+// What enumerate_skeletons asks its caller while it walks one (order, B).
+struct SkeletonWalk {
+  // After the layout of pipeline position `depth` is chosen (layout_index
+  // [0..depth] set): false skips every skeleton below, counted under
+  // lower_bound_above_best (ahead of any memory rule they might break: the
+  // bound only ever skips what cannot win). Null: visit everything.
+  std::function<bool(int depth, const std::vector<int>& layout_index)> keep_prefix;
+  // Each skeleton that passes every rule (memory ones too, when a pruner
+  // is given).
+  std::function<void(Skeleton&& skeleton)> visit;
+  // Polled every few thousand skeletons: true abandons the walk.
+  std::function<bool()> stop;
+};
+
+// Streams the skeletons of one (group order, B index) in id order without
+// storing them, counting every removed one in `report` (the raw total of
+// the (order, B) is not added to report.considered). Returns false if
+// stopped. Memory O(groups); cost O(skeletons visited * stages) plus the
+// pruner's memoized capacities.
+bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, int order_index, int micro_batch_index,
+                         PruneReport& report, const SkeletonWalk& walk);
 
 // Why no plan exists, in one sentence a user can act on, from the report of
 // an initialization (or search) that kept nothing: the rule that removed

@@ -22,8 +22,9 @@
 //
 // Thread safety: run_search may be called from any thread; it uses up to
 // options.threads workers. Cost: autohaap is dominated by initialization
-// (one pass over the skeletons that pass the structural rules) and the few
-// skeletons whose lower bound beats the incumbent; exhaustive by its
+// (two streamed passes over the skeletons that pass the structural rules,
+// whole subtrees skipped by a rate bound; memory O(skeletons kept), capped
+// by max_skeletons) and the skeletons whose lower bound beats the incumbent; exhaustive by its
 // candidate count; metis by one balanced plan per (order, counts, B) and
 // overflow step. The progress callback is called from one worker
 // at a time (never concurrently), at most every progress_interval_s, and
@@ -63,6 +64,10 @@ struct SearchOptions {
   int top_k = 1;
   double time_limit_s = 0;                    // 0: none; else stop and return the best so far
   std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
+  // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
+  // count); beyond it the search stops with an InputError instead of
+  // exhausting memory. 0: no limit.
+  std::int64_t max_skeletons = 1'000'000;
   std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.2;
   const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
@@ -97,14 +102,44 @@ std::int64_t exhaustive_candidates(const Problem& problem);
 // in several calls (chunks) so bounds and cache deltas can be exchanged in
 // between.
 
+struct PrepareOptions {
+  // > 0: first balance a few probe skeletons (the best lower bounds among
+  // each (group order, B)'s fastest layouts), then keep only skeletons whose
+  // lower bound can beat the K-th best probe plan; the others are counted
+  // under lower_bound_above_best and never stored. Valid for a search for
+  // at most top_k plans: the probes stay in the list, so that search finds
+  // K plans at least as good. 0: keep every skeleton that fits memory.
+  int top_k = 0;
+  // Kept skeletons beyond which prepare_search throws InputError rather
+  // than exhaust memory; 0: no limit.
+  std::int64_t max_skeletons = 0;
+  // Stop early (PreparedSearch::stopped): cancel set, or `clock` past
+  // deadline_s (0: none).
+  const std::atomic<bool>* cancel = nullptr;
+  double deadline_s = 0;
+  std::function<double()> clock;
+};
+
 struct PreparedSearch {
   // Skeletons left after initialization, lower_bound_s and work filled,
   // ordered by lower bound, then id: the order to search them in.
   std::vector<Skeleton> skeletons;
   PruneReport prune;
+  // The probes' plans that fit, best first (a best-so-far answer when
+  // stopped), and the bound they set (infinity: none).
+  std::vector<Plan> probes;
+  double threshold_s = std::numeric_limits<double>::infinity();
+  bool stopped = false;  // cancel or deadline: `skeletons` is incomplete
 };
 
-PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache);
+// Streams the space (enumerate_skeletons): memory is O(kept skeletons), and
+// with top_k > 0 whole subtrees of layouts are skipped when even the fastest
+// remaining layouts (per-layer rates alone, no memory, no edges) cannot
+// beat the probes. Deterministic: the same list for any thread count.
+// Cost: one lower bound per skeleton that survives the subtree test and
+// fits memory, plus a few dozen probe balances.
+PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,
+                              const PrepareOptions& options = {});
 
 // The best uniform plans (the `uniform` strategy), e.g. to seed an
 // Incumbent or to compare with. Adds the plans estimated to `evaluated`.
