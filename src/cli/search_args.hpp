@@ -1,6 +1,7 @@
 // Flags of `autohaap search`, shared by the commands that run searches.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "commands.hpp"
@@ -13,6 +14,7 @@ struct SearchArgs {
   int threads = 0;           // per process (per MPI rank)
   int top = 1;
   double time_limit = 0;
+  std::int64_t max_skeletons = 1'000'000;
   bool explain = false;
   std::string out;
   std::string report;  // SVG/HTML picture of the best plan

@@ -119,6 +119,7 @@ SearchOptions search_options(const SearchArgs& a, const std::shared_ptr<Progress
   options.threads = a.threads;
   options.top_k = a.top;
   options.time_limit_s = a.time_limit;
+  options.max_skeletons = a.max_skeletons;
   options.cancel = &g_interrupted;
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
   std::signal(SIGINT, on_interrupt);
@@ -246,6 +247,10 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("-k,--top", a.top, "plans to list")->default_val(1);
   cmd->add_option("--time-limit", a.time_limit, "stop after S seconds with the best plan so far (exit 4)")
       ->default_val(0);
+  cmd->add_option("--max-skeletons", a.max_skeletons,
+                  "most skeletons kept after initialization (about 1.7 KB each); bounds memory")
+      ->default_val(SearchOptions{}.max_skeletons)
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
   cmd->add_option("--report", a.report, "write a picture of the best plan (.svg, or .html with its tables)");
