@@ -79,7 +79,7 @@ check_installed() {
   for c in slurmctld slurmd sbatch srun scontrol squeue scancel sinfo munged mungekey munge unmunge runuser; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
   done
-  ldconfig -p 2>/dev/null | grep -q 'libpmix\.so ' || missing+=("libpmix.so (libpmix-dev)")
+  ldconfig -p 2>/dev/null | grep 'libpmix\.so ' >/dev/null || missing+=("libpmix.so (libpmix-dev)")
   (( ${#missing[@]} == 0 )) || die "missing: ${missing[*]}; install with: scripts/setup.sh --slurm"
   (( EUID == 0 )) || die "must run as root (slurmd starts jobs as their users)"
   id munge >/dev/null 2>&1 || die "no 'munge' user; install the munge package"
@@ -87,7 +87,7 @@ check_installed() {
 
 write_conf() {  # sets NODE
   local probe node mem cpus
-  probe=$(slurmd -C | head -1)
+  probe=$(slurmd -C | sed -n 1p)  # sed reads to the end: no SIGPIPE under pipefail
   node=$(sed -n 's/.*NodeName=\([^ ]*\).*/\1/p' <<<"$probe")
   mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$probe")
   cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$probe")

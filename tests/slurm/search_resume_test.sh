@@ -29,14 +29,14 @@ job=$(sbatch --parsable -D "$WORK" -n 2 "$AUTOHAAP_SOURCE_DIR/slurm/search.sbatc
 log=$WORK/autohaap-search-$job.out
 deadline=$((SECONDS + 90))
 until [[ -s run.json.checkpoint ]]; do
-  if job_states "$job" | grep -qvE ' (PENDING|RUNNING|CONFIGURING) '; then
+  if job_states "$job" | grep -vE ' (PENDING|RUNNING|CONFIGURING) ' >/dev/null; then
     cat "$log" >&2
     fail "job $job ended before writing a checkpoint"
   fi
   (( SECONDS < deadline )) || fail "no checkpoint from job $job after 90 s"
   sleep 0.2
 done
-job_states "$job" | grep -q ' RUNNING ' || fail "job $job finished before it could be cancelled; the search is too short"
+job_states "$job" | grep ' RUNNING ' >/dev/null || fail "job $job finished before it could be cancelled; the search is too short"
 echo "cancelling job $job after its first checkpoint"
 scancel "$job"
 states=$(wait_job "$job" 60)

@@ -49,7 +49,7 @@ wait_job() {
 wait_running() {
   local job=$1 limit=${2:-30} deadline
   deadline=$((SECONDS + limit))
-  until job_states "$job" | grep -q ' RUNNING '; do
+  until job_states "$job" | grep ' RUNNING ' >/dev/null; do
     (( SECONDS < deadline )) || fail "job $job not running after $limit s"
     sleep 0.2
   done
