@@ -22,7 +22,8 @@ struct UniformPlanRequest {
 // named after the flag) when the request cannot be placed or does not divide.
 Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& request);
 
-// Even split of `layers` over `stages`: the first (layers % stages) stages get one more.
-std::vector<std::pair<int, int>> even_layer_split(int layers, int stages);
+// Even split of `layers` over `stages` as each stage's end layer: the first
+// (layers % stages) stages get one more (Megatron-LM's split when it divides).
+std::vector<int> even_split(int layers, int stages);
 
 }  // namespace autohaap

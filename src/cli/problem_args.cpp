@@ -48,9 +48,7 @@ Problem load_problem_args(const ProblemArgs& a) {
 }
 
 Recompute parse_recompute(const std::string& value, const std::string& flag) {
-  if (value == "none") return Recompute::none;
-  if (value == "selective") return Recompute::selective;
-  if (value == "full") return Recompute::full;
+  if (auto r = autohaap::parse_recompute(value)) return *r;
   throw InputError("command line", flag, value, "none, selective or full");
 }
 

@@ -118,16 +118,6 @@ std::int64_t count_splits(int layers, int stages) {
   return static_cast<std::int64_t>(c + 0.5L);
 }
 
-std::vector<int> even_split(int layers, int stages) {
-  std::vector<int> ends;
-  int end = 0;
-  for (int i = 0; i < stages; ++i) {
-    end += layers / stages + (i < layers % stages ? 1 : 0);
-    ends.push_back(end);
-  }
-  return ends;
-}
-
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
                const std::vector<Recompute>& recompute) {
   Plan plan;

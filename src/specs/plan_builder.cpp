@@ -6,15 +6,14 @@
 
 namespace autohaap {
 
-std::vector<std::pair<int, int>> even_layer_split(int layers, int stages) {
-  std::vector<std::pair<int, int>> ranges;
-  int begin = 0;
+std::vector<int> even_split(int layers, int stages) {
+  std::vector<int> ends;
+  int end = 0;
   for (int i = 0; i < stages; ++i) {
-    const int n = layers / stages + (i < layers % stages ? 1 : 0);
-    ranges.emplace_back(begin, begin + n);
-    begin += n;
+    end += layers / stages + (i < layers % stages ? 1 : 0);
+    ends.push_back(end);
   }
-  return ranges;
+  return ends;
 }
 
 Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
@@ -54,7 +53,7 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   plan.micro_batch_size = B;
   plan.num_micro_batches = G / B;
   plan.zero = problem.training.zero;
-  const auto split = even_layer_split(model.layers, r.pp);
+  const std::vector<int> layer_end = even_split(model.layers, r.pp);
   int group = 0, next_gpu = 0;
   for (int i = 0; i < r.pp; ++i) {
     while (group < static_cast<int>(problem.cluster.groups.size()) &&
@@ -80,8 +79,8 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     s.gpus = r.tp * r.dp;
     s.tp = r.tp;
     s.dp = r.dp;
-    s.layer_begin = split[i].first;
-    s.layer_end = split[i].second;
+    s.layer_begin = i == 0 ? 0 : layer_end[i - 1];
+    s.layer_end = layer_end[i];
     s.recompute = r.recompute;
     plan.stages.push_back(s);
     next_gpu += s.gpus;

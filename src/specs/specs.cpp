@@ -57,6 +57,13 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    if (name == to_string(r)) return r;
+  }
+  return std::nullopt;
+}
+
 int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
 }  // namespace autohaap

@@ -41,13 +41,6 @@ inline constexpr const char* kPlanFormat = "autohaap-plan/1";
 // The recompute names in the order of the enum, as the plan file spells them.
 inline constexpr const char* kRecomputeNames = "none, selective or full";
 
-// `name` as a Recompute, or nothing for an unknown name.
-inline std::optional<Recompute> parse_recompute(const std::string& name) {
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-    if (name == to_string(r)) return r;
-  return std::nullopt;
-}
-
 // A plan document did not hold what the schema asks for at `key_path`.
 // `value` is the offending value where the loader saw it (an unknown
 // recompute name); it is empty when the archive could not even read the

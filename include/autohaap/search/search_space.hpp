@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "autohaap/plan.hpp"
+#include "autohaap/plan_builder.hpp"  // even_split
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap {
@@ -121,10 +122,6 @@ int num_micro_batches(const Problem& problem, const Skeleton& skeleton);
 // Ways to split `layers` layers into `stages` non-empty contiguous ranges,
 // C(layers-1, stages-1), saturating at INT64_MAX.
 std::int64_t count_splits(int layers, int stages);
-
-// Megatron's even split: layers / stages each, the remainder to the first
-// stages. Returns the end of each stage's range.
-std::vector<int> even_split(int layers, int stages);
 
 // The plan of a skeleton with a split (layer_end[i] = end of stage i's
 // range, the last one == layers) and a recompute mode per stage. Prediction

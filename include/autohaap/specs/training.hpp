@@ -3,7 +3,9 @@
 // choose from.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autohaap {
@@ -29,6 +31,8 @@ struct TrainingSpec {
 const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Recompute r);
+// The inverse of to_string: a Recompute for "none", "selective" or "full".
+std::optional<Recompute> parse_recompute(std::string_view name);
 
 // Bytes of one parameter / activation element at this precision.
 int bytes_per_element(Precision p);
