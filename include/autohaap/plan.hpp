@@ -27,14 +27,21 @@ struct StagePlan {
 };
 
 // Per-GPU memory of one stage, bytes.
+// Each component is what a GPU holds at its peak, which is in the backward
+// pass of the last micro-batch in flight (cost/cost_model.hpp says how each
+// is computed and from which source).
 struct MemoryBreakdown {
   double weights = 0;
-  double gradients = 0;
-  double optimizer = 0;
+  double gradients = 0;       // the gradient buffer, in the gradient element type
+  double optimizer = 0;       // master weights and optimizer moments
   double activations = 0;     // all micro-batches in flight, incl. recompute working set
   double logits = 0;          // last stage: logits + loss buffers
-  double headroom = 0;
-  double total() const { return weights + gradients + optimizer + activations + logits + headroom; }
+  double runtime = 0;         // CUDA context, kernels and NCCL communicator buffers
+  double allocator = 0;       // caching-allocator fragmentation of the short-lived tensors
+  double headroom = 0;        // the user's safety margin (training headroom_GiB)
+  double total() const {
+    return weights + gradients + optimizer + activations + logits + runtime + allocator + headroom;
+  }
 };
 
 struct StageEstimate {

@@ -36,6 +36,7 @@ class Lines {
 
 void add_device(Lines& l, const std::string& p, const DeviceSpec& d) {
   l.add(p + "name", d.name)
+      .add(p + "architecture", to_string(d.architecture))
       .add(p + "memory_GiB", d.memory_GiB)
       .add(p + "peak_tflops", d.peak_tflops)
       .add(p + "peak_fp32_tflops", d.peak_fp32_tflops)
@@ -44,6 +45,9 @@ void add_device(Lines& l, const std::string& p, const DeviceSpec& d) {
       .add(p + "memory_efficiency", d.memory_efficiency)
       .add(p + "nvlink_GBps", d.nvlink_GBps)
       .add(p + "pcie_GBps", d.pcie_GBps)
+      .add(p + "nic_GBps", d.nic_GBps)
+      .add(p + "attention_forward_efficiency", d.attention_forward_efficiency)
+      .add(p + "attention_backward_efficiency", d.attention_backward_efficiency)
       .add(p + "gemm_efficiency.size", d.gemm_efficiency.size());
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const std::string q = p + "gemm_efficiency[" + std::to_string(i) + "].";
@@ -117,7 +121,11 @@ std::string canonical_text(const Problem& problem) {
       .add("training.optimizer", to_string(t.optimizer))
       .add("training.zero", t.zero)
       .add("training.headroom_GiB", t.headroom_GiB)
-      .add("training.sequence_parallel", t.sequence_parallel);
+      .add("training.sequence_parallel", t.sequence_parallel)
+      .add("training.grad_reduce_dtype", to_string(grad_precision(t)))
+      .add("training.runtime", to_string(t.runtime))
+      .add("training.pipeline_p2p", to_string(pipeline_p2p(t)))
+      .add("training.overlap_grad_reduce", t.overlap_grad_reduce);
   std::string sizes, modes;
   for (int b : t.micro_batch_sizes) sizes += std::to_string(b) + ",";
   for (Recompute r : t.recompute_modes) modes += std::string(to_string(r)) + ",";
@@ -141,7 +149,10 @@ std::string problem_fingerprint(const Problem& problem) {
       .add("cost.network_efficiency", cost.network_efficiency)
       .add("cost.zero3_exposed_fraction", cost.zero3_exposed_fraction)
       .add("cost.dp_overlap", cost.dp_overlap)
-      .add("cost.per_layer_overhead_s", cost.per_layer_overhead_s);
+      .add("cost.per_layer_overhead_s", cost.per_layer_overhead_s)
+      .add("cost.cuda_context_GiB", cost.cuda_context_GiB)
+      .add("cost.nccl_GiB_per_communicator", cost.nccl_GiB_per_communicator)
+      .add("cost.allocator_fragmentation", cost.allocator_fragmentation);
   return hex64(fnv1a64(l.str() + canonical_text(problem)));
 }
 

@@ -1,5 +1,8 @@
 #include "autohaap/cost/communication.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace autohaap {
 namespace {
 
@@ -21,6 +24,13 @@ double ring_allgather_s(double bytes, int participants, const Link& link) {
 double ring_reduce_scatter_s(double bytes, int participants, const Link& link) {
   return ring_s(bytes, participants, link, 1);
 }
+double nccl_allreduce_s(double bytes, int participants, const Link& link) {
+  if (participants <= 1 || bytes <= 0) return 0.0;
+  const double n = participants;
+  const double steps = std::min(2 * (n - 1), 2 * std::ceil(std::log2(n)));
+  return steps * link.latency_us * 1e-6 + 2 * (n - 1) / n * bytes / (link.GBps * 1e9);
+}
+
 double point_to_point_s(double bytes, const Link& link) {
   if (bytes <= 0) return 0.0;
   return link.latency_us * 1e-6 + bytes / (link.GBps * 1e9);

@@ -14,23 +14,47 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Bytes per parameter kept by mixed-precision training (Rajbhandari et al.
 // 2020, "ZeRO", Sec. 3.1: 2 + 2 + K with K = 12 for Adam: fp32 master
-// weights, momentum and variance). Pure fp32 training keeps no master copy.
+// weights, momentum and variance). The gradient buffer is in the gradient
+// element type: fp32 for bf16 training in Megatron-LM ("18 bytes per
+// parameter without the distributed optimizer, 6 + 12/d with it",
+// Megatron-LM docs/source/distrib_optimizer.md). Pure fp32 training keeps
+// no master copy. ZeRO stage z shards the optimizer states (z >= 1), the
+// gradients (z >= 2) and the weights (z >= 3) over the dp replicas.
+//
+// DeepSpeed's optimizers keep the 16-bit gradient autograd writes into each
+// parameter's .grad beside their own fp32 gradients: the whole fp32 buffer
+// with the bf16 optimizer (DeepSpeed runtime/bf16_optimizer.py), the owned
+// fp32 partition with the ZeRO-1/2 fp16 optimizer (runtime/zero/
+// stage_1_and_2.py, single_partition_of_fp32_groups), a full fp32 copy
+// without ZeRO (runtime/fp16/fused_optimizer.py). Megatron-LM accumulates
+// straight into its fp32 main_grad buffer (gradient-accumulation fusion).
 struct StateBytes {
-  double weights, gradients, optimizer;
+  double weights, gradients, optimizer;  // per parameter of the stage, after sharding
 };
 
-StateBytes state_bytes(const TrainingSpec& t) {
+StateBytes state_bytes(const TrainingSpec& t, int dp) {
   const bool fp32 = t.precision == Precision::fp32;
   const double w = fp32 ? 4 : 2;
   const double moments = t.optimizer == Optimizer::adam ? 8 : 4;  // Adam: m and v; SGD: momentum
-  return {w, w, moments + (fp32 ? 0 : 4)};
+  const double g = bytes_per_element(grad_precision(t));
+  auto shard = [&](int stage) { return t.zero >= stage ? static_cast<double>(dp) : 1.0; };
+  StateBytes b{w / shard(3), g / shard(2), (moments + (fp32 ? 0 : 4)) / shard(1)};
+  if (t.runtime == Runtime::deepspeed && !fp32) {
+    const bool bf16_optimizer = grad_precision(t) == Precision::fp32;
+    b.gradients = w / shard(2) + (bf16_optimizer ? 4 / shard(2) : 4 / shard(1));
+  }
+  return b;
 }
+
+double static_bytes_per_param(const StateBytes& b) { return b.weights + b.gradients + b.optimizer; }
 
 // Optimizer step: a streaming pass over the shard this GPU owns. Adam reads
 // the gradient, reads and writes master weights, m and v, and writes the
-// 16-bit weights: 2 + 8 + 8 + 8 + 2 = 28 bytes per parameter; SGD with
-// momentum 20.
-double optimizer_bytes_per_param(const TrainingSpec& t) { return t.optimizer == Optimizer::adam ? 28 : 20; }
+// 16-bit weights: g + 8 + 8 + 8 + 2 bytes per parameter, g the gradient's
+// element size; SGD with momentum g + 8 + 8 + 2.
+double optimizer_bytes_per_param(const TrainingSpec& t) {
+  return bytes_per_element(grad_precision(t)) + (t.optimizer == Optimizer::adam ? 26 : 18);
+}
 
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
@@ -59,26 +83,40 @@ double peak_flops(const DeviceSpec& d, Precision p) {
 }
 
 // Roofline (Williams et al. 2009): an op is bound by compute or by memory
-// traffic, each at its achievable fraction of peak.
-double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op) {
+// traffic, each at its achievable fraction of peak. The backward pass does
+// `op.backward_ratio` times the forward's work at the same efficiency,
+// except fused attention, whose backward kernel has its own.
+// Fused attention on a causal model skips the score blocks above the
+// diagonal: it executes half the FLOPs that the dense count 4·b·s²·h
+// (which MFU keeps, as Megatron does) charges (Dao 2023, FlashAttention-2,
+// Sec. 4.1 counts causal FLOPs the same way).
+double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op, bool backward) {
+  const double scale = backward ? op.backward_ratio : 1.0;
   double t = 0;
   if (op.flops > 0) {
-    const double eff = op.gemm_flops > 0 ? gemm_efficiency(d, op.gemm_flops / 1e9) : 1.0;
-    t = op.flops / (peak_flops(d, p) * eff);
+    double eff, flops = op.flops * scale;
+    if (op.fused_attention) {
+      eff = backward ? d.attention_backward_efficiency : d.attention_forward_efficiency;
+      flops *= 0.5;
+    } else {
+      eff = op.gemm_flops > 0 ? gemm_efficiency(d, op.gemm_flops / 1e9) : 1.0;
+    }
+    t = flops / (peak_flops(d, p) * eff);
   }
-  if (op.bytes > 0) t = std::max(t, op.bytes / (d.hbm_GBps * 1e9 * d.memory_efficiency));
+  if (op.bytes > 0) t = std::max(t, op.bytes * scale / (d.hbm_GBps * 1e9 * d.memory_efficiency));
   return t;
 }
 
 struct WorkTime {
   double forward = 0, backward = 0, selective_replay = 0;
+  bool whole_layer_measured = false;  // a profiled whole layer: includes its tp communication
 };
 
 }  // namespace
 
 // Forward/backward time of one layer's (or edge's) ops, each taken from the
-// profile table when measured, else from the roofline; backward = 2x forward
-// (two GEMMs per forward GEMM: input and weight gradients) unless measured.
+// profile table when measured, else from the roofline; an unmeasured
+// backward is the op's backward_ratio times its forward (layer_work.hpp).
 static WorkTime work_time(const Problem& pb, const DeviceSpec& d, const LayerWork& w, const BatchShape& x,
                           int layer) {
   WorkTime out;
@@ -92,6 +130,7 @@ static WorkTime work_time(const Problem& pb, const DeviceSpec& d, const LayerWor
       auto b = pb.profiles.lookup(key);
       out.backward = b ? *b : 2 * *f;
       out.selective_replay = w.selective_op >= 0 ? out.forward * 0.1 : 0.0;
+      out.whole_layer_measured = true;
       return out;
     }
   }
@@ -105,8 +144,8 @@ static WorkTime work_time(const Problem& pb, const DeviceSpec& d, const LayerWor
       key.op = std::string(op.name) + "_backward";
       if (auto v = pb.profiles.lookup(key)) b = *v;
     }
-    if (f < 0) f = roofline_s(d, pb.training.precision, op);
-    if (b < 0) b = 2 * f;
+    if (b < 0) b = f >= 0 ? op.backward_ratio * f : roofline_s(d, pb.training.precision, op, true);
+    if (f < 0) f = roofline_s(d, pb.training.precision, op, false);
     out.forward += f;
     out.backward += b;
     if (i == w.selective_op) out.selective_replay = f;
@@ -136,6 +175,22 @@ static Link inter_node_link(const NodeGroup& g, const CostParameters& c) {
   return {g.inter_node_GBps * c.network_efficiency, g.inter_node_latency_us};
 }
 
+// The link of a collective among `members` GPUs, `per_node` of them in each
+// node, while every GPU of those nodes runs the same collective in its own
+// group (the tp ranks of a stage each reduce over their own dp group).
+// Inside one node: NVLink/PCIe. Across nodes NCCL runs rings (and trees)
+// over every NIC of a node at once, one channel per NIC (NCCL's
+// rail-optimized topology; NVIDIA DGX A100/H100 user guides): each ring
+// crosses a node boundary once and carries one group's data, so a node's
+// NICs serve its gpus_per_node / per_node groups and each GPU's share of the
+// ring runs at per_node times its own NIC share, up to the intra-node link.
+static Link collective_link(const NodeGroup& g, int members, int per_node, const CostParameters& c) {
+  const Link intra = tp_link(g, c);
+  if (members <= per_node) return intra;
+  const Link nic = inter_node_link(g, c);
+  return {std::min(intra.GBps, std::max(1, per_node) * nic.GBps), nic.latency_us};
+}
+
 Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int layer) const {
   const NodeGroup& g = problem_.cluster.groups.at(shape.group);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
@@ -145,8 +200,9 @@ Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int lay
   // forward (after attention and after the MLP) and two in the backward
   // (Shoeybi et al. 2019, Megatron-LM, Fig. 4); with sequence parallelism the
   // same volume moves as all-gather + reduce-scatter (Korthikanti et al. 2022).
+  // A measured whole layer at tp > 1 already contains these all-reduces.
   double tp_comm = 0;
-  if (shape.tp > 1) {
+  if (shape.tp > 1 && !w.whole_layer_measured) {
     const double bytes = layer_output_bytes(problem_.model, layer, x.sequences, x.seq_len, x.element_bytes);
     tp_comm = 2 * ring_allreduce_s(bytes, shape.tp, tp_link(g, parameters_));
   }
@@ -179,12 +235,9 @@ Timing CostModel::edge_timing(const StageShape& shape, int micro_batch, bool fir
 LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, int layer) const {
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const TrainingSpec& tr = problem_.training;
-  const StateBytes sb = state_bytes(tr);
   const double params = layer_params(problem_.model, layer) / shape.tp;
-  const double dp = shape.dp;
   LayerMemory m;
-  m.static_bytes = params * (sb.weights / (tr.zero >= 3 ? dp : 1.0) + sb.gradients / (tr.zero >= 2 ? dp : 1.0) +
-                             sb.optimizer / (tr.zero >= 1 ? dp : 1.0));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.dp));
   m.activation_bytes = layer_activation_bytes(problem_.model, layer, x, shape.recompute);
   m.working_bytes = layer_working_bytes(problem_.model, layer, x, shape.recompute);
   return m;
@@ -193,15 +246,12 @@ LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, in
 LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, bool first, bool last) const {
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const TrainingSpec& tr = problem_.training;
-  const StateBytes sb = state_bytes(tr);
   double params = 0;
   if (first) params += embedding_params(problem_.model);
   if (last) params += head_params(problem_.model, first);
   params /= shape.tp;
-  const double dp = shape.dp;
   LayerMemory m;
-  m.static_bytes = params * (sb.weights / (tr.zero >= 3 ? dp : 1.0) + sb.gradients / (tr.zero >= 2 ? dp : 1.0) +
-                             sb.optimizer / (tr.zero >= 1 ? dp : 1.0));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.dp));
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
   m.working_bytes = last ? logits_bytes(problem_.model, x) : 0.0;
@@ -211,27 +261,49 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
 MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
                                         int stage_index, int num_stages, int num_micro_batches) const {
   const TrainingSpec& tr = problem_.training;
-  const StateBytes sb = state_bytes(tr);
+  const StateBytes sb = state_bytes(tr, shape.dp);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const bool first = stage_index == 0, last = stage_index == num_stages - 1;
 
-  double params = 0, activations = 0, working = 0;
+  double params = 0, activations = 0, working = 0, largest_layer = 0;
   for (int l = layer_begin; l < layer_end; ++l) {
     params += layer_params(problem_.model, l);
+    largest_layer = std::max(largest_layer, layer_params(problem_.model, l));
     activations += layer_activation_bytes(problem_.model, l, x, shape.recompute);
     working = std::max(working, layer_working_bytes(problem_.model, l, x, shape.recompute));
   }
   if (first) params += embedding_params(problem_.model);
   if (last) params += head_params(problem_.model, first);
   params /= shape.tp;
+  largest_layer /= shape.tp;
 
   const double dp = shape.dp;
   MemoryBreakdown m;
-  m.weights = params * sb.weights / (tr.zero >= 3 ? dp : 1.0);
-  m.gradients = params * sb.gradients / (tr.zero >= 2 ? dp : 1.0);
-  m.optimizer = params * sb.optimizer / (tr.zero >= 1 ? dp : 1.0);
+  m.weights = params * sb.weights;
+  m.gradients = params * sb.gradients;
+  m.optimizer = params * sb.optimizer;
+  if (tr.zero >= 3 && dp > 1) {
+    // ZeRO-3/FSDP gathers a layer's full weights for its pass and prefetches
+    // the next one; the gathered layer's gradient exists unsharded until
+    // its reduce-scatter (PyTorch FSDP, Zhao et al. 2023, Sec. 3.2: at most
+    // two gathered units at a time). DeepSpeed caps what is live at once
+    // (stage3_max_live_parameters, default 1e9 elements; reduce buckets of
+    // 5e8), which bounds the very wide layers.
+    constexpr double kMaxLiveParams = 1e9, kReduceBucket = 5e8;
+    const StateBytes whole = state_bytes(tr, 1);
+    working += std::min(2 * largest_layer, kMaxLiveParams) * whole.weights +
+               std::min(largest_layer, kReduceBucket) * whole.gradients;
+  }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches) + working;
   m.logits = last ? logits_bytes(problem_.model, x) : 0.0;
+  // One communicator for each kind of group the GPU is in with others:
+  // tensor-parallel, data-parallel, pipeline neighbours.
+  const int communicators = (shape.tp > 1) + (shape.dp > 1) + (num_stages > 1);
+  m.runtime = (parameters_.cuda_context_GiB + communicators * parameters_.nccl_GiB_per_communicator) * kGiB;
+  // DeepSpeed's ZeRO-1/2 optimizer reduces gradients through a bucket of
+  // reduce_bucket_size (default 5e8) 16-bit elements, allocated once.
+  if (tr.runtime == Runtime::deepspeed && (tr.zero == 1 || tr.zero == 2) && dp > 1) m.runtime += 5e8 * 2;
+  m.allocator = parameters_.allocator_fragmentation * (m.activations + m.logits);
   m.headroom = tr.headroom_GiB * kGiB;
   return m;
 }
@@ -284,38 +356,51 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   params /= s.tp;
 
   // Pipeline transfers of one micro-batch: the activation to the next stage
-  // and the gradient to the previous one. When neighbours have different
-  // GPU counts, the smaller side moves the larger share per GPU.
+  // and the gradient to the previous one, between the replicas of the two
+  // stages (the side with fewer replicas moves the larger share). With
+  // scatter/gather each tp rank sends 1/tp and the receiving stage
+  // all-gathers over its intra-node link; otherwise every tp rank sends
+  // the whole replica tensor (TrainingSpec::pipeline_p2p).
   const int seq = problem_.seq_len(), eb = bytes_per_element(tr.precision);
+  const bool scatter = pipeline_p2p(tr) == PipelineP2P::scatter_gather;
   auto boundary_s = [&](const StagePlan& a, const StagePlan& b, int last_layer_of_a) {
-    const double bytes = layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.gpus, b.gpus);
-    return point_to_point_s(bytes, pipeline_link(problem_.cluster, a, b, parameters_));
+    const double replica = layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.dp, b.dp);
+    const int split = scatter ? std::min(a.tp, b.tp) : 1;
+    double t = point_to_point_s(replica / split, pipeline_link(problem_.cluster, a, b, parameters_));
+    if (scatter && b.tp > 1)
+      t += ring_allgather_s(replica, b.tp, tp_link(problem_.cluster.groups.at(b.group), parameters_));
+    return t;
   };
   if (!last) e.p2p_s += boundary_s(s, plan.stages[i + 1], s.layer_end - 1);
   if (!first) e.p2p_s += boundary_s(plan.stages[i - 1], s, s.layer_begin - 1);
 
-  // Data parallelism over the link the replicas share: NVLink when the whole
-  // stage sits in one node, else the NICs.
-  const Link dp_link = crosses_node(s.first_gpu, s.gpus, g.gpus_per_node) ? inter_node_link(g, parameters_)
-                                                                          : tp_link(g, parameters_);
-  const double grad_bytes = params * eb;
+  // Data parallelism: each tp rank's dp group, gpus_per_node / tp of its
+  // members per node (ranks are ordered tp fastest, then dp).
+  const int dp_per_node = std::max(1, std::min(s.dp, g.gpus_per_node / s.tp));
+  const Link dp_link = crosses_node(s.first_gpu, s.gpus, g.gpus_per_node)
+                           ? collective_link(g, s.dp, dp_per_node, parameters_)
+                           : tp_link(g, parameters_);
+  const double grad_bytes = params * bytes_per_element(grad_precision(tr));
+  const double weight_bytes = params * eb;
   if (tr.zero >= 3) {
     // ZeRO-3 (Rajbhandari et al. 2020, Sec. 7.2.2): every micro-batch
     // all-gathers the weights for the forward and again for the backward and
-    // reduce-scatters the gradients: 1.5x the all-reduce volume, partly hidden
-    // by prefetching.
-    const double gather = ring_allgather_s(grad_bytes, s.dp, dp_link);
-    const double scatter = ring_reduce_scatter_s(grad_bytes, s.dp, dp_link);
+    // reduce-scatters the gradients, partly hidden by prefetching.
+    const double gather = ring_allgather_s(weight_bytes, s.dp, dp_link);
+    const double scatter_grads = ring_reduce_scatter_s(grad_bytes, s.dp, dp_link);
     const double x = parameters_.zero3_exposed_fraction;
     auto overlap = [x](double compute, double comm) {
       return std::max(compute, comm) + x * std::min(compute, comm);
     };
     e.forward_s = overlap(e.forward_s, gather);
-    e.backward_s = overlap(e.backward_s, gather + scatter);
+    e.backward_s = overlap(e.backward_s, gather + scatter_grads);
   } else {
     // All-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather,
-    // the same volume) once per iteration.
-    e.dp_sync_s = (1.0 - parameters_.dp_overlap) * ring_allreduce_s(grad_bytes, s.dp, dp_link);
+    // the same volume) once per iteration, in the gradient element type.
+    // Overlapped with the backward pass, only what the last micro-batch's
+    // backward cannot hide stays exposed (gradients are final only then).
+    const double reduce = (1.0 - parameters_.dp_overlap) * nccl_allreduce_s(grad_bytes, s.dp, dp_link);
+    e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
   }
   const double owned = params / (tr.zero >= 1 ? s.dp : 1);
   e.optimizer_s = owned * optimizer_bytes_per_param(tr) / (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);

@@ -90,6 +90,10 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     double bytes = e * (3 * tokens * h / t + tokens * kv * 2 / t);
     if (!m.flash_attention) bytes += e * 2 * b * (a / t) * s * s;  // the s x s scores go through HBM
     w.ops[1] = {"attn_core", flops, bytes, flops};
+    if (m.flash_attention) {
+      w.ops[1].backward_ratio = 2.5;
+      w.ops[1].fused_attention = true;
+    }
   }
   w.ops[2] = gemm("attn_out", tokens, h / t, h);
   {

@@ -37,8 +37,18 @@ namespace {
 //   to its Grace CPU over NVLink-C2C, 900 GB/s bidirectional -> 450.
 // - MI250X is listed per module (two GCDs; software sees two devices of
 //   64 GB and half the peak each).
+// - architecture: the GPU generation, which sets the efficiency figures
+//   (kArchitectures below).
+// - nic_GBps: the per-GPU share of the NICs of the node the device usually
+//   comes in, per direction: DGX A100 8 x 200 Gb/s HDR -> 25; DGX/HGX H100
+//   and H200 8 x 400 Gb/s NDR -> 50 (GH200: one 400 Gb/s NIC per superchip);
+//   DGX-1/DGX-2 (V100) 100 Gb/s EDR per two GPUs -> 6.25; PCIe servers of
+//   8 cards with 2 x 100 GbE -> 3.125 (H100 PCIe servers 2 x 200 -> 6.25);
+//   Frontier (MI250X) 4 x 200 Gb/s Slingshot per 4 modules -> 25 per
+//   module; MI300X platforms 8 x 400 Gb/s -> 50.
 struct DeviceRow {
   const char* name;
+  Architecture architecture;
   double memory_GiB;
   double peak_tflops;
   double peak_fp32_tflops;
@@ -46,45 +56,78 @@ struct DeviceRow {
   double hbm_GBps;
   double nvlink_GBps;
   double pcie_GBps;
+  double nic_GBps;
 };
 
+using A = Architecture;
 constexpr DeviceRow kDevices[] = {
-    // name         mem    peak    fp32  bf16   hbm     nvlink pcie
-    {"a100-40gb",   40,    312,    19.5, true,  1555,   300,   32},
-    {"a100-80gb",   80,    312,    19.5, true,  2039,   300,   32},
-    {"a800",        80,    312,    19.5, true,  2039,   200,   32},   // NVLink cut to 400 GB/s bidir
-    {"h100-sxm",    80,    989.4,  66.9, true,  3350,   450,   64},
-    {"h100-pcie",   80,    756,    51,   true,  2000,   0,     64},   // bridge pairs only
-    {"h800",        80,    989.4,  66.9, true,  3350,   200,   64},   // NVLink cut to 400 GB/s bidir
-    {"h20",         96,    148,    44,   true,  4000,   450,   64},
-    {"h200",        141,   989.4,  66.9, true,  4800,   450,   64},
-    {"gh200",       96,    989.4,  66.9, true,  4000,   450,   450},  // host link = NVLink-C2C
-    {"v100-16gb",   16,    125,    15.7, false, 900,    150,   16},
-    {"v100-32gb",   32,    125,    15.7, false, 900,    150,   16},
-    {"a10",         24,    125,    31.2, true,  600,    0,     32},
-    {"t4",          16,    65,     8.1,  false, 320,    0,     16},
-    {"l4",          24,    121,    30.3, true,  300,    0,     32},
-    {"a40",         48,    149.7,  37.4, true,  696,    0,     32},   // bridge pairs only
-    {"l40s",        48,    362.05, 91.6, true,  864,    0,     32},
-    {"rtx3090",     24,    71,     35.6, true,  936,    0,     32},   // bridge pairs only
-    {"titan-rtx",   24,    130,    16.3, false, 672,    0,     16},   // bridge pairs only
-    {"rtx2080ti",   11,    53.8,   13.4, false, 616,    0,     16},   // bridge pairs only
-    {"mi250x",      128,   383,    47.9, true,  3276.8, 400,   32},
-    {"mi300x",      192,   1307.4, 163.4, true, 5300,   448,   64},
+    // name         arch        mem    peak    fp32  bf16   hbm     nvlink pcie  nic
+    {"a100-40gb",   A::ampere,  40,    312,    19.5, true,  1555,   300,   32,   25},
+    {"a100-80gb",   A::ampere,  80,    312,    19.5, true,  2039,   300,   32,   25},
+    {"a800",        A::ampere,  80,    312,    19.5, true,  2039,   200,   32,   25},   // NVLink cut to 400 GB/s bidir
+    {"h100-sxm",    A::hopper,  80,    989.4,  66.9, true,  3350,   450,   64,   50},
+    {"h100-pcie",   A::hopper,  80,    756,    51,   true,  2000,   0,     64,   6.25}, // bridge pairs only
+    {"h800",        A::hopper,  80,    989.4,  66.9, true,  3350,   200,   64,   50},   // NVLink cut to 400 GB/s bidir
+    {"h20",         A::hopper,  96,    148,    44,   true,  4000,   450,   64,   50},
+    {"h200",        A::hopper,  141,   989.4,  66.9, true,  4800,   450,   64,   50},
+    {"gh200",       A::hopper,  96,    989.4,  66.9, true,  4000,   450,   450,  50},   // host link = NVLink-C2C
+    {"v100-16gb",   A::volta,   16,    125,    15.7, false, 900,    150,   16,   6.25},
+    {"v100-32gb",   A::volta,   32,    125,    15.7, false, 900,    150,   16,   6.25},
+    {"a10",         A::ampere,  24,    125,    31.2, true,  600,    0,     32,   3.125},
+    {"t4",          A::turing,  16,    65,     8.1,  false, 320,    0,     16,   3.125},
+    {"l4",          A::ada,     24,    121,    30.3, true,  300,    0,     32,   3.125},
+    {"a40",         A::ampere,  48,    149.7,  37.4, true,  696,    0,     32,   3.125}, // bridge pairs only
+    {"l40s",        A::ada,     48,    362.05, 91.6, true,  864,    0,     32,   3.125},
+    {"rtx3090",     A::ampere,  24,    71,     35.6, true,  936,    0,     32,   3.125}, // bridge pairs only
+    {"titan-rtx",   A::turing,  24,    130,    16.3, false, 672,    0,     16,   3.125}, // bridge pairs only
+    {"rtx2080ti",   A::turing,  11,    53.8,   13.4, false, 616,    0,     16,   3.125}, // bridge pairs only
+    {"mi250x",      A::cdna2,   128,   383,    47.9, true,  3276.8, 400,   32,   25},
+    {"mi300x",      A::cdna3,   192,   1307.4, 163.4, true, 5300,   448,   64,   50},
 };
+
+// --------------------------------------------------------- architectures
+//
+// gemm_peak_fraction: the largest dense BF16/FP16 GEMM a generation's
+// vendor library reaches, over the datasheet peak (maximum achievable
+// matmul FLOP/s, measured by sweeping GEMM shapes):
+//   (sources being gathered)
+constexpr ArchitectureProfile kArchitectures[] = {
+    // architecture      name      gemm   attn fwd  attn bwd
+    {Architecture::volta, "volta", 0.83, 0.35, 0.25},
+    {Architecture::turing, "turing", 0.70, 0.35, 0.25},
+    {Architecture::ampere, "ampere", 0.88, 0.70, 0.55},
+    {Architecture::ada, "ada", 0.65, 0.50, 0.38},
+    {Architecture::hopper, "hopper", 0.80, 0.60, 0.45},
+    {Architecture::cdna2, "cdna2", 0.70, 0.35, 0.25},
+    {Architecture::cdna3, "cdna3", 0.60, 0.40, 0.30},
+};
+
+const ArchitectureProfile& profile_of(Architecture a) {
+  for (const auto& p : kArchitectures)
+    if (p.architecture == a) return p;
+  return kArchitectures[2];  // unreachable: every enumerator has a row
+}
+
+// Efficiency in training over the isolated kernel's: the reference curve's
+// ceiling (end-to-end, fitted on A100 runs) over the A100's largest GEMM.
+// Attention kernels lose the same share to the rest of a training step.
+double training_over_isolated() {
+  return kReferenceGemmEfficiency.back().efficiency / profile_of(Architecture::ampere).gemm_peak_fraction;
+}
 
 DeviceSpec to_device(const DeviceRow& r) {
   DeviceSpec d;
   d.name = r.name;
+  d.architecture = r.architecture;
   d.memory_GiB = r.memory_GiB;
   d.peak_tflops = r.peak_tflops;
   d.peak_fp32_tflops = r.peak_fp32_tflops;
   d.has_bf16 = r.has_bf16;
   d.hbm_GBps = r.hbm_GBps;
-  d.memory_efficiency = kDefaultMemoryEfficiency;
-  d.gemm_efficiency.assign(kDefaultGemmEfficiency.begin(), kDefaultGemmEfficiency.end());
   d.nvlink_GBps = r.nvlink_GBps;
   d.pcie_GBps = r.pcie_GBps;
+  d.nic_GBps = r.nic_GBps;
+  apply_architecture_defaults(d);
   return d;
 }
 
@@ -237,6 +280,39 @@ TrainingSpec megatron_gpt3_175b() {
 
 }  // namespace
 
+// ------------------------------------------------------------ architectures
+
+const ArchitectureProfile& architecture_profile(Architecture a) { return profile_of(a); }
+
+std::vector<std::string> architecture_names() {
+  std::vector<std::string> out;
+  for (const auto& p : kArchitectures) out.emplace_back(p.name);
+  return out;
+}
+
+std::optional<Architecture> parse_architecture(const std::string& name) {
+  for (const auto& p : kArchitectures)
+    if (name == p.name) return p.architecture;
+  return std::nullopt;
+}
+
+std::vector<EfficiencyPoint> architecture_gemm_curve(Architecture a, double peak_tflops) {
+  const double scale = profile_of(a).gemm_peak_fraction / profile_of(Architecture::ampere).gemm_peak_fraction;
+  const double shift = peak_tflops / kReferencePeakTflops;
+  std::vector<EfficiencyPoint> curve;
+  for (const EfficiencyPoint& p : kReferenceGemmEfficiency)
+    curve.push_back({p.gemm_gflop * shift, std::min(1.0, p.efficiency * scale)});
+  return curve;
+}
+
+void apply_architecture_defaults(DeviceSpec& d) {
+  const ArchitectureProfile& p = profile_of(d.architecture);
+  d.memory_efficiency = kDefaultMemoryEfficiency;
+  d.gemm_efficiency = architecture_gemm_curve(d.architecture, d.peak_tflops);
+  d.attention_forward_efficiency = p.attention_forward_efficiency * training_over_isolated();
+  d.attention_backward_efficiency = p.attention_backward_efficiency * training_over_isolated();
+}
+
 // ------------------------------------------------------------------ devices
 
 std::vector<std::string> catalog_device_names() {
@@ -285,7 +361,7 @@ NodeGroup make_node_group(const DeviceSpec& device, int nodes, int gpus_per_node
   const bool nvlink = device.nvlink_GBps > 0;
   g.intra_node_GBps = nvlink ? device.nvlink_GBps : device.pcie_GBps;
   g.intra_node_latency_us = nvlink ? kNvlinkLatencyUs : kPcieLatencyUs;
-  g.inter_node_GBps = kDefaultInterNodeGBps;
+  g.inter_node_GBps = device.nic_GBps;
   g.inter_node_latency_us = kDefaultInterNodeLatencyUs;
   return g;
 }

@@ -52,6 +52,16 @@ const std::vector<std::pair<std::string, Precision>> kPrecisions = {
 const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adam", Optimizer::adam}, {"sgd", Optimizer::sgd}};
 const std::vector<std::pair<std::string, Recompute>> kRecomputes = {
     {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+const std::vector<std::pair<std::string, Runtime>> kRuntimes = {
+    {"megatron", Runtime::megatron}, {"deepspeed", Runtime::deepspeed}, {"fsdp", Runtime::fsdp}};
+const std::vector<std::pair<std::string, PipelineP2P>> kPipelineP2P = {
+    {"scatter_gather", PipelineP2P::scatter_gather}, {"full", PipelineP2P::full}};
+
+std::vector<std::pair<std::string, Architecture>> architecture_choices() {
+  std::vector<std::pair<std::string, Architecture>> out;
+  for (const std::string& name : architecture_names()) out.emplace_back(name, *parse_architecture(name));
+  return out;
+}
 
 [[noreturn]] void unknown_name(const char* what, const std::string& ref, const std::vector<std::string>& names) {
   throw InputError("", what, ref,
@@ -135,8 +145,9 @@ std::vector<EfficiencyPoint> parse_efficiency_curve(const YamlValue& v) {
 
 // `default_name` empty: the name must be given (devices written inline).
 DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) {
-  obj.check_keys({"name", "base", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "has_bf16", "hbm_GBps",
-                  "memory_efficiency", "gemm_efficiency", "nvlink_GBps", "pcie_GBps"});
+  obj.check_keys({"name", "base", "architecture", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "has_bf16",
+                  "hbm_GBps", "memory_efficiency", "gemm_efficiency", "attention_forward_efficiency",
+                  "attention_backward_efficiency", "nvlink_GBps", "pcie_GBps", "nic_GBps"});
   DeviceSpec d;
   const bool from_base = obj.has("base");
   if (from_base) {
@@ -144,11 +155,13 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
     const std::string name = base.as_string();
     if (!is_catalog_device(name)) base.fail("a catalog device: " + detail::names_with_hint(catalog_device_names(), name));
     d = catalog_device(name);
-  } else {
-    d.memory_efficiency = kDefaultMemoryEfficiency;
-    d.gemm_efficiency.assign(kDefaultGemmEfficiency.begin(), kDefaultGemmEfficiency.end());
   }
   d.name = default_name.empty() ? obj.get_string("name") : obj.get_string("name", default_name);
+  // The generation decides the default efficiency figures, so a device
+  // built from scratch must name it.
+  if (!from_base || obj.has("architecture"))
+    d.architecture = parse_choice(obj.at("architecture", detail::join_names(architecture_names())),
+                                  architecture_choices());
 
   // Without a base, the numbers that differ between every two devices are
   // required; the rest have the catalog's defaults.
@@ -161,7 +174,13 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   number("hbm_GBps", Bound::positive, d.hbm_GBps, true);
   number("pcie_GBps", Bound::positive, d.pcie_GBps, true);
   number("nvlink_GBps", Bound::non_negative, d.nvlink_GBps, false);
+  number("nic_GBps", Bound::positive, d.nic_GBps, false);
+  // Efficiency defaults follow the architecture and the (possibly changed)
+  // peak; explicit figures override them.
+  apply_architecture_defaults(d);
   number("memory_efficiency", Bound::fraction, d.memory_efficiency, false);
+  number("attention_forward_efficiency", Bound::fraction, d.attention_forward_efficiency, false);
+  number("attention_backward_efficiency", Bound::fraction, d.attention_backward_efficiency, false);
   d.has_bf16 = obj.get_bool("has_bf16", d.has_bf16);
   if (auto curve = obj.find("gemm_efficiency")) d.gemm_efficiency = parse_efficiency_curve(*curve);
   check_device(d, obj.file());
@@ -204,12 +223,21 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
   for (const YamlValue& item : groups.as_list()) {
     const YamlObject g = item.as_object();
     g.check_keys({"name", "device", "nodes", "gpus_per_node", "intra_node_GBps", "intra_node_latency_us",
-                  "inter_node_GBps", "inter_node_latency_us"});
+                  "inter_node_GBps", "nics_per_node", "nic_Gbps", "inter_node_latency_us"});
     const DeviceSpec device = group_device(g.at("device", "a catalog device or a device file"), dir);
     NodeGroup n = make_node_group(device, g.get_int("nodes", Bound::positive), g.get_int("gpus_per_node", Bound::positive));
     n.name = g.get_string("name", device.name);
     n.intra_node_GBps = g.get_double("intra_node_GBps", Bound::positive, n.intra_node_GBps);
     n.intra_node_latency_us = g.get_double("intra_node_latency_us", Bound::non_negative, n.intra_node_latency_us);
+    // Between nodes: a per-GPU share (inter_node_GBps), or the node's NICs
+    // as bought (nics_per_node x nic_Gbps), shared by its GPUs.
+    if (g.has("nics_per_node") || g.has("nic_Gbps")) {
+      if (g.has("inter_node_GBps"))
+        g.at("inter_node_GBps", "").fail("either inter_node_GBps or nics_per_node with nic_Gbps, not both");
+      const int nics = g.get_int("nics_per_node", Bound::positive);
+      const double gbit = g.get_double("nic_Gbps", Bound::positive);
+      n.inter_node_GBps = nics * gbit / 8.0 / n.gpus_per_node;
+    }
     n.inter_node_GBps = g.get_double("inter_node_GBps", Bound::positive, n.inter_node_GBps);
     n.inter_node_latency_us = g.get_double("inter_node_latency_us", Bound::non_negative, n.inter_node_latency_us);
     // Plans and reports name groups; two with one name would be ambiguous.
@@ -226,7 +254,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
 
 TrainingSpec parse_training(const YamlObject& obj) {
   obj.check_keys({"global_batch", "seq_len", "precision", "optimizer", "zero", "micro_batch_sizes", "recompute",
-                  "headroom_GiB", "sequence_parallel"});
+                  "headroom_GiB", "sequence_parallel", "grad_reduce_dtype", "runtime", "pipeline_p2p", "overlap_grad_reduce"});
   TrainingSpec t;
   t.global_batch = obj.get_int("global_batch", Bound::positive);
   t.seq_len = obj.get_int("seq_len", Bound::positive, 0);
@@ -261,6 +289,10 @@ TrainingSpec parse_training(const YamlObject& obj) {
   }
   t.headroom_GiB = obj.get_double("headroom_GiB", Bound::non_negative, t.headroom_GiB);
   t.sequence_parallel = obj.get_bool("sequence_parallel", t.sequence_parallel);
+  if (auto v = obj.find("grad_reduce_dtype")) t.grad_reduce_dtype = parse_choice(*v, kPrecisions);
+  if (auto v = obj.find("runtime")) t.runtime = parse_choice(*v, kRuntimes);
+  if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
+  t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
   return t;
 }
 
@@ -390,6 +422,11 @@ void check_device(const DeviceSpec& d, const std::string& file) {
           describe_double(Bound::fraction));
   require(d.nvlink_GBps >= 0, "nvlink_GBps", d.nvlink_GBps, describe_double(Bound::non_negative));
   require(d.pcie_GBps > 0, "pcie_GBps", d.pcie_GBps, describe_double(Bound::positive));
+  require(d.nic_GBps > 0, "nic_GBps", d.nic_GBps, describe_double(Bound::positive));
+  require(d.attention_forward_efficiency > 0 && d.attention_forward_efficiency <= 1, "attention_forward_efficiency",
+          d.attention_forward_efficiency, describe_double(Bound::fraction));
+  require(d.attention_backward_efficiency > 0 && d.attention_backward_efficiency <= 1,
+          "attention_backward_efficiency", d.attention_backward_efficiency, describe_double(Bound::fraction));
   require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const EfficiencyPoint& p = d.gemm_efficiency[i];

@@ -109,10 +109,13 @@ TaskLayouts task_layouts(const SearchSpace& space, const MemoryPruner& memory, c
       const GroupLayout& g = space.layouts(order[j])[li];
       const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
       // A stage that cannot hold one layer even where memory is least
-      // loaded (a middle stage with one micro-batch in flight) only ever
-      // appears in skeletons the memory rules remove: no latency for it, so
-      // an impossible problem is still rejected before any is computed.
-      if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0) {
+      // loaded only ever appears in skeletons the memory rules remove: no
+      // latency for it, so an impossible problem is still rejected before
+      // any is computed. Least loaded is a middle stage with one
+      // micro-batch in flight (no edges), or a lone stage (edges, but no
+      // pipeline communicator).
+      if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0 &&
+          memory.max_layers_leanest(slot, micro_batch, 0, 1, 1) == 0) {
         t.tau[j].push_back(std::numeric_limits<double>::infinity());
         t.rate[j].push_back(0.0);
         continue;

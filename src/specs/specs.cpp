@@ -66,4 +66,44 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
 
 int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
+Precision grad_precision(const TrainingSpec& t) {
+  if (t.grad_reduce_dtype) return *t.grad_reduce_dtype;
+  return t.precision == Precision::fp16 ? Precision::fp16 : Precision::fp32;
+}
+
+PipelineP2P pipeline_p2p(const TrainingSpec& t) {
+  if (t.pipeline_p2p) return *t.pipeline_p2p;
+  return t.runtime == Runtime::deepspeed ? PipelineP2P::full : PipelineP2P::scatter_gather;
+}
+
+const char* to_string(Runtime r) {
+  switch (r) {
+    case Runtime::megatron: return "megatron";
+    case Runtime::deepspeed: return "deepspeed";
+    case Runtime::fsdp: return "fsdp";
+  }
+  return "?";
+}
+
+const char* to_string(PipelineP2P p) {
+  switch (p) {
+    case PipelineP2P::scatter_gather: return "scatter_gather";
+    case PipelineP2P::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(Architecture a) {
+  switch (a) {
+    case Architecture::volta: return "volta";
+    case Architecture::turing: return "turing";
+    case Architecture::ampere: return "ampere";
+    case Architecture::ada: return "ada";
+    case Architecture::hopper: return "hopper";
+    case Architecture::cdna2: return "cdna2";
+    case Architecture::cdna3: return "cdna3";
+  }
+  return "?";
+}
+
 }  // namespace autohaap

@@ -54,6 +54,7 @@ TEST_F(BatchFingerprint, DependsOnContentNotPathOrComments) {
 
 TEST_F(BatchFingerprint, SeesChangesInsideAClustersDeviceFile) {
   const std::string device = R"(name: dev
+architecture: turing
 memory_GiB: 16
 peak_tflops: 65
 peak_fp32_tflops: 16

@@ -39,7 +39,7 @@ TEST(Catalog, DeviceNamesAreExactlyTheDesignList) {
   EXPECT_EQ(catalog_device_names().size(), expected.size());  // no duplicates
 }
 
-TEST(Catalog, EveryDevicePassesValidationWithTheSharedDefaults) {
+TEST(Catalog, EveryDevicePassesValidationWithItsArchitectureDefaults) {
   for (const auto& name : catalog_device_names()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(is_catalog_device(name));
@@ -47,15 +47,40 @@ TEST(Catalog, EveryDevicePassesValidationWithTheSharedDefaults) {
     EXPECT_EQ(d.name, name);
     EXPECT_NO_THROW(check_device(d, "catalog"));
     EXPECT_DOUBLE_EQ(d.memory_efficiency, 0.8);
-    ASSERT_EQ(d.gemm_efficiency.size(), kDefaultGemmEfficiency.size());
-    // Every device carries the one shared curve, whatever it is tuned to.
-    for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
-      EXPECT_EQ(d.gemm_efficiency[i].gemm_gflop, kDefaultGemmEfficiency[i].gemm_gflop);
-      EXPECT_EQ(d.gemm_efficiency[i].efficiency, kDefaultGemmEfficiency[i].efficiency);
+    const std::vector<EfficiencyPoint> curve = architecture_gemm_curve(d.architecture, d.peak_tflops);
+    ASSERT_EQ(d.gemm_efficiency.size(), curve.size());
+    for (std::size_t i = 0; i < curve.size(); ++i) {
+      EXPECT_EQ(d.gemm_efficiency[i].gemm_gflop, curve[i].gemm_gflop);
+      EXPECT_EQ(d.gemm_efficiency[i].efficiency, curve[i].efficiency);
     }
+    // The backward attention kernel is never faster than the forward one.
+    EXPECT_LE(d.attention_backward_efficiency, d.attention_forward_efficiency);
     // Tensor-core peak is always above the plain FP32 rate.
     EXPECT_GT(d.peak_tflops, d.peak_fp32_tflops);
   }
+}
+
+TEST(Catalog, ArchitectureCurvesDeriveFromTheReference) {
+  // The A100 is the reference: its curve is the fitted one, unchanged.
+  const DeviceSpec a100 = catalog_device("a100-80gb");
+  ASSERT_EQ(a100.gemm_efficiency.size(), kReferenceGemmEfficiency.size());
+  for (std::size_t i = 0; i < kReferenceGemmEfficiency.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a100.gemm_efficiency[i].gemm_gflop, kReferenceGemmEfficiency[i].gemm_gflop);
+    EXPECT_DOUBLE_EQ(a100.gemm_efficiency[i].efficiency, kReferenceGemmEfficiency[i].efficiency);
+  }
+  // H100: the same duration reaches the same fraction, so a GEMM 989.4/312
+  // times larger sits where the A100's did, scaled by the ratio of the
+  // generations' largest-GEMM fractions.
+  const DeviceSpec h100 = catalog_device("h100-sxm");
+  const double k = 989.4 / 312;
+  const double ratio = architecture_profile(Architecture::hopper).gemm_peak_fraction /
+                       architecture_profile(Architecture::ampere).gemm_peak_fraction;
+  for (double gflop : {0.05, 3.0, 40.0, 2000.0})
+    EXPECT_NEAR(gemm_efficiency(h100, gflop * k), gemm_efficiency(a100, gflop) * ratio, 1e-12) << gflop;
+  // At one size the faster device is less efficient (shorter kernel).
+  EXPECT_LT(gemm_efficiency(h100, 10), gemm_efficiency(a100, 10));
+  EXPECT_EQ(parse_architecture("hopper"), Architecture::hopper);
+  EXPECT_FALSE(parse_architecture("kepler").has_value());
 }
 
 TEST(Catalog, DeviceFactsFromDatasheets) {
@@ -183,7 +208,9 @@ TEST(Catalog, NodeGroupLinkDefaults) {
   EXPECT_EQ(nv.gpus(), 16);
   EXPECT_DOUBLE_EQ(nv.intra_node_GBps, 300);
   EXPECT_DOUBLE_EQ(nv.intra_node_latency_us, 5);
-  EXPECT_DOUBLE_EQ(nv.inter_node_GBps, 25);
+  EXPECT_DOUBLE_EQ(nv.inter_node_GBps, 25);  // DGX A100: 8 x 200 Gb/s for 8 GPUs
+  EXPECT_DOUBLE_EQ(make_node_group(catalog_device("h100-sxm"), 2, 8).inter_node_GBps, 50);  // 8 x 400 Gb/s
+  EXPECT_DOUBLE_EQ(make_node_group(catalog_device("v100-32gb"), 2, 8).inter_node_GBps, 6.25);
   EXPECT_DOUBLE_EQ(nv.inter_node_latency_us, 10);
 
   const NodeGroup pcie = make_node_group(catalog_device("t4"), 1, 4);

@@ -167,20 +167,35 @@ TEST(CostModel, MeasuredProfileOverridesRoofline) {
 }
 
 TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
-  // 16 bytes per parameter (2 weights + 2 gradients + 12 Adam states;
-  // Rajbhandari et al. 2020); ZeRO-1 divides the 12 by dp.
+  // bf16 training keeps an fp32 gradient buffer: 18 bytes per parameter
+  // (2 weights + 4 gradients + 12 Adam states; Megatron-LM's distributed
+  // optimizer notes: "18 bytes without, 6 + 12/d with"); ZeRO-1 divides the
+  // 12 by dp.
   Problem p = generic_problem(1.0);
   p.training.headroom_GiB = 1.0;
   CostModel cm(p);
   const double params = 1e6 + 3e6;
+  const double GiB = 1024.0 * 1024 * 1024;
   MemoryBreakdown m = cm.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
   EXPECT_DOUBLE_EQ(m.weights, 2 * params);
-  EXPECT_DOUBLE_EQ(m.gradients, 2 * params);
+  EXPECT_DOUBLE_EQ(m.gradients, 4 * params);
   EXPECT_DOUBLE_EQ(m.optimizer, 12 * params);
   // Activations: 10 MB per sequence per layer, 2 sequences per replica, 2 layers,
   // in flight min(p − i, m) = 1.
   EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6);
-  EXPECT_DOUBLE_EQ(m.headroom, 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(m.headroom, GiB);
+  // The framework: CUDA context + one NCCL communicator (dp = 2; no tp, one
+  // stage); the allocator's fragmentation of the activations.
+  const CostParameters& c = cm.parameters();
+  EXPECT_DOUBLE_EQ(m.runtime, (c.cuda_context_GiB + c.nccl_GiB_per_communicator) * GiB);
+  EXPECT_DOUBLE_EQ(m.allocator, c.allocator_fragmentation * m.activations);
+  EXPECT_DOUBLE_EQ(m.total(), m.weights + m.gradients + m.optimizer + m.activations + m.runtime + m.allocator +
+                                  m.headroom);
+  // fp16 training reduces 16-bit gradients: 16 bytes per parameter.
+  p.training.precision = Precision::fp16;
+  EXPECT_DOUBLE_EQ(CostModel(p).stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2).gradients,
+                   2 * params);
+  p.training.precision = Precision::bf16;
   p.training.zero = 1;
   CostModel z1(p);
   m = z1.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
@@ -188,7 +203,12 @@ TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
   p.training.zero = 3;
   CostModel z3(p);
   m = z3.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
-  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 16 * params / 2);
+  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.optimizer, 18 * params / 2);
+  // ZeRO-3 also holds the gathered weights of two layers (the one running,
+  // the one prefetched) and one layer's unsharded gradient: the largest
+  // layer has 3e6 parameters (far below DeepSpeed's caps of 1e9 live
+  // parameters and 5e8-element reduce buckets).
+  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 3e6 * (2 * 2 + 4));
 }
 
 TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
@@ -215,18 +235,53 @@ TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
   EXPECT_NEAR(cm.stage(plan, 0).p2p_s, 2e6 / (300e9 * cm.parameters().nvlink_efficiency) + 5e-6, 1e-15);
 }
 
-TEST(CostModel, DataParallelSyncOverNicWhenReplicasSpanNodes) {
+TEST(CostModel, DataParallelSyncOverEveryNicOfTheNodes) {
   Problem p = generic_problem(1.0);
   p.cluster.groups[0].nodes = 2;
   CostModel cm(p);
   Plan plan;
   plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
   plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
-  // 4e6 parameters at 2 bytes, ring all-reduce over 8 GPUs on 25 GB/s NICs
-  // (10 us per step, 14 steps).
-  const double bw = 25e9 * cm.parameters().network_efficiency;
-  const double expected = 14 * 10e-6 + 2.0 * 7 / 8 * 8e6 / bw;
-  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, expected, 1e-15);
+  // 4e6 parameters, fp32 gradients (bf16 training): 16 MB. All-reduce over
+  // 8 GPUs, 4 per node: the ring crosses each node boundary once and uses
+  // the 4 NICs of the node (25 GB/s each) -> 4 x 25 GB/s per GPU of ring
+  // bandwidth, capped by NVLink (300 GB/s). Latency: NCCL's tree,
+  // 2·log2(8) = 6 steps of 10 us, beats the ring's 14.
+  const double nic = 25e9 * cm.parameters().network_efficiency;
+  const double nvlink = 300e9 * cm.parameters().nvlink_efficiency;
+  const double bw = std::min(4 * nic, nvlink);
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 6 * 10e-6 + 2.0 * 7 / 8 * 16e6 / bw, 1e-15);
+
+  // tp = 4 inside each node: each tp rank's dp group has one GPU per node,
+  // so it gets one NIC share: 2 replicas, 1 step each way... tree and ring
+  // both 2 steps.
+  plan.stages = {StagePlan{0, "flat", 0, 8, 4, 2, 0, 2, Recompute::none}};
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / nic, 1e-15);
+
+  // Overlapped with the backward, only what the backward cannot hide stays.
+  p.training.overlap_grad_reduce = true;
+  CostModel overlapped(p);
+  const StageEstimate e = overlapped.stage(plan, 0);
+  EXPECT_NEAR(e.dp_sync_s, std::max(0.0, cm.stage(plan, 0).dp_sync_s - e.backward_s), 1e-15);
+}
+
+TEST(CostModel, PipelineSendFullTensorFromEveryTensorParallelRank) {
+  // Two stages of tp 2 in different nodes: scatter/gather sends 1/tp from
+  // each rank and all-gathers over NVLink; "full" sends the whole tensor.
+  Problem p = generic_problem(1.0);
+  p.cluster.groups[0].nodes = 2;
+  p.cluster.groups[0].gpus_per_node = 2;
+  Plan plan;
+  plan.global_batch = 4, plan.micro_batch_size = 4, plan.num_micro_batches = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 2, 2, 1, 0, 1, Recompute::none},
+                 StagePlan{0, "flat", 2, 2, 2, 1, 1, 2, Recompute::none}};
+  // Layer 0 outputs 1 MB per sequence: 4 MB per micro-batch, one replica.
+  const double nic = 25e9 * CostParameters{}.network_efficiency;
+  const double nvlink = 300e9 * CostParameters{}.nvlink_efficiency;
+  const double scatter = 2e6 / nic + 10e-6 + (5e-6 + 0.5 * 4e6 / nvlink);
+  EXPECT_NEAR(CostModel(p).stage(plan, 1).p2p_s, scatter, 1e-15);
+  p.training.pipeline_p2p = PipelineP2P::full;
+  EXPECT_NEAR(CostModel(p).stage(plan, 1).p2p_s, 4e6 / nic + 10e-6, 1e-15);
 }
 
 TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {

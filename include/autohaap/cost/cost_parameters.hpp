@@ -22,6 +22,24 @@ struct CostParameters {
   double dp_overlap = 0.0;
   // Kernel launch and framework overhead per layer per pass, seconds.
   double per_layer_overhead_s = 20e-6;
+
+  // --- memory the framework holds besides the model's tensors -------------
+  // CUDA context with the kernels of cuBLAS/cuDNN/PyTorch loaded: about
+  // 0.5-1 GiB per process on A100/H100 with CUDA 11-12 (PyTorch "CUDA
+  // semantics" notes; nvidia-smi of an idle process after the first GEMM).
+  double cuda_context_GiB = 0.75;
+  // NCCL buffers per communicator this GPU belongs to: NCCL_BUFFSIZE (4 MiB)
+  // for each of the Simple/LL128 protocols, per channel and ring neighbour
+  // (NCCL environment-variable documentation), with 16-32 channels on
+  // NVLink: ~0.4 GiB per communicator.
+  double nccl_GiB_per_communicator = 0.4;
+  // PyTorch's caching allocator keeps freed blocks for reuse; the memory it
+  // reserves exceeds what live tensors use by the fragmentation of the
+  // short-lived ones (activations, logits): typically 10-20% of them
+  // (PyTorch CUDA memory-management notes; expandable segments exist to cut
+  // it). Static buffers (weights, gradient buffer, optimizer states) are
+  // allocated once and do not fragment.
+  double allocator_fragmentation = 0.15;
 };
 
 }  // namespace autohaap

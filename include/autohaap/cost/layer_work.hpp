@@ -31,6 +31,14 @@ struct OpWork {
   double flops = 0;        // floating point operations
   double bytes = 0;        // HBM bytes read + written
   double gemm_flops = 0;   // size of one GEMM of this op (sets its efficiency); 0 = not a GEMM
+  // Work of the backward pass over the forward's. A GEMM's backward is two
+  // GEMMs of the same size (input and weight gradients): 2. Fused (flash)
+  // attention's backward recomputes the scores: 5 matrix products against
+  // the forward's 2, i.e. 2.5 (Dao 2023, "FlashAttention-2", Sec. 3.2).
+  // Element-wise kernels read the output gradient and the saved input and
+  // write the input gradient: about twice the forward's bytes.
+  double backward_ratio = 2.0;
+  bool fused_attention = false;  // priced at the device's attention-kernel efficiency
 };
 
 // Forward work of one layer on one GPU, split into the ops a measured

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,14 @@
 
 namespace autohaap {
 
-// Achievable fraction of dense peak vs GEMM size (GFLOP), shared by every
-// catalog device until measured curves exist: small GEMMs are launch- and
+// Achievable fraction of dense peak vs GEMM size (GFLOP) on the reference
+// device, the A100 (312 TFLOP/s BF16): small GEMMs are launch- and
 // tail-bound, large ones approach a ceiling. The ceiling is what end-to-end
 // training reaches, not an isolated cuBLAS GEMM: fitted once to the 12
-// complete Megatron-LM runs on A100 (tests/unit/calibration_test.cpp; all
-// within ±13%). The one place to retune it.
-inline constexpr std::array<EfficiencyPoint, 6> kDefaultGemmEfficiency = {{
+// complete Megatron-LM runs on A100 (tests/unit/calibration_test.cpp). Every
+// other device's curve is derived from it by its architecture
+// (architecture_gemm_curve). The one place to retune it.
+inline constexpr std::array<EfficiencyPoint, 6> kReferenceGemmEfficiency = {{
     {0.01, 0.10},
     {0.1, 0.25},
     {1, 0.45},
@@ -35,14 +37,43 @@ inline constexpr std::array<EfficiencyPoint, 6> kDefaultGemmEfficiency = {{
     {100, 0.64},
     {1000, 0.70},
 }};
+inline constexpr double kReferencePeakTflops = 312;
+
+// What one GPU generation reaches, measured on public benchmarks of its
+// parts (sources beside the table in catalog.cpp).
+struct ArchitectureProfile {
+  Architecture architecture;
+  const char* name;
+  // Largest isolated dense GEMM (cuBLAS/hipBLASLt, BF16 or FP16) over the
+  // dense peak: how close the generation's software gets to its datasheet.
+  double gemm_peak_fraction;
+  // Fused attention kernels (FlashAttention-2/3, cuDNN), fraction of peak.
+  double attention_forward_efficiency;
+  double attention_backward_efficiency;
+};
+const ArchitectureProfile& architecture_profile(Architecture a);
+std::vector<std::string> architecture_names();
+// The architecture named `name`, or nullopt.
+std::optional<Architecture> parse_architecture(const std::string& name);
+// A device's GEMM-efficiency curve from its architecture and peak: the
+// reference curve, scaled by the architecture's GEMM ceiling relative to
+// the A100's, and shifted in size by the peak ratio. Why the shift: what
+// limits a small GEMM is its duration (launch latency, one partial wave of
+// tiles), so a GEMM that takes t on the reference reaches the same
+// efficiency as one that takes t on a device k times faster, i.e. k times
+// the FLOPs.
+std::vector<EfficiencyPoint> architecture_gemm_curve(Architecture a, double peak_tflops);
+// Sets every efficiency figure of `d` to its architecture's defaults.
+void apply_architecture_defaults(DeviceSpec& d);
+
 // Achievable fraction of HBM bandwidth for streaming (element-wise) kernels.
 inline constexpr double kDefaultMemoryEfficiency = 0.8;
 
 // Link defaults of a node group (DESIGN.md "Cluster file"), per GPU,
-// unidirectional. One 200 Gb/s NIC per GPU between nodes; one 100 Gb/s per
-// GPU across the fabric joining different groups (typically separate
-// clusters or pods behind a slower spine).
-inline constexpr double kDefaultInterNodeGBps = 25.0;
+// unidirectional. Between nodes: the device's nic_GBps (its usual node's
+// NICs shared among its GPUs); across the fabric joining different groups
+// 100 Gb/s per GPU (typically separate clusters or pods behind a slower
+// spine).
 inline constexpr double kNvlinkLatencyUs = 5.0;
 inline constexpr double kPcieLatencyUs = 10.0;
 inline constexpr double kDefaultInterNodeLatencyUs = 10.0;
@@ -74,7 +105,7 @@ TrainingSpec catalog_training(const std::string& name);
 
 // A group of `nodes` x `gpus_per_node` GPUs of `device` with the default
 // links: inside a node NVLink (or Infinity Fabric) when the device has it,
-// else PCIe; between nodes kDefaultInterNodeGBps. Named after the device.
+// else PCIe; between nodes the device's nic_GBps. Named after the device.
 NodeGroup make_node_group(const DeviceSpec& device, int nodes, int gpus_per_node);
 
 }  // namespace autohaap

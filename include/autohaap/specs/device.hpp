@@ -21,8 +21,13 @@ struct EfficiencyPoint {
   double efficiency = 0;
 };
 
+// GPU generation: selects the default efficiency figures of a device
+// (io/catalog.hpp, one row per architecture, each with its sources).
+enum class Architecture { volta, turing, ampere, ada, hopper, cdna2, cdna3 };
+
 struct DeviceSpec {
   std::string name;              // catalog name, e.g. "a100-80gb"
+  Architecture architecture = Architecture::ampere;
   double memory_GiB = 0;         // HBM/GDDR capacity
   double peak_tflops = 0;        // dense tensor-core peak at training precision (BF16, or FP16 where no BF16)
   double peak_fp32_tflops = 0;   // for fp32 training
@@ -30,6 +35,15 @@ struct DeviceSpec {
   double hbm_GBps = 0;           // memory bandwidth
   double memory_efficiency = 0.8;  // achievable fraction of hbm_GBps for streaming kernels
   std::vector<EfficiencyPoint> gemm_efficiency;  // sorted by gemm_gflop, non-empty
+  // Fused (flash) attention kernels: achieved fraction of dense peak in the
+  // forward and in the backward kernel, which runs slower than the forward
+  // (it recomputes the scores and has more, smaller reductions).
+  double attention_forward_efficiency = 0.6;
+  double attention_backward_efficiency = 0.45;
+  // Default per-GPU share of the node's NICs (GB/s, one direction) for a
+  // node of this device as usually built (DGX/HGX or a PCIe server); a
+  // cluster file may set its own.
+  double nic_GBps = 25;
   double nvlink_GBps = 0;        // per-GPU unidirectional GPU-GPU bandwidth; 0 = no NVLink/IF
   double pcie_GBps = 0;          // per-GPU unidirectional host link bandwidth
 };
@@ -37,5 +51,7 @@ struct DeviceSpec {
 // Achieved fraction of peak for a GEMM of `gflop` GFLOP: the curve
 // interpolated linearly in log10(gflop), clamped at both ends.
 double gemm_efficiency(const DeviceSpec& device, double gflop);
+
+const char* to_string(Architecture a);
 
 }  // namespace autohaap

@@ -13,6 +13,18 @@ namespace autohaap {
 enum class Precision { bf16, fp16, fp32 };
 enum class Optimizer { adam, sgd };
 enum class Recompute { none, selective, full };
+// The training framework, for what it allocates and sends beyond the
+// model's tensors (cost/cost_model.cpp: gradient buffers, buckets, the
+// pipeline send mode it uses unless pipeline_p2p says otherwise).
+// megatron: Megatron-LM / NeMo (Megatron-Core); deepspeed: DeepSpeed and
+// Megatron-DeepSpeed; fsdp: PyTorch FSDP (MosaicML llm-foundry, torchtitan).
+enum class Runtime { megatron, deepspeed, fsdp };
+// How a pipeline stage sends its boundary activation to the next one.
+// scatter_gather: each tensor-parallel rank sends 1/tp of it and the
+// receivers all-gather over NVLink (Megatron-LM, Narayanan et al. 2021,
+// Sec. 4.1); full: every tensor-parallel rank sends the whole tensor
+// (DeepSpeed's pipeline engine, Megatron-DeepSpeed).
+enum class PipelineP2P { scatter_gather, full };
 
 struct TrainingSpec {
   int global_batch = 512;       // sequences per iteration
@@ -24,17 +36,37 @@ struct TrainingSpec {
   int zero = 1;
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};     // B per pipeline, searched
   std::vector<Recompute> recompute_modes = {Recompute::none, Recompute::selective, Recompute::full};
-  double headroom_GiB = 2.0;    // reserved per GPU: CUDA context, allocator fragmentation, buffers
+  // Safety margin kept free per GPU on top of what the cost model counts
+  // (which includes the CUDA context, NCCL buffers and fragmentation).
+  double headroom_GiB = 1.0;
   bool sequence_parallel = true;  // Megatron sequence parallelism with tp > 1
+  // Element type of the gradient buffer and its data-parallel reduction.
+  // Unset: fp32 for bf16 training (Megatron-LM forces
+  // --accumulate-allreduce-grads-in-fp32 with bf16; DeepSpeed's bf16
+  // optimizer keeps fp32 gradients), the training precision otherwise.
+  std::optional<Precision> grad_reduce_dtype;
+  Runtime runtime = Runtime::megatron;
+  // Unset: scatter_gather under Megatron-LM, full under DeepSpeed.
+  std::optional<PipelineP2P> pipeline_p2p;
+  // The data-parallel gradient reduction runs during the backward pass
+  // (Megatron's --overlap-grad-reduce, PyTorch DDP buckets) instead of
+  // after it (Megatron-LM 2021, DeepSpeed's pipeline engine).
+  bool overlap_grad_reduce = false;
 };
 
 const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Recompute r);
+const char* to_string(PipelineP2P p);
+const char* to_string(Runtime r);
 // The inverse of to_string: a Recompute for "none", "selective" or "full".
 std::optional<Recompute> parse_recompute(std::string_view name);
 
 // Bytes of one parameter / activation element at this precision.
 int bytes_per_element(Precision p);
+// The gradient element type in effect (TrainingSpec::grad_reduce_dtype).
+Precision grad_precision(const TrainingSpec& t);
+// The pipeline send mode in effect (TrainingSpec::pipeline_p2p).
+PipelineP2P pipeline_p2p(const TrainingSpec& t);
 
 }  // namespace autohaap
