@@ -85,6 +85,7 @@ std::string canonical_text(const Problem& problem) {
       .add("model.seq_len", m.seq_len)
       .add("model.tied_embeddings", m.tied_embeddings)
       .add("model.flash_attention", m.flash_attention)
+      .add("model.dropout", m.dropout)
       .add("model.generic_layers.size", m.generic_layers.size());
   for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
     const GenericLayer& g = m.generic_layers[i];
@@ -125,7 +126,8 @@ std::string canonical_text(const Problem& problem) {
       .add("training.grad_reduce_dtype", to_string(grad_precision(t)))
       .add("training.runtime", to_string(t.runtime))
       .add("training.pipeline_p2p", to_string(pipeline_p2p(t)))
-      .add("training.overlap_grad_reduce", t.overlap_grad_reduce);
+      .add("training.overlap_grad_reduce", t.overlap_grad_reduce)
+      .add("training.fused_cross_entropy", t.fused_cross_entropy);
   std::string sizes, modes;
   for (int b : t.micro_batch_sizes) sizes += std::to_string(b) + ",";
   for (Recompute r : t.recompute_modes) modes += std::string(to_string(r)) + ",";

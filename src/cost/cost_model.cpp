@@ -254,7 +254,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.dp));
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
-  m.working_bytes = last ? logits_bytes(problem_.model, x) : 0.0;
+  m.working_bytes = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
   return m;
 }
 
@@ -295,7 +295,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
                std::min(largest_layer, kReduceBucket) * whole.gradients;
   }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches) + working;
-  m.logits = last ? logits_bytes(problem_.model, x) : 0.0;
+  m.logits = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
   const int communicators = (shape.tp > 1) + (shape.dp > 1) + (num_stages > 1);

@@ -106,12 +106,12 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     // Memory-bound elementwise work, bytes read + written: two norms (2 each),
     // two residual adds (3 each), the activation function over ffn (GeLU: 2;
     // SwiGLU: silu + product, 3 over f), softmax over the scores (2 per
-    // element, skipped with fused flash attention), GPT's dropouts (3 each).
+    // element, skipped with fused flash attention), the dropouts (3 each).
     const double hidden_split = x.sequence_parallel ? t : 1.0;
     double elems = tokens * h * (2 * 2 + 2 * 3) / hidden_split;
     elems += tokens * f / t * (m.family == ModelFamily::llama ? 3 * 2 : 2);
-    if (!m.flash_attention) elems += 2 * b * (a / t) * s * s * (m.family == ModelFamily::gpt ? 2 : 1);
-    if (m.family == ModelFamily::gpt) elems += 2 * 3 * tokens * h / hidden_split;
+    if (!m.flash_attention) elems += 2 * b * (a / t) * s * s * (m.dropout ? 2 : 1);
+    if (m.dropout) elems += 2 * 3 * tokens * h / hidden_split;
     w.ops[4] = {"elementwise", 0, elems * e, 0};
   }
   return w;
@@ -133,9 +133,9 @@ LayerWork embedding_forward_work(const ModelSpec& m, const BatchShape& x) {
   LayerWork w;
   w.selective_op = -1;
   if (is_generic(m)) return w;
-  // A gather of b·s rows of h, plus positions and dropout for GPT.
+  // A gather of b·s rows of h, plus learned positions (GPT) and dropout.
   const double tokens = x.sequences * x.seq_len;
-  const double passes = m.family == ModelFamily::gpt ? 4 : 2;
+  const double passes = 2 + (m.family == ModelFamily::gpt ? 1 : 0) + (m.dropout ? 1 : 0);
   w.ops[4] = {"embedding", 0, x.element_bytes * passes * tokens * m.hidden, 0};
   return w;
 }
@@ -157,7 +157,7 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   //  activation inputs 2·f/h per stored ffn tensor (GeLU: 2 tensors,
   //  SwiGLU: 3), dropout mask 1;  s x s: scores 2, dropout mask 1, dropout
   //  output 2 per a·s²·b (no dropout: scores only; flash attention: none).
-  const bool dropout = m.family == ModelFamily::gpt;
+  const bool dropout = m.dropout;
   const double kv_ratio = kv_dim(m) / h;
   const double attn = 2 + 2 + 2 + 2 * 2 * kv_ratio + 2 + (dropout ? 1 : 0);
   const double ffn_tensors = m.family == ModelFamily::llama ? 3 : 2;
@@ -196,11 +196,12 @@ double layer_output_bytes(const ModelSpec& m, int layer, double sequences, int s
   return static_cast<double>(element_bytes) * sequences * seq_len * m.hidden;
 }
 
-double logits_bytes(const ModelSpec& m, const BatchShape& x) {
+double logits_bytes(const ModelSpec& m, const BatchShape& x, bool fused_cross_entropy) {
   if (is_generic(m)) return 0;
   // 16-bit logits plus the fp32 copy the cross-entropy keeps for its
-  // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t).
-  return (x.element_bytes + 4.0) * x.sequences * x.seq_len * m.vocab / x.tp;
+  // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t); a fused loss
+  // writes the gradient into the logits in place.
+  return (x.element_bytes + (fused_cross_entropy ? 0.0 : 4.0)) * x.sequences * x.seq_len * m.vocab / x.tp;
 }
 
 }  // namespace autohaap

@@ -88,18 +88,39 @@ constexpr DeviceRow kDevices[] = {
 // --------------------------------------------------------- architectures
 //
 // gemm_peak_fraction: the largest dense BF16/FP16 GEMM a generation's
-// vendor library reaches, over the datasheet peak (maximum achievable
-// matmul FLOP/s, measured by sweeping GEMM shapes):
-//   (sources being gathered)
+// vendor library reaches, over the datasheet peak, found by sweeping GEMM
+// shapes ("maximum achievable matmul FLOPS" of stas00/ml-engineering,
+// compute/accelerator/README.md, and the square-GEMM sweeps of
+// zzc0721/torch-performance-test-data):
+//   volta   V100 SXM2  4096^3-8192^3: 95.7-97.4 of 125         -> 0.77
+//   turing  T4         plateau of the sweep, power-limited      -> 0.64
+//   ampere  A100 SXM   best shape 271.2 of 312                  -> 0.87
+//   ada     L40S       best square 269.2 of 362                 -> 0.74
+//   hopper  H100 SXM   best shape 794.5 of 989.4 (H200: 790.3)  -> 0.80
+//   cdna2   MI250X     best shape 147.0 of 191.5 per GCD        -> 0.77
+//   cdna3   MI300X     568-782 of 1307 by ROCm version          -> 0.56
+// attention_*_efficiency: fused attention kernels (head dim 128, causal,
+// 2k-8k tokens; causal FLOPs counted as half), fraction of peak:
+//   ampere  FlashAttention-2 on A100: forward up to ~0.70, forward +
+//           backward 155-182 TFLOP/s (0.50-0.58) (Dao 2023, arXiv
+//           2307.08691; Dao-AILab/flash-attention assets)      -> 0.65 / 0.52
+//   hopper  FA2 on H100 forward + backward 265-308 (0.27-0.31); FA3 and
+//           cuDNN forward 521-617 (0.53-0.62) (Shah et al. 2024, arXiv
+//           2407.08608); frameworks run either, so between    -> 0.50 / 0.38
+//   ada     FA2 on AD102 cards: forward ~0.6 of the FP16-FP32 peak -> 0.55 / 0.42
+//   volta, turing, cdna2, cdna3: no published kernel throughput; no FA2
+//           on Volta (memory-efficient attention instead), FA1 on Turing,
+//           Composable-Kernel FA on AMD; set near standard attention's
+//           0.25-0.35 forward                                  -> 0.30-0.40 / 0.22-0.30
 constexpr ArchitectureProfile kArchitectures[] = {
-    // architecture      name      gemm   attn fwd  attn bwd
-    {Architecture::volta, "volta", 0.83, 0.35, 0.25},
-    {Architecture::turing, "turing", 0.70, 0.35, 0.25},
-    {Architecture::ampere, "ampere", 0.88, 0.70, 0.55},
-    {Architecture::ada, "ada", 0.65, 0.50, 0.38},
-    {Architecture::hopper, "hopper", 0.80, 0.60, 0.45},
-    {Architecture::cdna2, "cdna2", 0.70, 0.35, 0.25},
-    {Architecture::cdna3, "cdna3", 0.60, 0.40, 0.30},
+    // architecture           name      gemm   attn fwd  attn bwd
+    {Architecture::volta,  "volta",  0.77, 0.30, 0.22},
+    {Architecture::turing, "turing", 0.64, 0.35, 0.25},
+    {Architecture::ampere, "ampere", 0.87, 0.65, 0.52},
+    {Architecture::ada,    "ada",    0.74, 0.55, 0.42},
+    {Architecture::hopper, "hopper", 0.80, 0.50, 0.38},
+    {Architecture::cdna2,  "cdna2",  0.77, 0.35, 0.25},
+    {Architecture::cdna3,  "cdna3",  0.56, 0.40, 0.30},
 };
 
 const ArchitectureProfile& profile_of(Architecture a) {
@@ -152,6 +173,7 @@ ModelSpec gpt3(const char* name, int layers, int hidden, int heads) {
   m.seq_len = 2048;
   m.tied_embeddings = true;
   m.flash_attention = false;
+  m.dropout = true;  // Megatron-LM's GPT defaults: 0.1 after attention and MLP
   return m;
 }
 

@@ -103,7 +103,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
   }
 
   obj.check_keys({"name", "family", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len",
-                  "tied_embeddings", "flash_attention"});
+                  "tied_embeddings", "flash_attention", "dropout"});
   const YamlValue layers = obj.at("layers", describe_int(Bound::positive));
   if (layers.is_list()) layers.fail("a positive integer (a list of layers needs family: generic)");
   m.layers = layers.as_int(Bound::positive);
@@ -119,6 +119,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
                      : obj.get_int("ffn_hidden", Bound::positive);
   m.tied_embeddings = obj.get_bool("tied_embeddings", gpt);
   m.flash_attention = obj.get_bool("flash_attention", !gpt);
+  m.dropout = obj.get_bool("dropout", gpt);
   check_model(m, obj.file());
   return m;
 }
@@ -254,7 +255,8 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
 
 TrainingSpec parse_training(const YamlObject& obj) {
   obj.check_keys({"global_batch", "seq_len", "precision", "optimizer", "zero", "micro_batch_sizes", "recompute",
-                  "headroom_GiB", "sequence_parallel", "grad_reduce_dtype", "runtime", "pipeline_p2p", "overlap_grad_reduce"});
+                  "headroom_GiB", "sequence_parallel", "grad_reduce_dtype", "runtime", "pipeline_p2p", "overlap_grad_reduce",
+                  "fused_cross_entropy"});
   TrainingSpec t;
   t.global_batch = obj.get_int("global_batch", Bound::positive);
   t.seq_len = obj.get_int("seq_len", Bound::positive, 0);
@@ -293,6 +295,7 @@ TrainingSpec parse_training(const YamlObject& obj) {
   if (auto v = obj.find("runtime")) t.runtime = parse_choice(*v, kRuntimes);
   if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
   t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
+  t.fused_cross_entropy = obj.get_bool("fused_cross_entropy", t.fused_cross_entropy);
   return t;
 }
 

@@ -73,7 +73,7 @@ TEST(Calibration, MegatronRunsWithinFifteenPercent) {
     ASSERT_EQ(r.tp * r.pp * r.dp, r.gpus) << r.id;
     Problem p;
     p.model = ModelSpec{r.id, ModelFamily::gpt, r.layers, r.hidden, r.ffn, r.heads, r.heads, r.vocab, r.seq,
-                        true, false, {}};
+                        true, false, /*dropout=*/true, {}};
     p.cluster.name = "selene";
     p.cluster.groups = {make_node_group(catalog_device("a100-80gb"), r.gpus / r.gpus_per_node, r.gpus_per_node)};
     p.training.global_batch = r.global_batch;

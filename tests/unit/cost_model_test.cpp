@@ -11,11 +11,11 @@ namespace autohaap {
 namespace {
 
 ModelSpec gpt(int layers, int hidden, int heads, int vocab = 51200, int seq = 2048) {
-  return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, vocab, seq, true, false, {}};
+  return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, vocab, seq, true, false, true, {}};
 }
 
 ModelSpec llama(int layers, int hidden, int ffn, int heads, int kv) {
-  return ModelSpec{"llama-test", ModelFamily::llama, layers, hidden, ffn, heads, kv, 128256, 8192, false, true, {}};
+  return ModelSpec{"llama-test", ModelFamily::llama, layers, hidden, ffn, heads, kv, 128256, 8192, false, true, false, {}};
 }
 
 // A device with a flat efficiency curve makes hand calculations exact.

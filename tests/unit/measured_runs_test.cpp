@@ -79,6 +79,12 @@ std::optional<Scored> score(const CsvRow& r) {
   m.seq_len = std::stoi(r.at("seq_len"));
   m.tied_embeddings = r.at("tied_embeddings") == "true";
   m.flash_attention = r.at("flash_attention") == "true";
+  m.dropout = m.family == ModelFamily::gpt;
+  // BLOOM and MPT train without dropout (BLOOM's tr11 scripts set
+  // --hidden-dropout 0 --attention-dropout 0; MPT has none); the earlier
+  // BigScience and Megatron-LM runs keep Megatron's default 0.1.
+  const std::string& sweep = r.at("sweep");
+  if (sweep.rfind("bloom", 0) == 0 || sweep.rfind("mpt", 0) == 0) m.dropout = false;
 
   const int gpus = std::stoi(r.at("gpus")), gpn = std::stoi(r.at("gpus_per_node"));
   p.cluster.name = r.at("gpu");
@@ -93,7 +99,10 @@ std::optional<Scored> score(const CsvRow& r) {
   t.headroom_GiB = 0;  // compare what the run held, without a user margin
   const std::string& framework = r.at("framework");
   if (framework.find("DeepSpeed") != std::string::npos) t.runtime = Runtime::deepspeed;
-  if (framework.find("FSDP") != std::string::npos) t.runtime = Runtime::fsdp;
+  if (framework.find("FSDP") != std::string::npos) {
+    t.runtime = Runtime::fsdp;
+    t.fused_cross_entropy = true;  // llm-foundry's MPT yamls: loss_fn fused_crossentropy
+  }
 
   UniformPlanRequest q;
   q.tp = std::stoi(r.at("tp"));
@@ -201,6 +210,7 @@ TEST(MeasuredRuns, IterationTimePerSource) {
 TEST(MeasuredRuns, MemoryAndOutOfMemory) {
   const std::vector<Scored> runs = scored_runs();
   std::vector<double> errors;
+  std::map<std::string, std::vector<double>> by_source;
   int ooms = 0, caught = 0, false_ooms = 0, measured_fit = 0;
   std::printf("%-16s %9s %9s %9s %s\n", "run", "measured", "predicted", "capacity", "verdict");
   for (const Scored& s : runs) {
@@ -217,8 +227,15 @@ TEST(MeasuredRuns, MemoryAndOutOfMemory) {
       std::printf("%-16s %9.1f %9.1f %9.1f %s\n", s.id.c_str(), s.measured_GiB, s.predicted_GiB, s.capacity_GiB,
                   "FALSE OOM");
     }
-    if (s.measured_GiB > 0) errors.push_back((s.predicted_GiB - s.measured_GiB) / s.measured_GiB);
+    if (s.measured_GiB > 0) {
+      errors.push_back((s.predicted_GiB - s.measured_GiB) / s.measured_GiB);
+      by_source[s.source].push_back(errors.back());
+      if (std::getenv("AUTOHAAP_TRACE_RUNS"))
+        std::printf("trace-mem %s %.1f %.1f\n", s.id.c_str(), s.measured_GiB, s.predicted_GiB);
+    }
   }
+  for (const auto& [source, e] : by_source)
+    std::printf("memory %-48s %3zu runs, median error %+.1f%%\n", source.c_str(), e.size(), 100 * quantile(e, 0.5));
   std::vector<double> abs_e;
   for (double x : errors) abs_e.push_back(std::abs(x));
   std::printf("memory: %zu runs measured, median error %+.1f%%, median |error| %.1f%%, p90 |error| %.1f%%\n",

@@ -497,6 +497,7 @@ void expect_same_model(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(a.seq_len, b.seq_len);
   EXPECT_EQ(a.tied_embeddings, b.tied_embeddings);
   EXPECT_EQ(a.flash_attention, b.flash_attention);
+  EXPECT_EQ(a.dropout, b.dropout);
   ASSERT_EQ(a.generic_layers.size(), b.generic_layers.size());
   for (std::size_t i = 0; i < a.generic_layers.size(); ++i) {
     EXPECT_EQ(a.generic_layers[i].name, b.generic_layers[i].name);

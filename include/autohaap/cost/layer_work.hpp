@@ -94,7 +94,8 @@ double layer_working_bytes(const ModelSpec& model, int layer, const BatchShape& 
 // Bytes of the layer output (what crosses a pipeline boundary), whole
 // micro-batch of `sequences`, not split by tp.
 double layer_output_bytes(const ModelSpec& model, int layer, double sequences, int seq_len, int element_bytes);
-// Logits and loss buffers on the last stage, per GPU.
-double logits_bytes(const ModelSpec& model, const BatchShape& shape);
+// Logits and loss buffers on the last stage, per GPU: the 16-bit logits,
+// plus the fp32 copy the loss keeps unless it is fused.
+double logits_bytes(const ModelSpec& model, const BatchShape& shape, bool fused_cross_entropy = false);
 
 }  // namespace autohaap

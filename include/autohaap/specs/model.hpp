@@ -37,6 +37,11 @@ struct ModelSpec {
   // Attention that never materializes the s x s score matrix (FlashAttention):
   // removes the 5·a·s/h activation term of Korthikanti et al. 2022.
   bool flash_attention = false;
+  // Dropout after attention and MLP (and on the attention probabilities
+  // without flash attention): its masks are stored for the backward pass
+  // and its passes read and write the activations. GPT-3 and Megatron-LM's
+  // defaults use it; Llama, MPT and BLOOM train without.
+  bool dropout = false;
   std::vector<GenericLayer> generic_layers;  // family == generic only; size == layers
 
   int head_dim() const { return heads > 0 ? hidden / heads : 0; }

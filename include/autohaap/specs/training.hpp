@@ -52,6 +52,11 @@ struct TrainingSpec {
   // (Megatron's --overlap-grad-reduce, PyTorch DDP buckets) instead of
   // after it (Megatron-LM 2021, DeepSpeed's pipeline engine).
   bool overlap_grad_reduce = false;
+  // The loss computes its softmax in place on the 16-bit logits
+  // (flash-attn's or Liger's fused cross-entropy, as llm-foundry's
+  // fused_crossentropy) instead of on an fp32 copy (Megatron-LM's
+  // vocab-parallel cross-entropy, PyTorch's under autocast).
+  bool fused_cross_entropy = false;
 };
 
 const char* to_string(Precision p);
