@@ -8,6 +8,9 @@ namespace autohaap {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// A fit closer to capacity than this is within the memory model's error
+// against measured peaks (tests/unit/measured_runs_test.cpp): say so.
+constexpr double kTightFraction = 0.05;
 
 std::string printf_string(const char* fmt, auto... args) {
   char buf[512];
@@ -38,14 +41,16 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
 }
 
 std::string format_memory_table(const CostModel& model, const Plan& plan) {
-  std::string out = printf_string("%-5s %9s %9s %9s %11s %8s %9s %9s\n", "stage", "weights", "grads", "optim",
-                                  "activations", "logits", "headroom", "total");
+  std::string out = printf_string("%-5s %9s %9s %9s %11s %8s %9s %9s %9s %9s\n", "stage", "weights", "grads",
+                                  "optim", "activations", "logits", "runtime", "allocator", "headroom", "total");
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     const MemoryBreakdown m = model.stage(plan, i).memory;
-    out += printf_string("%-5d %9.2f %9.2f %9.2f %11.2f %8.2f %9.2f %9.2f\n", i, m.weights / kGiB,
+    out += printf_string("%-5d %9.2f %9.2f %9.2f %11.2f %8.2f %9.2f %9.2f %9.2f %9.2f\n", i, m.weights / kGiB,
                          m.gradients / kGiB, m.optimizer / kGiB, m.activations / kGiB, m.logits / kGiB,
-                         m.headroom / kGiB, m.total() / kGiB);
+                         m.runtime / kGiB, m.allocator / kGiB, m.headroom / kGiB, m.total() / kGiB);
   }
+  out += "runtime: CUDA context and NCCL buffers; allocator: caching-allocator fragmentation of activations and "
+         "logits; headroom: the training file's safety margin (headroom_GiB)\n";
   return out;
 }
 
@@ -53,6 +58,13 @@ std::string format_fit_problems(const CostModel& model, const Plan& plan) {
   std::string out;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     const StageEstimate e = model.stage(plan, i);
+    const double spare = e.capacity_bytes - e.memory.total();
+    if (e.fits() && spare < kTightFraction * e.capacity_bytes) {
+      out += printf_string("stage %d (%s, layers %s) fits with only %.2f GiB to spare of %.2f GiB: the prediction's "
+                           "own error is larger; raise headroom_GiB to refuse such plans\n",
+                           i, plan.stages[i].device.c_str(), layer_range(plan.stages[i]).c_str(), spare / kGiB,
+                           e.capacity_bytes / kGiB);
+    }
     if (e.fits()) continue;
     out += printf_string("stage %d (%s, layers %s) does not fit: needs %.2f GiB per GPU, has %.2f GiB (over by %.2f GiB)\n",
                          i, plan.stages[i].device.c_str(), layer_range(plan.stages[i]).c_str(),

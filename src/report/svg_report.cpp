@@ -39,12 +39,14 @@ struct MemoryKind {
   const char* colour;
   double MemoryBreakdown::*bytes;
 };
-constexpr std::array<MemoryKind, 6> kMemoryKinds = {{
+constexpr std::array<MemoryKind, 8> kMemoryKinds = {{
     {"weights", "mem-weights", "#355c7d", &MemoryBreakdown::weights},
     {"gradients", "mem-gradients", "#6c8ebf", &MemoryBreakdown::gradients},
     {"optimizer states", "mem-optimizer", "#c06c84", &MemoryBreakdown::optimizer},
     {"activations", "mem-activations", "#f8b195", &MemoryBreakdown::activations},
     {"logits", "mem-logits", "#f67280", &MemoryBreakdown::logits},
+    {"CUDA and NCCL", "mem-runtime", "#8e7cc3", &MemoryBreakdown::runtime},
+    {"allocator", "mem-allocator", "#b4a7d6", &MemoryBreakdown::allocator},
     {"headroom", "mem-headroom", "#d0d0d0", &MemoryBreakdown::headroom},
 }};
 
