@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <system_error>
-#include <cstdio>
 #include <tuple>
 
+#include "autohaap/cost/layer_work.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
@@ -126,8 +127,30 @@ struct MetisFile {
   int tp = 0, bs = 0;
   std::string model_name;
   int num_layers = 0;
+  std::vector<double> param_bytes;  // per entry: embedding, layers, head
   std::vector<double> layer_ms;
 };
+
+// A profile times layers of one shape: its layers must have the model's
+// parameters (Metis records each whole layer's 16-bit weights, whatever the
+// tp), or the timings belong to another hidden or ffn size.
+void check_layer_shape(const MetisFile& f, const ModelSpec& model) {
+  for (int l = 0; l < model.layers; ++l) {
+    const double params = layer_params(model, l);
+    const double bytes = f.param_bytes.at(static_cast<std::size_t>(l) + 1);
+    const double per_param = params > 0 ? bytes / params : 0;
+    const bool sixteen_bit = std::abs(per_param - 2) <= 0.2, thirty_two_bit = std::abs(per_param - 4) <= 0.4;
+    if (sixteen_bit || thirty_two_bit) continue;
+    char got[96], want[160];
+    std::snprintf(got, sizeof got, "%.0f bytes (%.3g parameters at 2 bytes)", bytes, bytes / 2);
+    std::snprintf(want, sizeof want,
+                  "the bytes of layer %d of %s: %.3g parameters (hidden %d, ffn %d) at 2 or 4 bytes each; "
+                  "a profile of another model shape cannot time this one",
+                  l, model.name.c_str(), params, model.hidden, model.ffn_hidden);
+    throw InputError(f.path, "model.parameters.parameters_per_layer_bytes[" + std::to_string(l + 1) + "]", got,
+                     want);
+  }
+}
 
 MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   MetisFile f;
@@ -168,7 +191,7 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   }
   f.num_layers = n.GetInt();
   const rj::Value& params = r.member(model, "model", "parameters", "an object with parameters_per_layer_bytes");
-  const std::vector<double> param_bytes =
+  f.param_bytes =
       r.numbers(r.member(params, "model.parameters", "parameters_per_layer_bytes", "a list of byte counts"),
                 "model.parameters.parameters_per_layer_bytes", false);
   if (const rj::Value* v = r.optional(params, "total_parameters_bytes")) {
@@ -200,7 +223,7 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
                        "one entry per layer: model.num_layers = " + std::to_string(f.num_layers));
     }
   };
-  expect_length(param_bytes.size(), "model.parameters.parameters_per_layer_bytes");
+  expect_length(f.param_bytes.size(), "model.parameters.parameters_per_layer_bytes");
   expect_length(f.layer_ms.size(), "execution_time.layer_compute_total_ms");
   return f;
 }
@@ -264,6 +287,7 @@ void add_metis_profiles(ProfileTable& table, const std::string& directory, const
                              std::to_string(problem.model.layers) + " layers of " + problem.model.name +
                              " and the output head");
       }
+      check_layer_shape(f, problem.model);
     } else if (f.model_name != first.model_name || f.num_layers != first.num_layers) {
       throw InputError(f.path, "model", f.model_name + " with " + std::to_string(f.num_layers) + " layers",
                        "the same model as " + first.path + " (" + first.model_name + " with " +

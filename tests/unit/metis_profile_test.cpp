@@ -187,6 +187,23 @@ TEST_F(MetisProfileErrors, LayerCountOfAnotherModel) {
   }
 }
 
+TEST_F(MetisProfileErrors, LayersOfAnotherHiddenSize) {
+  // Same layer count, twice the hidden size: every layer has ~4x the
+  // parameters the profile measured, so its timings cannot be this model's.
+  copy("DeviceType.A100_tp1_bs1.json");
+  try {
+    Problem pb = problem_125m();
+    pb.model.hidden = 1536;
+    pb.model.ffn_hidden = 4 * 1536;
+    load_metis_profiles(dir_.string(), pb);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "model.parameters.parameters_per_layer_bytes[1]");
+    EXPECT_NE(e.value().find("14175744 bytes"), std::string::npos) << e.value();
+    EXPECT_NE(e.allowed().find("hidden 1536"), std::string::npos) << e.allowed();
+  }
+}
+
 TEST_F(MetisProfileErrors, FilesOfDifferentModels) {
   copy("DeviceType.A100_tp1_bs1.json");
   write_edited("DeviceType.V100_tp1_bs1.json", "GPT3-125M", "GPT3-350M");

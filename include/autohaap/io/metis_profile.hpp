@@ -16,7 +16,12 @@
 //
 // num_layers counts the embedding (first entry) and the output head (last
 // entry) around the model's transformer layers, so it must equal the
-// model's layers + 2, in every file. Optional keys, checked to be numbers
+// model's layers + 2, in every file. Each transformer layer's
+// parameters_per_layer_bytes must be the model's layer at 2 (or 4) bytes
+// per parameter: a profile of another hidden or ffn size is refused. Metis
+// records no sequence length; the timings are taken at the problem's. A
+// measured whole layer at tp > 1 already contains its tensor-parallel
+// all-reduces, so the cost model adds none on top of it. Optional keys, checked to be numbers
 // when present but not used: model.parameters.total_parameters_bytes,
 // execution_time.{total_time_ms, forward_backward_time_ms,
 // batch_generator_time_ms, layernorm_grads_all_reduce_time_ms,
