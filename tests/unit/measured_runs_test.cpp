@@ -43,6 +43,10 @@ struct Scored {
   double model_flops = 0;                  // per iteration, for ranking across shapes
 };
 
+// AUTOHAAP_TRACE_RUNS=1 prints every scored run (measured and predicted
+// time and memory), to study where the model deviates.
+bool tracing() { return std::getenv("AUTOHAAP_TRACE_RUNS") != nullptr; }
+
 double number(const CsvRow& r, const char* key) {
   const std::string& v = r.at(key);
   return v.empty() ? 0.0 : std::stod(v);
@@ -191,7 +195,9 @@ TEST(MeasuredRuns, IterationTimePerSource) {
     if (s.measured_s <= 0) continue;
     const double e = (s.predicted_s - s.measured_s) / s.measured_s;
     errors[s.source].push_back(e);
-    if (std::getenv("AUTOHAAP_TRACE_RUNS")) std::printf("trace %s %s %.3f %.3f %+.1f%%\n", s.id.c_str(), s.sweep.c_str(), s.measured_s, s.predicted_s, 100 * e);
+    if (tracing())
+      std::printf("trace %s %s %.3f %.3f %+.1f%%\n", s.id.c_str(), s.sweep.c_str(), s.measured_s, s.predicted_s,
+                  100 * e);
     all.push_back(std::abs(e));
   }
   std::printf("%-48s %5s %9s %9s %9s\n", "source", "runs", "median", "|median|", "p90 |e|");
@@ -233,7 +239,7 @@ TEST(MeasuredRuns, MemoryAndOutOfMemory) {
     if (s.measured_GiB > 0) {
       errors.push_back((s.predicted_GiB - s.measured_GiB) / s.measured_GiB);
       by_source[s.source].push_back(errors.back());
-      if (std::getenv("AUTOHAAP_TRACE_RUNS"))
+      if (tracing())
         std::printf("trace-mem %s %.1f %.1f\n", s.id.c_str(), s.measured_GiB, s.predicted_GiB);
     }
   }
