@@ -48,6 +48,10 @@ StateBytes state_bytes(const TrainingSpec& t, int dp) {
 
 double static_bytes_per_param(const StateBytes& b) { return b.weights + b.gradients + b.optimizer; }
 
+// DeepSpeed's reduce_bucket_size default, elements: the gradients its ZeRO
+// optimizers reduce at once.
+constexpr double kDeepSpeedReduceBucket = 5e8;
+
 // Optimizer step: a streaming pass over the shard this GPU owns. Adam reads
 // the gradient, reads and writes master weights, m and v, and writes the
 // 16-bit weights: g + 8 + 8 + 8 + 2 bytes per parameter, g the gradient's
@@ -289,10 +293,10 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
     // two gathered units at a time). DeepSpeed caps what is live at once
     // (stage3_max_live_parameters, default 1e9 elements; reduce buckets of
     // 5e8), which bounds the very wide layers.
-    constexpr double kMaxLiveParams = 1e9, kReduceBucket = 5e8;
+    constexpr double kMaxLiveParams = 1e9;
     const StateBytes whole = state_bytes(tr, 1);
     working += std::min(2 * largest_layer, kMaxLiveParams) * whole.weights +
-               std::min(largest_layer, kReduceBucket) * whole.gradients;
+               std::min(largest_layer, kDeepSpeedReduceBucket) * whole.gradients;
   }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches) + working;
   m.logits = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
@@ -300,9 +304,10 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
   // tensor-parallel, data-parallel, pipeline neighbours.
   const int communicators = (shape.tp > 1) + (shape.dp > 1) + (num_stages > 1);
   m.runtime = (parameters_.cuda_context_GiB + communicators * parameters_.nccl_GiB_per_communicator) * kGiB;
-  // DeepSpeed's ZeRO-1/2 optimizer reduces gradients through a bucket of
-  // reduce_bucket_size (default 5e8) 16-bit elements, allocated once.
-  if (tr.runtime == Runtime::deepspeed && (tr.zero == 1 || tr.zero == 2) && dp > 1) m.runtime += 5e8 * 2;
+  // DeepSpeed's ZeRO-1/2 optimizer reduces gradients through one bucket of
+  // 16-bit elements, allocated once.
+  if (tr.runtime == Runtime::deepspeed && (tr.zero == 1 || tr.zero == 2) && dp > 1)
+    m.runtime += kDeepSpeedReduceBucket * 2;
   m.allocator = parameters_.allocator_fragmentation * (m.activations + m.logits);
   m.headroom = tr.headroom_GiB * kGiB;
   return m;

@@ -19,27 +19,15 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "csv_table.hpp"
 
 namespace autohaap {
 namespace {
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) cells.emplace_back();
-    else cells.back() += c;
-  }
-  return cells;
-}
 
 struct MeasuredRun {
   std::string id;
@@ -48,15 +36,12 @@ struct MeasuredRun {
 };
 
 std::vector<MeasuredRun> complete_runs() {
-  std::ifstream in(std::string(AUTOHAAP_TEST_DATA_DIR) + "/calibration_runs.csv");
-  std::string line;
-  std::getline(in, line);
   std::vector<MeasuredRun> runs;
-  while (std::getline(in, line)) {
-    const auto c = split_csv(line);
-    auto num = [&](int i) { return c.at(i).empty() ? -1 : std::stoi(c.at(i)); };
-    MeasuredRun r{c[0], num(4), num(5), num(6), num(7), num(8), num(9), num(12), num(13),
-          num(14), num(15), num(16), num(17), num(18), std::stod(c.at(19))};
+  for (const test_data::CsvRow& c : test_data::read_csv("calibration_runs.csv")) {
+    auto num = [&](const char* key) { return c.at(key).empty() ? -1 : std::stoi(c.at(key)); };
+    MeasuredRun r{c.at("run_id"), num("n_layers"), num("hidden"), num("n_heads"), num("ffn_hidden"),
+                  num("vocab"), num("seq_len"), num("n_gpus"), num("gpus_per_node"), num("global_batch"),
+                  num("micro_batch"), num("tp"), num("pp"), num("dp"), std::stod(c.at("tflops_per_gpu"))};
     const bool complete = r.gpus > 0 && r.global_batch > 0 && r.micro_batch > 0 && r.tp > 0 && r.pp > 0 && r.dp > 0;
     if (complete) runs.push_back(r);
   }

@@ -21,8 +21,9 @@
 // per parameter: a profile of another hidden or ffn size is refused. Metis
 // records no sequence length; the timings are taken at the problem's. A
 // measured whole layer at tp > 1 already contains its tensor-parallel
-// all-reduces, so the cost model adds none on top of it. Optional keys, checked to be numbers
-// when present but not used: model.parameters.total_parameters_bytes,
+// all-reduces, so the cost model adds none on top of it. Optional keys,
+// checked to be numbers when present but not used:
+// model.parameters.total_parameters_bytes,
 // execution_time.{total_time_ms, forward_backward_time_ms,
 // batch_generator_time_ms, layernorm_grads_all_reduce_time_ms,
 // embedding_grads_all_reduce_time_ms, optimizer_time_ms},
