@@ -1,5 +1,5 @@
 // Plan: an asymmetric pipeline — stages in order, each on GPUs of one node
-// group with its own tp, dp, layer range and recompute mode — plus what the
+// group with its own tp, cp, dp, layer range and recompute mode — plus what the
 // cost model predicts for it and how the search found it. The same schema is
 // written by `search` and read by `estimate` (io/plan_io.hpp).
 #pragma once
@@ -16,12 +16,13 @@ struct StagePlan {
   int group = 0;              // index into ClusterSpec::groups
   std::string device;         // that group's device name (checked on load)
   int first_gpu = 0;          // offset of the stage's first GPU inside its group
-  int gpus = 0;               // tp * dp
+  int gpus = 0;               // tp * cp * dp
   int tp = 1;
   int dp = 1;
   int layer_begin = 0;        // [layer_begin, layer_end) of the model's layers
   int layer_end = 0;
   Recompute recompute = Recompute::none;
+  int cp = 1;                 // context parallel: each sequence split over cp GPUs (ring attention)
 
   int num_layers() const { return layer_end - layer_begin; }
 };
@@ -85,6 +86,11 @@ struct Plan {
   int global_batch = 0;
   int micro_batch_size = 0;   // B: sequences per micro-batch per pipeline
   int num_micro_batches = 0;  // m = global_batch / B
+  // Model chunks per pipeline stage (Megatron's virtual pipeline size):
+  // with vpp > 1 each stage's layers are split into vpp equal chunks, and
+  // the model runs chunk 0 of every stage in stage order, then chunk 1, …
+  // (the interleaved 1F1B schedule, Narayanan et al. 2021, Sec. 2.2.2).
+  int vpp = 1;
   int zero = 0;
   std::vector<StagePlan> stages;
   PredictedPerformance predicted;

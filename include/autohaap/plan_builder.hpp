@@ -13,11 +13,13 @@ struct UniformPlanRequest {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int cp = 1;   // Megatron's --context-parallel-size
+  int vpp = 1;  // Megatron's --virtual-pipeline-model-parallel-size (1: plain 1F1B)
   int micro_batch_per_replica = 1;  // Megatron's --micro-batch-size: B = this x dp
   Recompute recompute = Recompute::none;
 };
 
-// Places stage i on the next tp·dp free GPUs of the cluster, group by group
+// Places stage i on the next tp·cp·dp free GPUs of the cluster, group by group
 // in cluster order; a stage never spans two groups. Throws InputError (key
 // named after the flag) when the request cannot be placed or does not divide.
 Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& request);

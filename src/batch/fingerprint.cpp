@@ -40,6 +40,8 @@ void add_device(Lines& l, const std::string& p, const DeviceSpec& d) {
       .add(p + "memory_GiB", d.memory_GiB)
       .add(p + "peak_tflops", d.peak_tflops)
       .add(p + "peak_fp32_tflops", d.peak_fp32_tflops)
+      .add(p + "peak_tf32_tflops", d.peak_tf32_tflops)
+      .add(p + "peak_fp8_tflops", d.peak_fp8_tflops)
       .add(p + "has_bf16", d.has_bf16)
       .add(p + "hbm_GBps", d.hbm_GBps)
       .add(p + "memory_efficiency", d.memory_efficiency)

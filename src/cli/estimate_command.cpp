@@ -20,6 +20,7 @@ struct EstimateArgs {
   ProblemArgs problem;
   std::string plan_file;
   int tp = 0, pp = 0, dp = 0, micro_batch = 0;
+  int cp = 1, vpp = 1;
   std::string recompute = "none";
   int zero = -1;  // -1: keep the training settings'
   std::string out;
@@ -45,6 +46,7 @@ int run_estimate(const EstimateArgs& a) {
     }
     UniformPlanRequest r;
     r.tp = a.tp, r.pp = a.pp, r.dp = a.dp, r.micro_batch_per_replica = a.micro_batch;
+    r.cp = a.cp, r.vpp = a.vpp;
     r.recompute = parse_recompute(a.recompute, "--recompute");
     plan = make_uniform_plan(problem, r);
   }
@@ -79,6 +81,12 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--tp", a->tp, "tensor-parallel degree (Megatron-style uniform plan)");
   cmd->add_option("--pp", a->pp, "pipeline stages");
   cmd->add_option("--dp", a->dp, "data-parallel degree");
+  cmd->add_option("--cp", a->cp, "context-parallel degree: GPUs per sequence (Megatron's --context-parallel-size)")
+      ->default_val(1);
+  cmd->add_option("--vpp", a->vpp,
+                  "model chunks per pipeline stage, interleaved 1F1B (Megatron's "
+                  "--virtual-pipeline-model-parallel-size)")
+      ->default_val(1);
   cmd->add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per replica (Megatron's meaning)");
   cmd->add_option("--recompute", a->recompute, "none | selective | full")->default_val("none");
   cmd->add_option("--zero", a->zero, "ZeRO stage 0-3 (default: the training settings')");

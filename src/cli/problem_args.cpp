@@ -26,11 +26,19 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
 
 std::string precision_notes(const Problem& p) {
   std::string notes;
-  if (p.training.precision != Precision::bf16) return notes;
+  const Precision precision = p.training.precision;
   std::set<std::string> seen;
   for (const NodeGroup& g : p.cluster.groups) {
-    if (g.device.has_bf16 || !seen.insert(g.device.name).second) continue;
-    notes += "note: " + g.device.name + " has no BF16; its stages are costed in FP16 at its FP16 peak\n";
+    const DeviceSpec& d = g.device;
+    if (!seen.insert(d.name).second) continue;
+    const std::string sixteen = d.has_bf16 ? "BF16" : "FP16";
+    if (precision == Precision::fp8 && d.peak_fp8_tflops <= 0)
+      notes += "note: " + d.name + " has no FP8; its stages run their GEMMs in " + sixteen + " at its " + sixteen +
+               " peak\n";
+    else if ((precision == Precision::bf16 || precision == Precision::fp8) && !d.has_bf16)
+      notes += "note: " + d.name + " has no BF16; its stages are costed in FP16 at its FP16 peak\n";
+    if (precision == Precision::tf32 && d.peak_tf32_tflops <= 0)
+      notes += "note: " + d.name + " has no TF32 tensor cores; its stages are costed at its FP32 peak\n";
   }
   return notes;
 }

@@ -33,7 +33,7 @@ struct StateBytes {
 };
 
 StateBytes state_bytes(const TrainingSpec& t, int dp) {
-  const bool fp32 = t.precision == Precision::fp32;
+  const bool fp32 = full_precision(t.precision);
   const double w = fp32 ? 4 : 2;
   const double moments = t.optimizer == Optimizer::adam ? 8 : 4;  // Adam: m and v; SGD: momentum
   const double g = bytes_per_element(grad_precision(t));
@@ -69,8 +69,11 @@ bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
 CostModel::CostModel(const Problem& problem, CostParameters parameters)
     : problem_(problem), parameters_(parameters) {}
 
-int CostModel::in_flight(int stage_index, int num_stages, int num_micro_batches) {
-  return std::max(1, std::min(num_stages - stage_index, num_micro_batches));
+double CostModel::in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp) {
+  if (vpp <= 1) return std::max(1, std::min(num_stages - stage_index, num_micro_batches));
+  const double chunks = std::min<double>((num_stages - stage_index - 1) * 2.0 + (vpp - 1.0) * num_stages + 1,
+                                         static_cast<double>(num_micro_batches) * vpp);
+  return chunks / vpp;
 }
 
 double CostModel::capacity_bytes(int group) const {
@@ -82,9 +85,23 @@ double CostModel::capacity_bytes(int group) const {
 
 namespace {
 
-double peak_flops(const DeviceSpec& d, Precision p) {
-  return (p == Precision::fp32 ? d.peak_fp32_tflops : d.peak_tflops) * 1e12;
+// The peak a matrix product runs at: FP8 for the linear layers of fp8
+// training (OpWork::fp8_gemm is set only where the device has FP8), TF32
+// tensor cores for tf32 (the FP32 cores where the device has none), the
+// CUDA cores for fp32, the 16-bit tensor cores otherwise.
+double matmul_peak_tflops(const DeviceSpec& d, Precision p, const OpWork& op) {
+  if (op.fp8_gemm) return d.peak_fp8_tflops;
+  switch (p) {
+    case Precision::fp32: return d.peak_fp32_tflops;
+    case Precision::tf32: return d.peak_tf32_tflops > 0 ? d.peak_tf32_tflops : d.peak_fp32_tflops;
+    default: return d.peak_tflops;
+  }
 }
+
+// The peak MFU and HFU are measured against: the 16-bit tensor-core peak
+// for fp8 training too (the convention of NeMo's and Megatron-LM's
+// published MFU), the matrix peak in effect for fp32 and tf32.
+double mfu_peak_flops(const DeviceSpec& d, Precision p) { return matmul_peak_tflops(d, p, OpWork{}) * 1e12; }
 
 // Roofline (Williams et al. 2009): an op is bound by compute or by memory
 // traffic, each at its achievable fraction of peak. The backward pass does
@@ -98,14 +115,15 @@ double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op, bool backw
   const double scale = backward ? op.backward_ratio : 1.0;
   double t = 0;
   if (op.flops > 0) {
+    const double peak = matmul_peak_tflops(d, p, op);
     double eff, flops = op.flops * scale;
     if (op.fused_attention) {
       eff = backward ? d.attention_backward_efficiency : d.attention_forward_efficiency;
       flops *= 0.5;
     } else {
-      eff = op.gemm_flops > 0 ? gemm_efficiency(d, op.gemm_flops / 1e9) : 1.0;
+      eff = op.gemm_flops > 0 ? gemm_efficiency_at(d, op.gemm_flops / 1e9, peak) : 1.0;
     }
-    t = flops / (peak_flops(d, p) * eff);
+    t = flops / (peak * 1e12 * eff);
   }
   if (op.bytes > 0) t = std::max(t, op.bytes * scale / (d.hbm_GBps * 1e9 * d.memory_efficiency));
   return t;
@@ -113,6 +131,7 @@ double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op, bool backw
 
 struct WorkTime {
   double forward = 0, backward = 0, selective_replay = 0;
+  double attention_forward = 0, attention_backward = 0;  // the attention core's share (hides cp's ring)
   bool whole_layer_measured = false;  // a profiled whole layer: includes its tp communication
 };
 
@@ -153,6 +172,10 @@ static WorkTime work_time(const Problem& pb, const DeviceSpec& d, const LayerWor
     out.forward += f;
     out.backward += b;
     if (i == w.selective_op) out.selective_replay = f;
+    if (i == 1) {
+      out.attention_forward = f;
+      out.attention_backward = b;
+    }
   }
   return out;
 }
@@ -164,8 +187,11 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   x.sequences = static_cast<double>(micro_batch) / s.dp;
   x.seq_len = pb.seq_len();
   x.tp = s.tp;
+  x.cp = s.cp;
   x.element_bytes = bytes_per_element(pb.training.precision);
   x.sequence_parallel = pb.training.sequence_parallel && s.tp > 1;
+  // A device without FP8 runs an fp8 plan's GEMMs in 16 bits.
+  x.fp8 = pb.training.precision == Precision::fp8 && pb.cluster.groups.at(s.group).device.peak_fp8_tflops > 0;
   return x;
 }
 
@@ -195,6 +221,14 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   return {std::min(intra.GBps, std::max(1, per_node) * nic.GBps), nic.latency_us};
 }
 
+// The context-parallel ring of a stage: ranks are ordered tp fastest, then
+// cp (Megatron-Core's order tp-cp-dp-pp), so a ring of cp·tp <= GPUs per
+// node stays inside a node; a larger one crosses nodes with gpus_per_node /
+// tp of its members in each.
+static Link cp_link(const NodeGroup& g, const StageShape& s, const CostParameters& c) {
+  return collective_link(g, s.cp, std::max(1, std::min(s.cp, g.gpus_per_node / s.tp)), c);
+}
+
 Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int layer) const {
   const NodeGroup& g = problem_.cluster.groups.at(shape.group);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
@@ -207,13 +241,25 @@ Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int lay
   // A measured whole layer at tp > 1 already contains these all-reduces.
   double tp_comm = 0;
   if (shape.tp > 1 && !w.whole_layer_measured) {
-    const double bytes = layer_output_bytes(problem_.model, layer, x.sequences, x.seq_len, x.element_bytes);
+    const double bytes = layer_output_bytes(problem_.model, layer, x.sequences, x.seq_len, x.element_bytes) / x.cp;
     tp_comm = 2 * ring_allreduce_s(bytes, shape.tp, tp_link(g, parameters_));
+  }
+  // Context parallelism: cp - 1 ring steps each pass a K,V block to the next
+  // GPU in the forward, and K,V plus their gradients in the backward; each
+  // step's transfer overlaps that step's attention (Transformer Engine's
+  // ring attention, Megatron-Core context_parallel.md), so only what the
+  // attention cannot hide is exposed.
+  double cp_forward = 0, cp_backward = 0;
+  if (shape.cp > 1) {
+    const Link ring = cp_link(g, shape, parameters_);
+    const double block = context_parallel_kv_bytes(problem_.model, layer, x);
+    cp_forward = std::max(0.0, (shape.cp - 1) * point_to_point_s(block, ring) - w.attention_forward);
+    cp_backward = std::max(0.0, (shape.cp - 1) * point_to_point_s(2 * block, ring) - w.attention_backward);
   }
   const double overhead = parameters_.per_layer_overhead_s;
   Timing t;
-  t.forward_s = w.forward + tp_comm + overhead;
-  t.backward_s = w.backward + tp_comm + overhead;
+  t.forward_s = w.forward + tp_comm + cp_forward + overhead;
+  t.backward_s = w.backward + tp_comm + cp_backward + overhead;
   if (shape.recompute == Recompute::full) t.backward_s += t.forward_s;              // replay the whole forward
   if (shape.recompute == Recompute::selective) t.backward_s += w.selective_replay;  // replay the attention core
   return t;
@@ -241,7 +287,7 @@ LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, in
   const TrainingSpec& tr = problem_.training;
   const double params = layer_params(problem_.model, layer) / shape.tp;
   LayerMemory m;
-  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.dp));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.replicas()));
   m.activation_bytes = layer_activation_bytes(problem_.model, layer, x, shape.recompute);
   m.working_bytes = layer_working_bytes(problem_.model, layer, x, shape.recompute);
   return m;
@@ -255,7 +301,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   if (last) params += head_params(problem_.model, first);
   params /= shape.tp;
   LayerMemory m;
-  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.dp));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.replicas()));
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
   m.working_bytes = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
@@ -263,9 +309,9 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
 }
 
 MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
-                                        int stage_index, int num_stages, int num_micro_batches) const {
+                                        int stage_index, int num_stages, int num_micro_batches, int vpp) const {
   const TrainingSpec& tr = problem_.training;
-  const StateBytes sb = state_bytes(tr, shape.dp);
+  const StateBytes sb = state_bytes(tr, shape.replicas());
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const bool first = stage_index == 0, last = stage_index == num_stages - 1;
 
@@ -281,8 +327,13 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
   params /= shape.tp;
   largest_layer /= shape.tp;
 
-  const double dp = shape.dp;
+  const double dp = shape.replicas();
   MemoryBreakdown m;
+  // FP8 training adds no persistent weight copies here: the FP8 casts of
+  // the weights live for one layer's GEMMs (or replace the 16-bit weights
+  // with --fp8-param-gather). Measured: NeMo's 20B model at tp 2, dp 32
+  // ran in 80 GB, which 2 more bytes per parameter would exceed
+  // (tests/data/measured_runs.csv, nemo2407-h100-002).
   m.weights = params * sb.weights;
   m.gradients = params * sb.gradients;
   m.optimizer = params * sb.optimizer;
@@ -298,11 +349,11 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
     working += std::min(2 * largest_layer, kMaxLiveParams) * whole.weights +
                std::min(largest_layer, kDeepSpeedReduceBucket) * whole.gradients;
   }
-  m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches) + working;
+  m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches, vpp) + working;
   m.logits = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
-  const int communicators = (shape.tp > 1) + (shape.dp > 1) + (num_stages > 1);
+  const int communicators = (shape.tp > 1) + (shape.cp > 1) + (shape.replicas() > 1) + (num_stages > 1);
   m.runtime = (parameters_.cuda_context_GiB + communicators * parameters_.nccl_GiB_per_communicator) * kGiB;
   // DeepSpeed's ZeRO-1/2 optimizer reduces gradients through one bucket of
   // 16-bit elements, allocated once.
@@ -318,7 +369,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
 
 namespace {
 
-StageShape shape_of(const StagePlan& s) { return {s.group, s.tp, s.dp, s.recompute}; }
+StageShape shape_of(const StagePlan& s) { return {s.group, s.tp, s.dp, s.recompute, s.cp}; }
 
 }  // namespace
 
@@ -362,28 +413,41 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
 
   // Pipeline transfers of one micro-batch: the activation to the next stage
   // and the gradient to the previous one, between the replicas of the two
-  // stages (the side with fewer replicas moves the larger share). With
-  // scatter/gather each tp rank sends 1/tp and the receiving stage
-  // all-gathers over its intra-node link; otherwise every tp rank sends
-  // the whole replica tensor (TrainingSpec::pipeline_p2p).
+  // stages (the side with fewer replicas moves the larger share; each cp
+  // rank sends its share of the sequence). With scatter/gather each tp rank
+  // sends 1/tp and the receiving stage all-gathers over its intra-node
+  // link; otherwise every tp rank sends the whole replica tensor
+  // (TrainingSpec::pipeline_p2p).
   const int seq = problem_.seq_len(), eb = bytes_per_element(tr.precision);
   const bool scatter = pipeline_p2p(tr) == PipelineP2P::scatter_gather;
   auto boundary_s = [&](const StagePlan& a, const StagePlan& b, int last_layer_of_a) {
-    const double replica = layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.dp, b.dp);
+    const double replica = layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.dp, b.dp) /
+                           std::min(a.cp, b.cp);
     const int split = scatter ? std::min(a.tp, b.tp) : 1;
     double t = point_to_point_s(replica / split, pipeline_link(problem_.cluster, a, b, parameters_));
     if (scatter && b.tp > 1)
       t += ring_allgather_s(replica, b.tp, tp_link(problem_.cluster.groups.at(b.group), parameters_));
     return t;
   };
-  if (!last) e.p2p_s += boundary_s(s, plan.stages[i + 1], s.layer_end - 1);
-  if (!first) e.p2p_s += boundary_s(plan.stages[i - 1], s, s.layer_begin - 1);
+  // Interleaved (vpp > 1): every micro-batch crosses each boundary once per
+  // chunk, and chunk k of the last stage feeds chunk k + 1 of the first.
+  const int v = plan.vpp;
+  if (!last) e.p2p_s += v * boundary_s(s, plan.stages[i + 1], s.layer_end - 1);
+  if (!first) e.p2p_s += v * boundary_s(plan.stages[i - 1], s, s.layer_begin - 1);
+  if (v > 1 && (first || last)) e.p2p_s += (v - 1) * boundary_s(plan.stages.back(), plan.stages.front(), s.layer_end - 1);
+  // Megatron-LM overlaps the interleaved schedule's sends and receives with
+  // the other chunks' compute (--overlap-p2p-communication, on unless
+  // disabled; NeMo "Communication Overlap": pipeline overlap applies to the
+  // interleaved schedule only): what compute cannot hide stays exposed.
+  if (v > 1 && tr.runtime == Runtime::megatron) e.p2p_s = std::max(0.0, e.p2p_s - e.time_s());
 
-  // Data parallelism: each tp rank's dp group, gpus_per_node / tp of its
-  // members per node (ranks are ordered tp fastest, then dp).
-  const int dp_per_node = std::max(1, std::min(s.dp, g.gpus_per_node / s.tp));
+  // Data parallelism: each tp rank's gradient reduction spans its dp·cp
+  // replicas (cp ranks hold the same weights), gpus_per_node / tp of them
+  // per node (ranks are ordered tp fastest, then cp, then dp).
+  const int replicas = s.dp * s.cp;
+  const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
   const Link dp_link = crosses_node(s.first_gpu, s.gpus, g.gpus_per_node)
-                           ? collective_link(g, s.dp, dp_per_node, parameters_)
+                           ? collective_link(g, replicas, dp_per_node, parameters_)
                            : tp_link(g, parameters_);
   const double grad_bytes = params * bytes_per_element(grad_precision(tr));
   const double weight_bytes = params * eb;
@@ -391,8 +455,8 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
     // ZeRO-3 (Rajbhandari et al. 2020, Sec. 7.2.2): every micro-batch
     // all-gathers the weights for the forward and again for the backward and
     // reduce-scatters the gradients, partly hidden by prefetching.
-    const double gather = ring_allgather_s(weight_bytes, s.dp, dp_link);
-    const double scatter_grads = ring_reduce_scatter_s(grad_bytes, s.dp, dp_link);
+    const double gather = ring_allgather_s(weight_bytes, replicas, dp_link);
+    const double scatter_grads = ring_reduce_scatter_s(grad_bytes, replicas, dp_link);
     const double x = parameters_.zero3_exposed_fraction;
     auto overlap = [x](double compute, double comm) {
       return std::max(compute, comm) + x * std::min(compute, comm);
@@ -400,35 +464,46 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
     e.forward_s = overlap(e.forward_s, gather);
     e.backward_s = overlap(e.backward_s, gather + scatter_grads);
   } else {
-    // All-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather,
-    // the same volume) once per iteration, in the gradient element type.
-    // Overlapped with the backward pass, only what the last micro-batch's
-    // backward cannot hide stays exposed (gradients are final only then).
-    const double reduce = (1.0 - parameters_.dp_overlap) * nccl_allreduce_s(grad_bytes, s.dp, dp_link);
+    // Once per iteration: without ZeRO an all-reduce of the gradients in
+    // their element type; with a sharded optimizer (ZeRO-1/2, Megatron's
+    // distributed optimizer) a reduce-scatter of the gradients and, after
+    // the step, an all-gather of the updated 16-bit weights (Megatron-LM
+    // docs/source/distrib_optimizer.md), i.e. 6 bytes a parameter against
+    // the 8 of an fp32 all-reduce. Overlapped with the backward pass, only
+    // what the last micro-batch's backward cannot hide stays exposed
+    // (gradients are final only then).
+    const double sync = tr.zero >= 1 ? ring_reduce_scatter_s(grad_bytes, replicas, dp_link) +
+                                           ring_allgather_s(weight_bytes, replicas, dp_link)
+                                     : nccl_allreduce_s(grad_bytes, replicas, dp_link);
+    const double reduce = (1.0 - parameters_.dp_overlap) * sync;
     e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
   }
-  const double owned = params / (tr.zero >= 1 ? s.dp : 1);
+  const double owned = params / (tr.zero >= 1 ? replicas : 1);
   e.optimizer_s = owned * optimizer_bytes_per_param(tr) / (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
 
-  e.memory = stage_memory(shape, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches);
+  e.memory = stage_memory(shape, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
   e.capacity_bytes = capacity_bytes(s.group);
   return e;
 }
 
-double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, int m) {
+double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, int m, int vpp) {
   // 1F1B with unequal stages (Narayanan et al. 2021, Sec. 2.2, generalized):
   // the first micro-batch's forward and the last one's backward each cross
   // every stage once (fill and drain), and the m − 1 others are paced by the
   // slowest stage, including its own sends. Then the slowest stage's
-  // exposed gradient sync and optimizer step.
-  double sum = 0, pace = 0, p2p = 0, tail = 0;
+  // exposed gradient sync and optimizer step:
+  //   T = (m − 1)·pace + Σ (t_i + p2p_i) + tail.
+  // Interleaved over v chunks, fill and drain cross each stage in chunks of
+  // 1/v of its work, so all but the pacing stage's share of them shrinks
+  // v-fold: T = m·pace + (Σ (t_i + p2p_i) − pace)/v + tail, which for equal
+  // stages is Megatron's (m + (p − 1)/v)·t (Sec. 2.2.2, bubble (p − 1)/(v·m)).
+  double sum = 0, pace = 0, tail = 0;
   for (const StageEstimate& s : stages) {
-    sum += s.time_s();
+    sum += s.time_s() + s.p2p_s;
     pace = std::max(pace, s.time_s() + s.p2p_s);
-    p2p += s.p2p_s;
     tail = std::max(tail, s.dp_sync_s + s.optimizer_s);
   }
-  return sum + (m - 1) * pace + p2p + tail;
+  return m * pace + (sum - pace) / std::max(1, vpp) + tail;
 }
 
 double CostModel::model_flops_per_iteration() const {
@@ -474,10 +549,10 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
     max_time = std::max(max_time, e.time_s());
     sum_time += e.time_s();
     const StagePlan& s = plan.stages[i];
-    peak += s.gpus * peak_flops(problem_.cluster.groups.at(s.group).device, problem_.training.precision);
+    peak += s.gpus * mfu_peak_flops(problem_.cluster.groups.at(s.group).device, problem_.training.precision);
   }
-  out.iteration_time_s = iteration_time_1f1b(stages, plan.num_micro_batches);
-  out.bubble_s = sum_time - max_time;
+  out.iteration_time_s = iteration_time_1f1b(stages, plan.num_micro_batches, plan.vpp);
+  out.bubble_s = (sum_time - max_time) / plan.vpp;
   const double tokens = static_cast<double>(plan.global_batch) * problem_.seq_len();
   out.tokens_per_s = tokens / out.iteration_time_s;
   const double model_flops = model_flops_per_iteration() * plan.global_batch / problem_.training.global_batch;

@@ -75,22 +75,27 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     return w;
   }
   const double h = m.hidden, f = m.ffn_hidden, a = m.heads, kv = kv_dim(m);
-  const double tokens = b * s;
+  // This GPU's tokens: seq_len / cp of each of its b sequences.
+  const double cp = x.cp, tokens = b * s / cp;
+  const bool flash = m.flash_attention && x.fused_attention_possible();
   // GEMM (M x K) by (K x N): 2·M·K·N FLOPs, e·(MK + KN + MN) bytes.
   auto gemm = [&](const char* name, double M, double K, double N) {
     const double flops = 2 * M * K * N;
-    return OpWork{name, flops, e * (M * K + K * N + M * N), flops};
+    OpWork op{name, flops, e * (M * K + K * N + M * N), flops};
+    op.fp8_gemm = x.fp8;
+    return op;
   };
   w.ops[0] = gemm("attn_qkv", tokens, h, (h + 2 * kv) / t);
   // Scores Q·K^T and context P·V: a/t heads per GPU, each (s x d)(d x s) and
-  // (s x s)(s x d): 4·b·s²·h/t FLOPs (Narayanan et al. 2021). One batched
-  // GEMM per head group; efficiency set by the whole batch.
+  // (s x s)(s x d): 4·b·s²·h/t FLOPs (Narayanan et al. 2021); with cp this
+  // GPU's s/cp queries meet all s keys: 1/cp of it. One batched GEMM per
+  // head group; efficiency set by the whole batch.
   {
-    const double flops = 4 * b * s * s * h / t;
-    double bytes = e * (3 * tokens * h / t + tokens * kv * 2 / t);
-    if (!m.flash_attention) bytes += e * 2 * b * (a / t) * s * s;  // the s x s scores go through HBM
+    const double flops = 4 * b * s * s * h / (t * cp);
+    double bytes = e * (3 * tokens * h / t + b * s * kv * 2 / t);
+    if (!flash) bytes += e * 2 * b * (a / t) * (s / cp) * s;  // the s x s scores go through HBM
     w.ops[1] = {"attn_core", flops, bytes, flops};
-    if (m.flash_attention) {
+    if (flash) {
       w.ops[1].backward_ratio = 2.5;
       w.ops[1].fused_attention = true;
     }
@@ -101,6 +106,7 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     OpWork down = gemm("mlp", tokens, f / t, h);
     // The up and down GEMMs have the same FLOPs; efficiency from one GEMM of f.
     w.ops[3] = {"mlp", up.flops + down.flops, up.bytes + down.bytes, down.flops};
+    w.ops[3].fp8_gemm = x.fp8;
   }
   {
     // Memory-bound elementwise work, bytes read + written: two norms (2 each),
@@ -110,9 +116,16 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     const double hidden_split = x.sequence_parallel ? t : 1.0;
     double elems = tokens * h * (2 * 2 + 2 * 3) / hidden_split;
     elems += tokens * f / t * (m.family == ModelFamily::llama ? 3 * 2 : 2);
-    if (!m.flash_attention) elems += 2 * b * (a / t) * s * s * (m.dropout ? 2 : 1);
+    if (!flash) elems += 2 * b * (a / t) * (s / cp) * s * (m.dropout ? 2 : 1);
     if (m.dropout) elems += 2 * 3 * tokens * h / hidden_split;
-    w.ops[4] = {"elementwise", 0, elems * e, 0};
+    double bytes = elems * e;
+    // FP8 casts (Transformer Engine): the inputs of the output projection
+    // and of the second MLP GEMM are cast from 16 bits (read 2, write 1 byte
+    // per element); the QKV and first MLP inputs are cast inside the fused
+    // norm kernels. The backward's cast-transposes of the output gradients
+    // are covered by the element-wise backward ratio.
+    if (x.fp8) bytes += 3 * tokens * (h + f) / t;
+    w.ops[4] = {"elementwise", 0, bytes, 0};
   }
   return w;
 }
@@ -121,7 +134,7 @@ LayerWork head_forward_work(const ModelSpec& m, const BatchShape& x) {
   LayerWork w;
   w.selective_op = -1;
   if (is_generic(m)) return w;
-  const double tokens = x.sequences * x.seq_len, t = x.tp, e = x.element_bytes;
+  const double tokens = x.sequences * x.seq_len / x.cp, t = x.tp, e = x.element_bytes;
   const double flops = 2 * tokens * m.hidden * m.vocab / t;
   w.ops[0] = {"lm_head", flops, e * (tokens * m.hidden + m.hidden * m.vocab / t + tokens * m.vocab / t), flops};
   // Final norm, and the fp32 softmax cross-entropy over the vocabulary shard.
@@ -134,14 +147,15 @@ LayerWork embedding_forward_work(const ModelSpec& m, const BatchShape& x) {
   w.selective_op = -1;
   if (is_generic(m)) return w;
   // A gather of b·s rows of h, plus learned positions (GPT) and dropout.
-  const double tokens = x.sequences * x.seq_len;
+  const double tokens = x.sequences * x.seq_len / x.cp;
   const double passes = 2 + (m.family == ModelFamily::gpt ? 1 : 0) + (m.dropout ? 1 : 0);
   w.ops[4] = {"embedding", 0, x.element_bytes * passes * tokens * m.hidden, 0};
   return w;
 }
 
 double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {
-  const double b = x.sequences, s = x.seq_len, t = x.tp;
+  const double b = x.sequences, t = x.tp;
+  const double s = static_cast<double>(x.seq_len) / x.cp;  // this GPU's tokens of a sequence
   if (is_generic(m)) {
     const GenericLayer& g = m.generic_layers.at(layer);
     if (recompute == Recompute::full) return g.output_MB * 1e6 * b;
@@ -157,13 +171,18 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   //  activation inputs 2·f/h per stored ffn tensor (GeLU: 2 tensors,
   //  SwiGLU: 3), dropout mask 1;  s x s: scores 2, dropout mask 1, dropout
   //  output 2 per a·s²·b (no dropout: scores only; flash attention: none).
+  //  With FP8 linear layers the four GEMM inputs (QKV, projection, MLP
+  //  input, second MLP GEMM's input) are saved as 1-byte casts.
+  //  With cp, s is this GPU's s/cp tokens; its scores are (s/cp) x s.
   const bool dropout = m.dropout;
   const double kv_ratio = kv_dim(m) / h;
-  const double attn = 2 + 2 + 2 + 2 * 2 * kv_ratio + 2 + (dropout ? 1 : 0);
+  const double linear_input = x.fp8 ? 1 : 2;
+  const double attn = 2 + linear_input + 2 + 2 * 2 * kv_ratio + linear_input + (dropout ? 1 : 0);
   const double ffn_tensors = m.family == ModelFamily::llama ? 3 : 2;
-  const double mlp = 2 + 2 + 2 * ffn_tensors * f / h + (dropout ? 1 : 0);
+  const double mlp = 2 + linear_input + 2 * (ffn_tensors - 1) * f / h + linear_input * f / h + (dropout ? 1 : 0);
   const double linear_part = (attn + mlp) * sbh;                    // 34·sbh for GPT
-  const double score_part = m.flash_attention ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * s * b;
+  const bool flash = m.flash_attention && x.fused_attention_possible();
+  const double score_part = flash ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * x.seq_len * b;
   const double element_scale = x.element_bytes / 2.0;               // the formula counts 16-bit elements
   switch (recompute) {
     case Recompute::full:
@@ -179,7 +198,7 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   // Without sequence parallelism the norm inputs, the inputs of the first
   // linear of each block and the dropout masks are replicated across tp
   // (Korthikanti Eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t))).
-  const double replicated = (2 * 2 + 2 * 2 + (dropout ? 2 : 0)) * sbh;
+  const double replicated = (2 * 2 + linear_input * 2 + (dropout ? 2 : 0)) * sbh;
   return (replicated + (linear_part - replicated + score_part) / t) * element_scale;
 }
 
@@ -189,6 +208,12 @@ double layer_working_bytes(const ModelSpec& m, int layer, const BatchShape& x, R
   // Selective: the replayed attention core of one layer.
   return layer_activation_bytes(m, layer, x, Recompute::none) -
          layer_activation_bytes(m, layer, x, Recompute::selective);
+}
+
+double context_parallel_kv_bytes(const ModelSpec& m, int layer, const BatchShape& x) {
+  if (is_generic(m) || x.cp <= 1) return 0;
+  (void)layer;  // transformer layers are identical
+  return 2.0 * x.element_bytes * x.sequences * (static_cast<double>(x.seq_len) / x.cp) * kv_dim(m) / x.tp;
 }
 
 double layer_output_bytes(const ModelSpec& m, int layer, double sequences, int seq_len, int element_bytes) {
@@ -201,7 +226,7 @@ double logits_bytes(const ModelSpec& m, const BatchShape& x, bool fused_cross_en
   // 16-bit logits plus the fp32 copy the cross-entropy keeps for its
   // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t); a fused loss
   // writes the gradient into the logits in place.
-  return (x.element_bytes + (fused_cross_entropy ? 0.0 : 4.0)) * x.sequences * x.seq_len * m.vocab / x.tp;
+  return (x.element_bytes + (fused_cross_entropy ? 0.0 : 4.0)) * x.sequences * x.seq_len / x.cp * m.vocab / x.tp;
 }
 
 }  // namespace autohaap

@@ -27,6 +27,12 @@ namespace {
 // - peak_fp32_tflops: non-tensor FP32. H800 and GH200 list none; they use
 //   the same GH100 SXM silicon and clocks as H100 SXM (66.9). H20 uses the
 //   44 TFLOPS of third-party listings.
+// - tf32: dense TF32 tensor-core peak (half the listed sparse figure); 0
+//   where the device has none (Volta, Turing). MI250X has no TF32 format;
+//   PyTorch's fp32 matmuls run on its FP32 matrix cores (95.7 per module),
+//   which is what tf32 training gets there.
+// - fp8: dense FP8 tensor-core peak; 0 where the device has none (Ampere
+//   and older, CDNA2).
 // - hbm_GBps: memory bandwidth, TB/s x 1000.
 // - nvlink_GBps: half the listed bidirectional GPU-GPU bandwidth, i.e. per
 //   GPU per direction, which is what a ring collective streams. NVLink
@@ -52,6 +58,8 @@ struct DeviceRow {
   double memory_GiB;
   double peak_tflops;
   double peak_fp32_tflops;
+  double peak_tf32_tflops;
+  double peak_fp8_tflops;
   bool has_bf16;
   double hbm_GBps;
   double nvlink_GBps;
@@ -61,28 +69,28 @@ struct DeviceRow {
 
 using A = Architecture;
 constexpr DeviceRow kDevices[] = {
-    // name         arch        mem    peak    fp32  bf16   hbm     nvlink pcie  nic
-    {"a100-40gb",   A::ampere,  40,    312,    19.5, true,  1555,   300,   32,   25},
-    {"a100-80gb",   A::ampere,  80,    312,    19.5, true,  2039,   300,   32,   25},
-    {"a800",        A::ampere,  80,    312,    19.5, true,  2039,   200,   32,   25},   // NVLink cut to 400 GB/s bidir
-    {"h100-sxm",    A::hopper,  80,    989.4,  66.9, true,  3350,   450,   64,   50},
-    {"h100-pcie",   A::hopper,  80,    756,    51,   true,  2000,   0,     64,   6.25}, // bridge pairs only
-    {"h800",        A::hopper,  80,    989.4,  66.9, true,  3350,   200,   64,   50},   // NVLink cut to 400 GB/s bidir
-    {"h20",         A::hopper,  96,    148,    44,   true,  4000,   450,   64,   50},
-    {"h200",        A::hopper,  141,   989.4,  66.9, true,  4800,   450,   64,   50},
-    {"gh200",       A::hopper,  96,    989.4,  66.9, true,  4000,   450,   450,  50},   // host link = NVLink-C2C
-    {"v100-16gb",   A::volta,   16,    125,    15.7, false, 900,    150,   16,   6.25},
-    {"v100-32gb",   A::volta,   32,    125,    15.7, false, 900,    150,   16,   6.25},
-    {"a10",         A::ampere,  24,    125,    31.2, true,  600,    0,     32,   3.125},
-    {"t4",          A::turing,  16,    65,     8.1,  false, 320,    0,     16,   3.125},
-    {"l4",          A::ada,     24,    121,    30.3, true,  300,    0,     32,   3.125},
-    {"a40",         A::ampere,  48,    149.7,  37.4, true,  696,    0,     32,   3.125}, // bridge pairs only
-    {"l40s",        A::ada,     48,    362.05, 91.6, true,  864,    0,     32,   3.125},
-    {"rtx3090",     A::ampere,  24,    71,     35.6, true,  936,    0,     32,   3.125}, // bridge pairs only
-    {"titan-rtx",   A::turing,  24,    130,    16.3, false, 672,    0,     16,   3.125}, // bridge pairs only
-    {"rtx2080ti",   A::turing,  11,    53.8,   13.4, false, 616,    0,     16,   3.125}, // bridge pairs only
-    {"mi250x",      A::cdna2,   128,   383,    47.9, true,  3276.8, 400,   32,   25},
-    {"mi300x",      A::cdna3,   192,   1307.4, 163.4, true, 5300,   448,   64,   50},
+    // name         arch        mem    peak    fp32   tf32   fp8     bf16   hbm     nvlink pcie  nic
+    {"a100-40gb",   A::ampere,  40,    312,    19.5,   156,      0, true,  1555,   300,   32,   25},
+    {"a100-80gb",   A::ampere,  80,    312,    19.5,   156,      0, true,  2039,   300,   32,   25},
+    {"a800",        A::ampere,  80,    312,    19.5,   156,      0, true,  2039,   200,   32,   25},   // NVLink cut to 400 GB/s bidir
+    {"h100-sxm",    A::hopper,  80,    989.4,  66.9, 494.7, 1978.9, true,  3350,   450,   64,   50},
+    {"h100-pcie",   A::hopper,  80,    756,    51,   378,   1513,   true,  2000,   0,     64,   6.25}, // bridge pairs only
+    {"h800",        A::hopper,  80,    989.4,  66.9, 494.7, 1978.9, true,  3350,   200,   64,   50},   // NVLink cut to 400 GB/s bidir
+    {"h20",         A::hopper,  96,    148,    44,    74,    296,   true,  4000,   450,   64,   50},
+    {"h200",        A::hopper,  141,   989.4,  66.9, 494.7, 1978.9, true,  4800,   450,   64,   50},
+    {"gh200",       A::hopper,  96,    989.4,  66.9, 494.7, 1978.9, true,  4000,   450,   450,  50},   // host link = NVLink-C2C
+    {"v100-16gb",   A::volta,   16,    125,    15.7,     0,      0, false, 900,    150,   16,   6.25},
+    {"v100-32gb",   A::volta,   32,    125,    15.7,     0,      0, false, 900,    150,   16,   6.25},
+    {"a10",         A::ampere,  24,    125,    31.2,  62.5,      0, true,  600,    0,     32,   3.125},
+    {"t4",          A::turing,  16,    65,     8.1,     0,      0,  false, 320,    0,     16,   3.125},
+    {"l4",          A::ada,     24,    121,    30.3,    60,  242.5, true,  300,    0,     32,   3.125},
+    {"a40",         A::ampere,  48,    149.7,  37.4,  74.8,      0, true,  696,    0,     32,   3.125}, // bridge pairs only
+    {"l40s",        A::ada,     48,    362.05, 91.6,   183,    733, true,  864,    0,     32,   3.125},
+    {"rtx3090",     A::ampere,  24,    71,     35.6,  35.6,      0, true,  936,    0,     32,   3.125}, // bridge pairs only
+    {"titan-rtx",   A::turing,  24,    130,    16.3,     0,      0, false, 672,    0,     16,   3.125}, // bridge pairs only
+    {"rtx2080ti",   A::turing,  11,    53.8,   13.4,     0,      0, false, 616,    0,     16,   3.125}, // bridge pairs only
+    {"mi250x",      A::cdna2,   128,   383,    47.9,  95.7,      0, true,  3276.8, 400,   32,   25},
+    {"mi300x",      A::cdna3,   192,   1307.4, 163.4, 653.7, 2614.9, true, 5300,   448,   64,   50},
 };
 
 // --------------------------------------------------------- architectures
@@ -143,6 +151,8 @@ DeviceSpec to_device(const DeviceRow& r) {
   d.memory_GiB = r.memory_GiB;
   d.peak_tflops = r.peak_tflops;
   d.peak_fp32_tflops = r.peak_fp32_tflops;
+  d.peak_tf32_tflops = r.peak_tf32_tflops;
+  d.peak_fp8_tflops = r.peak_fp8_tflops;
   d.has_bf16 = r.has_bf16;
   d.hbm_GBps = r.hbm_GBps;
   d.nvlink_GBps = r.nvlink_GBps;

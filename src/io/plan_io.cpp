@@ -14,6 +14,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 namespace {
@@ -24,8 +25,8 @@ constexpr const char* kMissing = "<missing>";
 // a typo or a file of another kind, and is rejected rather than ignored.
 using KeyList = std::vector<std::string_view>;
 const KeyList kPlanKeys = {"format", "model", "cluster", "global_batch", "micro_batch_size",
-                           "num_micro_batches", "zero", "stages", "predicted", "search"};
-const KeyList kStageKeys = {"device", "group", "first_gpu", "nodes", "gpus", "tp", "dp", "layers", "recompute"};
+                           "num_micro_batches", "vpp", "zero", "stages", "predicted", "search"};
+const KeyList kStageKeys = {"device", "group", "first_gpu", "nodes", "gpus", "tp", "cp", "dp", "layers", "recompute"};
 const KeyList kPredictedKeys = {"iteration_time_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu",
                                 "bubble_s", "stage_time_s", "stage_memory_GiB", "fits"};
 const KeyList kSearchKeys = {"strategy", "evaluated", "pruned", "cache_hits", "cache_misses",
@@ -141,6 +142,7 @@ std::string yaml_text(const Plan& plan, const std::vector<int>& nodes) {
   out << YAML::Key << "global_batch" << YAML::Value << plan.global_batch;
   out << YAML::Key << "micro_batch_size" << YAML::Value << plan.micro_batch_size;
   out << YAML::Key << "num_micro_batches" << YAML::Value << plan.num_micro_batches;
+  out << YAML::Key << "vpp" << YAML::Value << plan.vpp;
   out << YAML::Key << "zero" << YAML::Value << plan.zero;
 
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
@@ -154,6 +156,7 @@ std::string yaml_text(const Plan& plan, const std::vector<int>& nodes) {
     if (i < nodes.size() && nodes[i] > 0) out << YAML::Key << "nodes" << YAML::Value << nodes[i];
     out << YAML::Key << "gpus" << YAML::Value << s.gpus;
     out << YAML::Key << "tp" << YAML::Value << s.tp;
+    out << YAML::Key << "cp" << YAML::Value << s.cp;
     out << YAML::Key << "dp" << YAML::Value << s.dp;
     out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.layer_begin
         << s.layer_end << YAML::EndSeq;
@@ -241,6 +244,7 @@ class YamlPlanReader {
     plan.global_batch = read<int>(root, "", "global_batch");
     plan.micro_batch_size = read<int>(root, "", "micro_batch_size");
     plan.num_micro_batches = read<int>(root, "", "num_micro_batches");
+    plan.vpp = read_optional<int>(root, "", "vpp", 1);
     plan.zero = read<int>(root, "", "zero");
 
     const YAML::Node stages = required(root, "", "stages", "a list of stages");
@@ -297,6 +301,13 @@ class YamlPlanReader {
     return convert<T>(required(map, path, key, serialization_detail::expected_kind<T>()), join_key(path, key));
   }
 
+  // A key added after the first plans were written; absent means `absent`.
+  template <class T>
+  T read_optional(const YAML::Node& map, const std::string& path, const char* key, T absent) const {
+    const YAML::Node child = map[key];
+    return child.IsDefined() ? convert<T>(child, join_key(path, key)) : absent;
+  }
+
   template <class T>
   std::vector<T> read_list(const YAML::Node& map, const std::string& path, const char* key) const {
     const std::string list_path = join_key(path, key);
@@ -317,6 +328,7 @@ class YamlPlanReader {
     s.first_gpu = read<int>(node, path, "first_gpu");
     s.gpus = read<int>(node, path, "gpus");
     s.tp = read<int>(node, path, "tp");
+    s.cp = read_optional<int>(node, path, "cp", 1);
     s.dp = read<int>(node, path, "dp");
     const auto layers = read_list<int>(node, path, "layers");
     if (layers.size() != 2)
@@ -437,10 +449,30 @@ Plan read_json(const std::string& text, const std::string& file) {
   if (!doc.IsObject())
     throw InputError(file, "", render(doc), std::string("a JSON object (format: ") + kPlanFormat + ")");
 
+  // Plans written before interleaving and context parallelism hold neither
+  // `vpp` nor a stage's `cp`; they mean 1. Filled in here so the schema
+  // (plan_serialization.hpp) stays one fixed layout.
+  bool filled = false;
+  auto fill = [&](rj::Value& object, const char* key) {
+    if (!object.IsObject() || object.HasMember(key)) return;
+    object.AddMember(rj::Value(key, doc.GetAllocator()), rj::Value(1), doc.GetAllocator());
+    filled = true;
+  };
+  fill(doc, "vpp");
+  if (doc.HasMember("stages") && doc["stages"].IsArray())
+    for (rj::Value& stage : doc["stages"].GetArray()) fill(stage, "cp");
+  std::string filled_text;
+  if (filled) {
+    rj::StringBuffer buffer;
+    rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, rj::kWriteNanAndInfFlag> writer(buffer);
+    doc.Accept(writer);
+    filled_text.assign(buffer.GetString(), buffer.GetSize());
+  }
+
   Plan plan;
   const PlanSections sections{doc.HasMember("predicted"), doc.HasMember("search")};
   try {
-    std::istringstream is(text);
+    std::istringstream is(filled ? filled_text : text);
     cereal::JSONInputArchive ar(is);
     load_plan(ar, plan, sections);
   } catch (const PlanFieldError& e) {
@@ -519,6 +551,7 @@ void check_plan(const Plan& plan, const std::string& file) {
   at_least("global_batch", plan.global_batch, 1);
   at_least("micro_batch_size", plan.micro_batch_size, 1);
   at_least("num_micro_batches", plan.num_micro_batches, 1);
+  at_least("vpp", plan.vpp, 1);
   if (plan.zero < 0 || plan.zero > 3) throw InputError(file, "zero", std::to_string(plan.zero), "0, 1, 2 or 3");
   if (plan.stages.empty()) throw InputError(file, "stages", "[]", "at least one stage");
 
@@ -529,10 +562,12 @@ void check_plan(const Plan& plan, const std::string& file) {
     at_least(stage_key(i, "first_gpu"), s.first_gpu, 0);
     at_least(stage_key(i, "gpus"), s.gpus, 1);
     at_least(stage_key(i, "tp"), s.tp, 1);
+    at_least(stage_key(i, "cp"), s.cp, 1);
     at_least(stage_key(i, "dp"), s.dp, 1);
-    const long long product = static_cast<long long>(s.tp) * s.dp;
+    const long long product = static_cast<long long>(s.tp) * s.cp * s.dp;
     if (s.gpus != product)
-      throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus), "tp * dp = " + std::to_string(product));
+      throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus),
+                       "tp * cp * dp = " + std::to_string(product));
     if (s.layer_begin < 0 || s.layer_begin >= s.layer_end)
       throw InputError(file, stage_key(i, "layers"), layers_text(s), "[first, end) with 0 <= first < end");
   }
@@ -601,9 +636,10 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
     if (per_node <= 0 || per_node % s.tp != 0)
       throw InputError(file, stage_key(i, "tp"), tp,
                        "a divisor of " + group_name + "'s gpus_per_node (" + std::to_string(per_node) + ")");
-    // Ranks within a stage are ordered tensor-parallel first (Megatron's
-    // order): replica k holds GPUs first_gpu + k*tp .. + tp - 1.
-    for (int k = 0; k < s.dp; ++k) {
+    // Ranks within a stage are ordered tensor-parallel first, then context-
+    // parallel, then data-parallel (Megatron's order): tensor-parallel group
+    // k holds GPUs first_gpu + k*tp .. + tp - 1.
+    for (int k = 0; k < s.cp * s.dp; ++k) {
       const int begin = s.first_gpu + k * s.tp;
       if (begin / per_node != (begin + s.tp - 1) / per_node)
         throw InputError(file, stage_key(i, "first_gpu"), std::to_string(s.first_gpu),
@@ -624,6 +660,9 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
         throw InputError(file, stage_key(i, "tp"), tp,
                          "a divisor of the model's kv_heads (" + std::to_string(kv_heads) + ")");
     }
+
+    const std::string cp_rule = context_parallel_violation(model, model.seq_len, s.cp);
+    if (!cp_rule.empty()) throw InputError(file, stage_key(i, "cp"), std::to_string(s.cp), cp_rule);
 
     // Each replica of a stage takes micro_batch_size / dp sequences (DESIGN.md
     // "What a micro-batch means when stages differ").
@@ -648,6 +687,10 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
     throw InputError(file, stage_key(last, "layers"), layers_text(plan.stages[last]),
                      "[..., " + std::to_string(model.layers) + "): the last stage ends at the model's last layer");
   }
+  std::vector<int> stage_layers;
+  for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
+  const std::string vpp_rule = interleaving_violation(model, plan.vpp, stage_layers, plan.num_micro_batches);
+  if (!vpp_rule.empty()) throw InputError(file, "vpp", std::to_string(plan.vpp), vpp_rule);
 
   for (std::size_t g = 0; g < used.size(); ++g) {
     auto& ranges = used[g];

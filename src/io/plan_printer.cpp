@@ -22,20 +22,42 @@ std::string layer_range(const StagePlan& s) {
   return "[" + std::to_string(s.layer_begin) + "," + std::to_string(s.layer_end) + ")";
 }
 
+// "tp x dp", or "tp x cp x dp" where the stage splits its sequences.
+std::string parallel_degrees(const StagePlan& s, const char* separator) {
+  std::string out = std::to_string(s.tp) + separator;
+  if (s.cp > 1) out += std::to_string(s.cp) + separator;
+  return out + std::to_string(s.dp);
+}
+
 }  // namespace
 
 std::string format_stage_table(const CostModel& model, const Plan& plan) {
-  std::string out = printf_string("%-5s %-10s %5s %7s %-10s %-9s %9s %9s %8s %8s %8s %8s %8s %s\n", "stage", "device",
-                                  "gpus", "tp x dp", "layers", "recompute", "fwd ms", "bwd ms", "send ms", "sync ms",
+  const bool any_cp = std::any_of(plan.stages.begin(), plan.stages.end(), [](const StagePlan& s) { return s.cp > 1; });
+  std::string out = printf_string("%-5s %-10s %5s %11s %-10s %-9s %9s %9s %8s %8s %8s %8s %8s %s\n", "stage", "device",
+                                  "gpus", any_cp ? "tp x cp x dp" : "tp x dp", "layers", "recompute", "fwd ms", "bwd ms", "send ms", "sync ms",
                                   "opt ms", "mem GiB", "cap GiB", "fits");
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     const StagePlan& s = plan.stages[i];
     const StageEstimate e = model.stage(plan, i);
-    const std::string tpdp = std::to_string(s.tp) + " x " + std::to_string(s.dp);
-    out += printf_string("%-5d %-10s %5d %7s %-10s %-9s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %s\n", i,
+    const std::string tpdp = parallel_degrees(s, " x ");
+    out += printf_string("%-5d %-10s %5d %11s %-10s %-9s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %s\n", i,
                          s.device.c_str(), s.gpus, tpdp.c_str(), layer_range(s).c_str(), to_string(s.recompute),
                          e.forward_s * 1e3, e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
                          e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
+  }
+  if (plan.vpp > 1)
+    out += printf_string("interleaved 1F1B: %d chunks per stage; fwd/bwd are all of a stage's chunks for one "
+                         "micro-batch, send all of its chunks' transfers\n",
+                         plan.vpp);
+  // An fp8 plan on a device without FP8 runs that stage's GEMMs in 16 bits.
+  const Problem& problem = model.problem();
+  if (problem.training.precision == Precision::fp8) {
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+      const DeviceSpec& d = problem.cluster.groups.at(plan.stages[i].group).device;
+      if (d.peak_fp8_tflops <= 0)
+        out += printf_string("stage %d (%s) has no FP8: its GEMMs run in %s\n", i, d.name.c_str(),
+                             d.has_bf16 ? "BF16" : "FP16");
+    }
   }
   return out;
 }
@@ -81,7 +103,7 @@ std::string format_summary_block(const Plan& plan, const std::string& status) {
   std::string stages;
   for (const StagePlan& s : plan.stages) {
     if (!stages.empty()) stages += " | ";
-    stages += s.device + " " + std::to_string(s.tp) + "x" + std::to_string(s.dp) + " " + layer_range(s) + " " +
+    stages += s.device + " " + parallel_degrees(s, "x") + " " + layer_range(s) + " " +
               to_string(s.recompute);
   }
   std::string out = "== AutoHAAP summary ==\n";
@@ -90,6 +112,7 @@ std::string format_summary_block(const Plan& plan, const std::string& status) {
   out += "cluster             : " + plan.cluster + "\n";
   out += printf_string("gpus                : %d\n", plan.num_gpus());
   out += printf_string("pipeline_stages     : %zu\n", plan.stages.size());
+  out += printf_string("vpp                 : %d\n", plan.vpp);
   out += "stages              : " + stages + "\n";
   out += printf_string("micro_batch_size    : %d\n", plan.micro_batch_size);
   out += printf_string("num_micro_batches   : %d\n", plan.num_micro_batches);

@@ -48,6 +48,11 @@ Enum parse_choice(const YamlValue& v, const std::vector<std::pair<std::string, E
 const std::vector<std::pair<std::string, ModelFamily>> kFamilies = {
     {"gpt", ModelFamily::gpt}, {"llama", ModelFamily::llama}, {"generic", ModelFamily::generic}};
 const std::vector<std::pair<std::string, Precision>> kPrecisions = {
+    {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp32", Precision::fp32},
+    {"tf32", Precision::tf32}, {"fp8", Precision::fp8}};
+// Gradient buffers and their reductions are never kept in FP8 or TF32
+// (TF32 is a matmul input format; its tensors are stored as fp32).
+const std::vector<std::pair<std::string, Precision>> kGradPrecisions = {
     {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp32", Precision::fp32}};
 const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adam", Optimizer::adam}, {"sgd", Optimizer::sgd}};
 const std::vector<std::pair<std::string, Recompute>> kRecomputes = {
@@ -146,7 +151,8 @@ std::vector<EfficiencyPoint> parse_efficiency_curve(const YamlValue& v) {
 
 // `default_name` empty: the name must be given (devices written inline).
 DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) {
-  obj.check_keys({"name", "base", "architecture", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "has_bf16",
+  obj.check_keys({"name", "base", "architecture", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "peak_tf32_tflops",
+                  "peak_fp8_tflops", "has_bf16",
                   "hbm_GBps", "memory_efficiency", "gemm_efficiency", "attention_forward_efficiency",
                   "attention_backward_efficiency", "nvlink_GBps", "pcie_GBps", "nic_GBps"});
   DeviceSpec d;
@@ -172,6 +178,8 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   number("memory_GiB", Bound::positive, d.memory_GiB, true);
   number("peak_tflops", Bound::positive, d.peak_tflops, true);
   number("peak_fp32_tflops", Bound::positive, d.peak_fp32_tflops, true);
+  number("peak_tf32_tflops", Bound::non_negative, d.peak_tf32_tflops, false);  // 0: no TF32
+  number("peak_fp8_tflops", Bound::non_negative, d.peak_fp8_tflops, false);    // 0: no FP8
   number("hbm_GBps", Bound::positive, d.hbm_GBps, true);
   number("pcie_GBps", Bound::positive, d.pcie_GBps, true);
   number("nvlink_GBps", Bound::non_negative, d.nvlink_GBps, false);
@@ -291,7 +299,7 @@ TrainingSpec parse_training(const YamlObject& obj) {
   }
   t.headroom_GiB = obj.get_double("headroom_GiB", Bound::non_negative, t.headroom_GiB);
   t.sequence_parallel = obj.get_bool("sequence_parallel", t.sequence_parallel);
-  if (auto v = obj.find("grad_reduce_dtype")) t.grad_reduce_dtype = parse_choice(*v, kPrecisions);
+  if (auto v = obj.find("grad_reduce_dtype")) t.grad_reduce_dtype = parse_choice(*v, kGradPrecisions);
   if (auto v = obj.find("runtime")) t.runtime = parse_choice(*v, kRuntimes);
   if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
   t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
@@ -420,6 +428,8 @@ void check_device(const DeviceSpec& d, const std::string& file) {
   require(d.memory_GiB > 0, "memory_GiB", d.memory_GiB, describe_double(Bound::positive));
   require(d.peak_tflops > 0, "peak_tflops", d.peak_tflops, describe_double(Bound::positive));
   require(d.peak_fp32_tflops > 0, "peak_fp32_tflops", d.peak_fp32_tflops, describe_double(Bound::positive));
+  require(d.peak_tf32_tflops >= 0, "peak_tf32_tflops", d.peak_tf32_tflops, describe_double(Bound::non_negative));
+  require(d.peak_fp8_tflops >= 0, "peak_fp8_tflops", d.peak_fp8_tflops, describe_double(Bound::non_negative));
   require(d.hbm_GBps > 0, "hbm_GBps", d.hbm_GBps, describe_double(Bound::positive));
   require(d.memory_efficiency > 0 && d.memory_efficiency <= 1, "memory_efficiency", d.memory_efficiency,
           describe_double(Bound::fraction));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "autohaap/error.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 
@@ -24,6 +25,8 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   positive("--tp", r.tp);
   positive("--pp", r.pp);
   positive("--dp", r.dp);
+  positive("--cp", r.cp);
+  positive("--vpp", r.vpp);
   positive("--micro-batch", r.micro_batch_per_replica);
   const ModelSpec& model = problem.model;
   if (r.pp > model.layers) {
@@ -40,9 +43,11 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     throw InputError(src, "--micro-batch", std::to_string(r.micro_batch_per_replica),
                      "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
   }
-  const int needed = r.tp * r.pp * r.dp;
+  const std::string cp_rule = context_parallel_violation(model, problem.seq_len(), r.cp);
+  if (!cp_rule.empty()) throw InputError(src, "--cp", std::to_string(r.cp), cp_rule);
+  const long long needed = static_cast<long long>(r.tp) * r.cp * r.pp * r.dp;
   if (needed > problem.cluster.total_gpus()) {
-    throw InputError(src, "--tp x --pp x --dp", std::to_string(needed),
+    throw InputError(src, "--tp x --cp x --pp x --dp", std::to_string(needed),
                      "at most the cluster's " + std::to_string(problem.cluster.total_gpus()) + " GPUs");
   }
 
@@ -52,18 +57,24 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   plan.global_batch = G;
   plan.micro_batch_size = B;
   plan.num_micro_batches = G / B;
+  plan.vpp = r.vpp;
   plan.zero = problem.training.zero;
   const std::vector<int> layer_end = even_split(model.layers, r.pp);
+  std::vector<int> stage_layers;
+  for (int i = 0; i < r.pp; ++i) stage_layers.push_back(layer_end[i] - (i == 0 ? 0 : layer_end[i - 1]));
+  const std::string vpp_rule = interleaving_violation(model, r.vpp, stage_layers, plan.num_micro_batches);
+  if (!vpp_rule.empty()) throw InputError(src, "--vpp", std::to_string(r.vpp), vpp_rule);
+  const int stage_gpus = r.tp * r.cp * r.dp;
   int group = 0, next_gpu = 0;
   for (int i = 0; i < r.pp; ++i) {
     while (group < static_cast<int>(problem.cluster.groups.size()) &&
-           next_gpu + r.tp * r.dp > problem.cluster.groups[group].gpus()) {
+           next_gpu + stage_gpus > problem.cluster.groups[group].gpus()) {
       ++group;
       next_gpu = 0;
     }
     if (group >= static_cast<int>(problem.cluster.groups.size())) {
       throw InputError(src, "--pp", std::to_string(r.pp),
-                       "stages of tp x dp = " + std::to_string(r.tp * r.dp) +
+                       "stages of tp x cp x dp = " + std::to_string(stage_gpus) +
                            " GPUs that fit inside the cluster's node groups (a stage never spans two groups)");
     }
     const NodeGroup& g = problem.cluster.groups[group];
@@ -76,8 +87,9 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     s.group = group;
     s.device = g.device.name;
     s.first_gpu = next_gpu;
-    s.gpus = r.tp * r.dp;
+    s.gpus = stage_gpus;
     s.tp = r.tp;
+    s.cp = r.cp;
     s.dp = r.dp;
     s.layer_begin = i == 0 ? 0 : layer_end[i - 1];
     s.layer_end = layer_end[i];

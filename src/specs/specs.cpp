@@ -22,6 +22,10 @@ double gemm_efficiency(const DeviceSpec& device, double gflop) {
   return lo->efficiency + t * (hi->efficiency - lo->efficiency);
 }
 
+double gemm_efficiency_at(const DeviceSpec& device, double gflop, double peak_tflops) {
+  return gemm_efficiency(device, gflop * device.peak_tflops / peak_tflops);
+}
+
 const char* to_string(ModelFamily family) {
   switch (family) {
     case ModelFamily::gpt: return "gpt";
@@ -36,6 +40,8 @@ const char* to_string(Precision p) {
     case Precision::bf16: return "bf16";
     case Precision::fp16: return "fp16";
     case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::fp8: return "fp8";
   }
   return "?";
 }
@@ -64,7 +70,9 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
   return std::nullopt;
 }
 
-int bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+bool full_precision(Precision p) { return p == Precision::fp32 || p == Precision::tf32; }
+
+int bytes_per_element(Precision p) { return full_precision(p) ? 4 : 2; }
 
 Precision grad_precision(const TrainingSpec& t) {
   if (t.grad_reduce_dtype) return *t.grad_reduce_dtype;

@@ -63,12 +63,9 @@ std::string source_of(const CsvRow& r) {
 }
 
 std::optional<Scored> score(const CsvRow& r) {
-  const bool expressible = (r.at("vpp").empty() || r.at("vpp") == "1") && r.at("cp") == "1" &&
-                           (r.at("precision") == "bf16" || r.at("precision") == "fp16");
   for (const char* k : {"tp", "pp", "dp", "micro_batch", "global_batch", "layers", "hidden", "ffn_hidden", "heads",
-                        "vocab", "seq_len", "gpus", "gpus_per_node"})
+                        "vocab", "seq_len", "gpus", "gpus_per_node", "cp", "precision"})
     if (r.at(k).empty()) return std::nullopt;
-  if (!expressible) return std::nullopt;
 
   Problem p;
   ModelSpec& m = p.model;
@@ -97,12 +94,22 @@ std::optional<Scored> score(const CsvRow& r) {
 
   TrainingSpec& t = p.training;
   t.global_batch = std::stoi(r.at("global_batch"));
-  t.precision = r.at("precision") == "bf16" ? Precision::bf16 : Precision::fp16;
+  const std::string& precision = r.at("precision");
+  t.precision = precision == "fp16" ? Precision::fp16
+                : precision == "fp8" ? Precision::fp8
+                : precision == "tf32" ? Precision::tf32
+                : precision == "fp32" ? Precision::fp32
+                                      : Precision::bf16;
   t.zero = r.at("zero").empty() ? 0 : std::stoi(r.at("zero"));
   t.sequence_parallel = r.at("sequence_parallel") == "true";
   t.headroom_GiB = 0;  // compare what the run held, without a user margin
   const std::string& framework = r.at("framework");
   if (framework.find("DeepSpeed") != std::string::npos) t.runtime = Runtime::deepspeed;
+  // NeMo and Megatron-Bridge recipes run Megatron-Core's distributed
+  // optimizer with the gradient reduce-scatter and parameter all-gather
+  // overlapped (their comm-overlap settings: overlap_grad_reduce and
+  // overlap_param_gather on).
+  if (framework.find("Megatron-Core") != std::string::npos) t.overlap_grad_reduce = true;
   if (framework.find("FSDP") != std::string::npos) {
     t.runtime = Runtime::fsdp;
     t.fused_cross_entropy = true;  // llm-foundry's MPT yamls: loss_fn fused_crossentropy
@@ -112,9 +119,11 @@ std::optional<Scored> score(const CsvRow& r) {
   q.tp = std::stoi(r.at("tp"));
   q.pp = std::stoi(r.at("pp"));
   q.dp = std::stoi(r.at("dp"));
+  q.cp = std::stoi(r.at("cp"));
+  q.vpp = r.at("vpp").empty() ? 1 : std::stoi(r.at("vpp"));
   q.micro_batch_per_replica = std::stoi(r.at("micro_batch"));
   q.recompute = parse_recompute(r.at("recompute")).value_or(Recompute::none);
-  if (q.tp * q.pp * q.dp != gpus) return std::nullopt;
+  if (q.tp * q.pp * q.dp * q.cp != gpus) return std::nullopt;
   if (t.global_batch % (q.micro_batch_per_replica * q.dp) != 0) return std::nullopt;
   Plan plan;
   try {

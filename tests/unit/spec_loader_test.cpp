@@ -416,7 +416,7 @@ TEST_F(SpecLoader, TrainingDefaultsAndNormalizedLists) {
 
 TEST_F(SpecLoader, TrainingErrors) {
   EXPECT_INPUT_ERROR(load_training(write("a.yaml", "seq_len: 2048\n")), "global_batch", "(missing)");
-  EXPECT_INPUT_ERROR(load_training(write("b.yaml", "global_batch: 8\nprecision: fp8\n")), "precision", "fp8");
+  EXPECT_INPUT_ERROR(load_training(write("b.yaml", "global_batch: 8\nprecision: fp4\n")), "precision", "fp4");
   EXPECT_INPUT_ERROR(load_training(write("c.yaml", "global_batch: 8\nzero: 4\n")), "zero", "4");
   EXPECT_INPUT_ERROR(load_training(write("d.yaml", "global_batch: 8\nmicro_batch_sizes: [2, 0]\n")),
                      "micro_batch_sizes[1]", "0");
@@ -469,6 +469,8 @@ void expect_same_device(const DeviceSpec& a, const DeviceSpec& b) {
   EXPECT_DOUBLE_EQ(a.memory_GiB, b.memory_GiB);
   EXPECT_DOUBLE_EQ(a.peak_tflops, b.peak_tflops);
   EXPECT_DOUBLE_EQ(a.peak_fp32_tflops, b.peak_fp32_tflops);
+  EXPECT_DOUBLE_EQ(a.peak_tf32_tflops, b.peak_tf32_tflops);
+  EXPECT_DOUBLE_EQ(a.peak_fp8_tflops, b.peak_fp8_tflops);
   EXPECT_EQ(a.has_bf16, b.has_bf16);
   EXPECT_DOUBLE_EQ(a.hbm_GBps, b.hbm_GBps);
   EXPECT_DOUBLE_EQ(a.memory_efficiency, b.memory_efficiency);

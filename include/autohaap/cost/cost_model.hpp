@@ -23,6 +23,8 @@ struct StageShape {
   int tp = 1;
   int dp = 1;
   Recompute recompute = Recompute::none;
+  int cp = 1;           // context-parallel GPUs per sequence
+  int replicas() const { return dp * cp; }  // GPUs holding the same weights (the gradient reduction)
 };
 
 // Forward / backward time of one piece of work, one micro-batch, one GPU.
@@ -56,20 +58,27 @@ class CostModel {
   LayerMemory edge_memory(const StageShape& shape, int micro_batch, bool first, bool last) const;
 
   // --- per stage ---------------------------------------------------------
-  // Micro-batches whose activations a stage holds at once under 1F1B:
-  // min(p - i, m) for stage i of p (Narayanan et al. 2021, Sec. 2.2).
-  static int in_flight(int stage_index, int num_stages, int num_micro_batches);
+  // Activation sets a stage holds at once, in micro-batches of its whole
+  // layer range. 1F1B: min(p - i, m) for stage i of p (Narayanan et al.
+  // 2021, Sec. 2.2). Interleaved (vpp > 1): Megatron-LM's schedule runs
+  // (p - i - 1)·2 + (vpp - 1)·p warm-up forwards of one chunk (1/vpp of the
+  // layers) before its first backward (megatron/core/pipeline_parallel/
+  // schedules.py, forward_backward_pipelining_with_interleaving), so stage 0
+  // holds p·(1 + (p - 1)/(p·vpp)) micro-batches (Korthikanti et al. 2022,
+  // Sec. 4.2.3).
+  static double in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp = 1);
   // Full estimate of stage i of `plan` (placement decides the links).
   StageEstimate stage(const Plan& plan, int stage_index) const;
   // Memory only, without a Plan: for memory-aware pruning.
   MemoryBreakdown stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
-                               int stage_index, int num_stages, int num_micro_batches) const;
+                               int stage_index, int num_stages, int num_micro_batches, int vpp = 1) const;
   double capacity_bytes(int group) const;
 
   // --- per plan ------------------------------------------------------------
   PredictedPerformance estimate(const Plan& plan) const;
-  // 1F1B with unequal stages (DESIGN.md "Iteration time").
-  static double iteration_time_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches);
+  // 1F1B with unequal stages (DESIGN.md "Iteration time"), interleaved
+  // over vpp chunks per stage.
+  static double iteration_time_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches, int vpp = 1);
 
   // FLOPs of one iteration: model FLOPs (forward + backward, no recompute)
   // and hardware FLOPs (with the recompute forward of each stage's mode).

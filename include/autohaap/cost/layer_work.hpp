@@ -39,6 +39,7 @@ struct OpWork {
   // write the input gradient: about twice the forward's bytes.
   double backward_ratio = 2.0;
   bool fused_attention = false;  // priced at the device's attention-kernel efficiency
+  bool fp8_gemm = false;         // a linear layer's GEMM, run in FP8 (BatchShape::fp8)
 };
 
 // Forward work of one layer on one GPU, split into the ops a measured
@@ -57,13 +58,27 @@ struct LayerWork {
 };
 
 // The batch a layer processes: `sequences` per replica, each seq_len long,
-// split over `tp` GPUs.
+// split over `tp` GPUs, and over `cp` GPUs along the sequence.
 struct BatchShape {
   double sequences = 1;
   int seq_len = 0;
   int tp = 1;
   int element_bytes = 2;
   bool sequence_parallel = true;
+  // Context parallelism (Megatron-Core / Transformer Engine ring attention,
+  // Liu et al. 2023, "Ring Attention"): each GPU holds seq_len / cp tokens
+  // of every sequence; its queries attend to all keys as the key/value
+  // blocks travel round the cp ring. Causal work is balanced by giving each
+  // GPU two mirrored chunks, so every GPU does 1/cp of the attention.
+  int cp = 1;
+  // FP8 linear layers (Transformer Engine): the QKV, output-projection and
+  // MLP GEMMs run in FP8; the inputs those layers save for the backward are
+  // kept as their FP8 casts; the casts and their transposes are extra
+  // memory-bound work. Set only where the stage's device has FP8.
+  bool fp8 = false;
+  // FlashAttention's kernels take 16-bit inputs; fp32/tf32 training runs
+  // standard attention.
+  bool fused_attention_possible() const { return element_bytes == 2; }
 };
 
 // Parameters of transformer/generic layer `layer` (0-based).
@@ -91,6 +106,9 @@ double layer_activation_bytes(const ModelSpec& model, int layer, const BatchShap
 // Transient bytes while one layer runs its backward (with full recompute the
 // replayed layer's whole activation set lives for that one layer).
 double layer_working_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);
+// Bytes of one key/value block a GPU passes round the context-parallel
+// ring: K and V of its seq_len / cp tokens, its tp share of the kv heads.
+double context_parallel_kv_bytes(const ModelSpec& model, int layer, const BatchShape& shape);
 // Bytes of the layer output (what crosses a pipeline boundary), whole
 // micro-batch of `sequences`, not split by tp.
 double layer_output_bytes(const ModelSpec& model, int layer, double sequences, int seq_len, int element_bytes);

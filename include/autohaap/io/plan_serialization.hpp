@@ -4,7 +4,9 @@
 // schema whatever carries it. Key names are those of DESIGN.md "Plan /
 // result file": `layers` is a 2-element list [first, end), `recompute` a
 // name (none|selective|full), the document starts with
-// `format: autohaap-plan/1`.
+// `format: autohaap-plan/1`. `vpp` (per plan) and `cp` (per stage) came
+// later: a text document without them means 1 (io/plan_io.cpp fills them
+// in before loading); binary archives always hold them.
 //
 // Loading names what failed: a missing key, a value of the wrong type, an
 // unknown recompute name, a `layers` list that is not 2 long or a wrong
@@ -127,7 +129,8 @@ void save_stage(Archive& ar, const StagePlan& s, int nodes) {
   // a binary archive keeps a fixed layout.
   if constexpr (cereal::traits::is_text_archive<Archive>::value)
     if (nodes > 0) ar(cereal::make_nvp("nodes", nodes));
-  ar(cereal::make_nvp("gpus", s.gpus), cereal::make_nvp("tp", s.tp), cereal::make_nvp("dp", s.dp));
+  ar(cereal::make_nvp("gpus", s.gpus), cereal::make_nvp("tp", s.tp), cereal::make_nvp("cp", s.cp),
+     cereal::make_nvp("dp", s.dp));
   const std::vector<int> layers{s.layer_begin, s.layer_end};
   ar(cereal::make_nvp("layers", layers));
   const std::string recompute = to_string(s.recompute);
@@ -192,6 +195,7 @@ void load(Archive& ar, StagePlan& s) {
   field(ar, "first_gpu", s.first_gpu);
   field(ar, "gpus", s.gpus);
   field(ar, "tp", s.tp);
+  field(ar, "cp", s.cp);
   field(ar, "dp", s.dp);
   std::vector<int> layers;
   field(ar, "layers", layers);
@@ -248,7 +252,8 @@ void save_plan(Archive& ar, const Plan& p, PlanSections sections = {},
   ar(cereal::make_nvp("format", format), cereal::make_nvp("model", p.model),
      cereal::make_nvp("cluster", p.cluster), cereal::make_nvp("global_batch", p.global_batch),
      cereal::make_nvp("micro_batch_size", p.micro_batch_size),
-     cereal::make_nvp("num_micro_batches", p.num_micro_batches), cereal::make_nvp("zero", p.zero));
+     cereal::make_nvp("num_micro_batches", p.num_micro_batches), cereal::make_nvp("vpp", p.vpp),
+     cereal::make_nvp("zero", p.zero));
   ar(cereal::make_nvp("stages", serialization_detail::StagesOut{p.stages, stage_nodes}));
   if (sections.predicted) ar(cereal::make_nvp("predicted", p.predicted));
   if (sections.search) ar(cereal::make_nvp("search", p.search));
@@ -267,6 +272,7 @@ void load_plan(Archive& ar, Plan& p, PlanSections sections = {}) {
   field(ar, "global_batch", p.global_batch);
   field(ar, "micro_batch_size", p.micro_batch_size);
   field(ar, "num_micro_batches", p.num_micro_batches);
+  field(ar, "vpp", p.vpp);
   field(ar, "zero", p.zero);
   field(ar, "stages", serialization_detail::StagesIn{p.stages});
   p.predicted = PredictedPerformance{};

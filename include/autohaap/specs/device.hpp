@@ -30,7 +30,9 @@ struct DeviceSpec {
   Architecture architecture = Architecture::ampere;
   double memory_GiB = 0;         // HBM/GDDR capacity
   double peak_tflops = 0;        // dense tensor-core peak at training precision (BF16, or FP16 where no BF16)
-  double peak_fp32_tflops = 0;   // for fp32 training
+  double peak_fp32_tflops = 0;   // for fp32 training (CUDA cores)
+  double peak_tf32_tflops = 0;   // dense TF32 tensor-core peak for tf32 training; 0 = none (fp32 cores)
+  double peak_fp8_tflops = 0;    // dense FP8 tensor-core peak for fp8 training; 0 = none (16-bit GEMMs)
   bool has_bf16 = true;          // false: BF16 is refused, FP16 is used
   double hbm_GBps = 0;           // memory bandwidth
   double memory_efficiency = 0.8;  // achievable fraction of hbm_GBps for streaming kernels
@@ -51,6 +53,13 @@ struct DeviceSpec {
 // Achieved fraction of peak for a GEMM of `gflop` GFLOP: the curve
 // interpolated linearly in log10(gflop), clamped at both ends.
 double gemm_efficiency(const DeviceSpec& device, double gflop);
+// The same for a GEMM run at another peak of the device (TF32, FP8): a
+// kernel that is k times faster needs k times the FLOPs to fill the device
+// for as long (the curve's duration argument, io/catalog.cpp), so the curve
+// is read at gflop · peak_tflops / peak; its ceiling is the same fraction
+// (the largest FP8 GEMM on H100 reaches 0.81 of the FP8 peak against 0.80
+// in BF16: NVIDIA cuBLAS 12 Hopper measurements, 8192³ cuBLASLt E4M3).
+double gemm_efficiency_at(const DeviceSpec& device, double gflop, double peak_tflops);
 
 const char* to_string(Architecture a);
 

@@ -10,7 +10,14 @@
 
 namespace autohaap {
 
-enum class Precision { bf16, fp16, fp32 };
+// Training precision. bf16/fp16: mixed precision with fp32 master weights.
+// fp32: full precision on the CUDA cores; tf32: full precision with the
+// matrix products on the tensor cores in TF32 (PyTorch's allow_tf32,
+// NVIDIA 2020 A100 whitepaper). fp8: bf16 mixed precision whose linear
+// layers run their GEMMs in FP8 (NVIDIA Transformer Engine, Micikevicius
+// et al. 2022, "FP8 Formats for Deep Learning"); attention, the LM head and
+// element-wise work stay 16-bit.
+enum class Precision { bf16, fp16, fp32, tf32, fp8 };
 enum class Optimizer { adam, sgd };
 enum class Recompute { none, selective, full };
 // The training framework, for what it allocates and sends beyond the
@@ -67,8 +74,12 @@ const char* to_string(Runtime r);
 // The inverse of to_string: a Recompute for "none", "selective" or "full".
 std::optional<Recompute> parse_recompute(std::string_view name);
 
-// Bytes of one parameter / activation element at this precision.
+// Bytes of one parameter / activation element at this precision (fp8
+// training keeps its weights and activations in 16 bits; only the GEMM
+// operands are cast to 8).
 int bytes_per_element(Precision p);
+// fp32 and tf32: every tensor in 32 bits, no separate master copy.
+bool full_precision(Precision p);
 // The gradient element type in effect (TrainingSpec::grad_reduce_dtype).
 Precision grad_precision(const TrainingSpec& t);
 // The pipeline send mode in effect (TrainingSpec::pipeline_p2p).
