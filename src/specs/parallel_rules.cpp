@@ -23,7 +23,7 @@ std::string context_parallel_violation(const ModelSpec& model, int seq_len, int 
   if (cp == 1) return "";
   if (model.family == ModelFamily::generic) return "1 (generic layers have no sequence to split)";
   if (seq_len % (2 * cp) != 0)
-    return "a cp with 2·cp dividing the sequence length " + std::to_string(seq_len) +
+    return "a cp with 2 x cp dividing the sequence length " + std::to_string(seq_len) +
            " (each GPU takes two mirrored chunks)";
   return "";
 }

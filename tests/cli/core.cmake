@@ -20,5 +20,9 @@ set(_cli_cases
   "search_bad_report_extension|2|x.png: report file extension: got '.png'|search|--report|x.png"
   "search_unknown_strategy|2|--strategy: alpa not in|search|--strategy|alpa"
   "search_uniform_baseline|0|strategy +: uniform|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--strategy|uniform"
+  "estimate_interleaved_fp8|0|tp x cp x dp.*4 x 2 x 1.*interleaved 1F1B: 5 chunks per stage.*vpp +: 5.*fits +: yes|estimate|-m|llama3-70b|-c|h100-sxm-4nodes|-t|${_cfg}/training/llama3-h100-fp8-megatron.yaml|--tp|4|--cp|2|--pp|4|--dp|1|--vpp|5|--micro-batch|1"
+  "estimate_vpp_one_stage|2|--vpp: got '2'.*at least 2 pipeline stages|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--vpp|2|--micro-batch|1"
+  "estimate_cp_not_dividing_sequence|2|--cp: got '3'.*2 x cp dividing the sequence length 8192|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|2|--cp|3|--micro-batch|1"
+  "estimate_fp8_on_a100_says_bf16|0|a100-80gb has no FP8. its stages run their GEMMs in BF16.*stage 0 .a100-80gb. has no FP8|estimate|-m|llama3-8b|-c|a100x8|-t|${_cfg}/training/llama3-h100-fp8-megatron.yaml|--tp|2|--pp|1|--dp|4|--micro-batch|1|--recompute|full"
 )
 autohaap_cli_cases("cli" ${_cli_cases})

@@ -1,0 +1,404 @@
+// Interleaved 1F1B, context parallelism, FP8 and TF32, the distributed
+// optimizer: each formula against a hand calculation or the published one
+// it implements, and the plan rules and files that carry vpp and cp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "autohaap/cost/communication.hpp"
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/cost/layer_work.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "autohaap/plan_builder.hpp"
+
+namespace autohaap {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ModelSpec gpt(int layers, int hidden, int heads, int seq = 2048) {
+  return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, 51200, seq,
+                   true, /*flash_attention=*/true, /*dropout=*/false, {}};
+}
+
+// A device whose GEMM efficiency is flat, with FP8 at twice and TF32 at
+// half the 16-bit peak: times are hand calculations.
+DeviceSpec flat_device() {
+  DeviceSpec d;
+  d.name = "flat";
+  d.memory_GiB = 80;
+  d.peak_tflops = 800;
+  d.peak_fp32_tflops = 50;
+  d.peak_tf32_tflops = 400;
+  d.peak_fp8_tflops = 1600;
+  d.hbm_GBps = 3000;
+  d.memory_efficiency = 0.8;
+  d.gemm_efficiency = {{1.0, 0.75}};
+  d.attention_forward_efficiency = 0.5;
+  d.attention_backward_efficiency = 0.4;
+  d.nvlink_GBps = 400;
+  d.pcie_GBps = 64;
+  return d;
+}
+
+Problem problem_on(const DeviceSpec& d, const ModelSpec& m, int nodes = 1, int gpn = 8) {
+  Problem p;
+  p.model = m;
+  p.cluster = ClusterSpec{"c", {NodeGroup{d.name, d, nodes, gpn, 400, 5, 50, 10}}, 12.5, 20};
+  p.training.global_batch = 64;
+  p.training.zero = 1;
+  return p;
+}
+
+// ------------------------------------------------------------ interleaving
+
+TEST(Interleaving, InFlightFollowsMegatronsWarmup) {
+  // Stage 0 of p = 4, vpp = 2: (4 − 0 − 1)·2 + (2 − 1)·4 = 10 warm-up
+  // chunk forwards + 1 = 11 chunks of half the layers = 5.5 micro-batches,
+  // Korthikanti et al.'s p·(1 + (p − 1)/(p·v)) = 4·(1 + 3/8).
+  EXPECT_DOUBLE_EQ(CostModel::in_flight(0, 4, 8, 2), 4 * (1 + 3.0 / 8));
+  // The last stage: (2 − 1)·4 + 1 = 5 chunks = 2.5 micro-batches.
+  EXPECT_DOUBLE_EQ(CostModel::in_flight(3, 4, 8, 2), 2.5);
+  // Never more chunks than the iteration has: m·v = 4.
+  EXPECT_DOUBLE_EQ(CostModel::in_flight(0, 4, 2, 2), 2.0);
+  // vpp = 1 is plain 1F1B.
+  EXPECT_DOUBLE_EQ(CostModel::in_flight(0, 4, 8, 1), 4.0);
+}
+
+TEST(Interleaving, IterationTimeIsMegatronsBubbleForEqualStages) {
+  // p = 4 equal stages of t = 1 s, m = 8: (m + (p − 1)/v)·t
+  // (Narayanan et al. 2021, Sec. 2.2.2: bubble (p − 1)/(v·m)).
+  std::vector<StageEstimate> st(4);
+  for (auto& s : st) s.forward_s = 0.25, s.backward_s = 0.75;
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(st, 8, 1), 8 + 3);
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(st, 8, 2), 8 + 3.0 / 2);
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(st, 8, 3), 8 + 3.0 / 3);
+  // Unequal: stages of 1 and 3 s, m = 4, v = 2: the pacing stage runs
+  // 4 micro-batches, the other stage's fill and drain shrink to 1/2.
+  std::vector<StageEstimate> two(2);
+  two[0].forward_s = 1, two[1].forward_s = 3;
+  EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(two, 4, 2), 4 * 3 + 1.0 / 2);
+}
+
+TEST(Interleaving, PlanEstimateHoldsMoreActivationsAndSendsPerChunk) {
+  Problem p = problem_on(flat_device(), gpt(8, 2048, 16), 1, 8);
+  p.training.global_batch = 16;
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 4, r.dp = 1, r.micro_batch_per_replica = 2;
+  const Plan plain = make_uniform_plan(p, r);
+  r.vpp = 2;
+  const Plan interleaved = make_uniform_plan(p, r);
+  ASSERT_EQ(interleaved.vpp, 2);
+  const CostModel cm(p);
+  // Activations of stage 0: 4 micro-batches in flight without, 5.5 with.
+  const double a1 = cm.stage(plain, 0).memory.activations, a2 = cm.stage(interleaved, 0).memory.activations;
+  const double per_mb = (a1 - 0) / 4;  // no recompute working set
+  EXPECT_NEAR(a2, per_mb * 5.5, 1e-6 * a2);
+  // A middle stage sends and receives once per chunk: twice the plain
+  // transfer (Megatron-LM overlaps it with compute, so what is exposed is
+  // at most that).
+  EXPECT_LE(cm.stage(interleaved, 1).p2p_s, 2 * cm.stage(plain, 1).p2p_s + 1e-15);
+  // Fewer bubbles: faster.
+  EXPECT_LT(cm.estimate(interleaved).iteration_time_s, cm.estimate(plain).iteration_time_s);
+}
+
+TEST(Interleaving, RulesNameTheFlagAndThePlanKey) {
+  Problem p = problem_on(flat_device(), gpt(8, 2048, 16), 1, 8);
+  p.training.global_batch = 12;
+  UniformPlanRequest r;
+  r.tp = 1, r.pp = 4, r.dp = 1, r.micro_batch_per_replica = 1, r.vpp = 2;
+  // 12 micro-batches are a multiple of 4 stages: fine.
+  EXPECT_NO_THROW(make_uniform_plan(p, r));
+  // pp = 1: nothing to interleave.
+  r.pp = 1;
+  try {
+    make_uniform_plan(p, r);
+    FAIL() << "vpp with one stage accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "--vpp");
+  }
+  // 3 stages of 8 layers split 3, 3, 2 with vpp 3: a stage of 2 layers
+  // cannot hold 3 chunks.
+  r.pp = 3, r.vpp = 3;
+  try {
+    make_uniform_plan(p, r);
+    FAIL() << "a chunk without layers accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "--vpp");
+  }
+  // 12 micro-batches over 8 stages (1 layer each) with vpp 1 fine; the
+  // same plan interleaved is refused in the plan file as `vpp`.
+  r.pp = 8, r.vpp = 1;
+  Plan plan = make_uniform_plan(p, r);
+  plan.vpp = 2;
+  try {
+    check_plan_against(plan, p.model, p.cluster, "plan.yaml");
+    FAIL() << "a 1-layer stage with 2 chunks accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "vpp");
+  }
+}
+
+// ------------------------------------------------------ context parallelism
+
+TEST(ContextParallel, EachGpuDoesOneCpthOfTheLayer) {
+  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  BatchShape one{1, 8192, 2, 2, true};
+  BatchShape two = one;
+  two.cp = 2;
+  const LayerWork w1 = layer_forward_work(m, 0, one), w2 = layer_forward_work(m, 0, two);
+  // The GEMMs see half the tokens; the attention core, s/cp queries
+  // against all s keys, half the FLOPs (load-balanced causal chunks).
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(w2.ops[i].flops, w1.ops[i].flops / 2) << i;
+  // Stored activations: half (flash attention keeps no scores).
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, two, Recompute::none),
+                   layer_activation_bytes(m, 0, one, Recompute::none) / 2);
+  // One ring step moves K and V of this GPU's 4096 tokens, its tp share of
+  // the 32 heads of 128: 2 · 2 bytes · 4096 · 4096 / 2.
+  EXPECT_DOUBLE_EQ(context_parallel_kv_bytes(m, 0, two), 2.0 * 2 * 4096 * 4096 / 2);
+  EXPECT_EQ(context_parallel_kv_bytes(m, 0, one), 0.0);
+}
+
+TEST(ContextParallel, RingTransfersHideBehindAttention) {
+  // cp = 4 inside one node; the K,V block of each step crosses the link
+  // while that step's attention runs: exposed is (cp − 1)·send − attention.
+  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  DeviceSpec d = flat_device();
+  Problem fast = problem_on(d, m);
+  fast.cluster.groups[0].intra_node_GBps = 1e9;  // nothing exposed
+  Problem slow = fast;
+  slow.cluster.groups[0].intra_node_GBps = 1;    // 1 GB/s: far slower than attention
+  const StageShape shape{0, 1, 1, Recompute::none, 4};
+  const Timing tf = CostModel(fast).layer_timing(shape, 1, 0);
+  const Timing ts = CostModel(slow).layer_timing(shape, 1, 0);
+  BatchShape x{1, 8192, 1, 2, false};
+  x.cp = 4;
+  const double block = context_parallel_kv_bytes(m, 0, x);
+  const LayerWork w = layer_forward_work(m, 0, x);
+  // Fused attention: half the dense FLOPs at the attention efficiency.
+  const double attention_f = w.ops[1].flops * 0.5 / (800e12 * 0.5);
+  const double attention_b = 2.5 * w.ops[1].flops * 0.5 / (800e12 * 0.4);
+  const CostParameters c;
+  const Link link{1 * c.nvlink_efficiency, 5};
+  EXPECT_NEAR(ts.forward_s - tf.forward_s, 3 * point_to_point_s(block, link) - attention_f, 1e-9);
+  EXPECT_NEAR(ts.backward_s - tf.backward_s, 3 * point_to_point_s(2 * block, link) - attention_b, 1e-9);
+}
+
+TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
+  // The cp ranks of a stage hold the same weights: the distributed
+  // optimizer shards its 12 bytes a parameter over dp·cp.
+  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  const Problem p = problem_on(flat_device(), m);
+  const CostModel cm(p);
+  const double params = 2 * layer_params(m, 0);
+  const MemoryBreakdown a = cm.stage_memory(StageShape{0, 1, 2, Recompute::none, 4}, 2, 0, 2, 1, 3, 8);
+  EXPECT_DOUBLE_EQ(a.optimizer, 12 * params / 8);
+  EXPECT_DOUBLE_EQ(a.gradients, 4 * params);
+}
+
+// ----------------------------------------------------------- FP8 and TF32
+
+TEST(Precision, Fp8RunsLinearGemmsAtTheFp8Peak) {
+  const ModelSpec m = gpt(2, 4096, 32, 4096);
+  BatchShape x{2, 4096, 1, 2, false};
+  x.fp8 = true;
+  const LayerWork w = layer_forward_work(m, 0, x);
+  EXPECT_TRUE(w.ops[0].fp8_gemm && w.ops[2].fp8_gemm && w.ops[3].fp8_gemm);
+  EXPECT_FALSE(w.ops[1].fp8_gemm);  // attention stays 16-bit
+  // The casts of the projection's and second MLP GEMM's inputs:
+  // 3 bytes an element over T·(h + f) elements.
+  BatchShape bf = x;
+  bf.fp8 = false;
+  const double T = 2 * 4096.0;
+  EXPECT_DOUBLE_EQ(w.ops[4].bytes - layer_forward_work(m, 0, bf).ops[4].bytes, 3 * T * (4096 + 4 * 4096));
+  // GEMMs at twice the peak on the flat curve: half the time.
+  Problem p = problem_on(flat_device(), m);
+  p.training.precision = Precision::bf16;
+  const Timing t16 = CostModel(p).layer_timing(StageShape{0, 1, 1, Recompute::none}, 2, 0);
+  p.training.precision = Precision::fp8;
+  const Timing t8 = CostModel(p).layer_timing(StageShape{0, 1, 1, Recompute::none}, 2, 0);
+  double gemm_s = 0;
+  for (int i : {0, 2, 3}) gemm_s += w.ops[i].flops / (800e12 * 0.75);
+  const double cast_s = 3 * T * (4096 + 4 * 4096) / (3000e9 * 0.8);
+  EXPECT_NEAR(t16.forward_s - t8.forward_s, gemm_s / 2 - cast_s, 1e-12);
+}
+
+TEST(Precision, Fp8SavesTheGemmInputsAsOneByteCasts) {
+  // GPT, no parallelism: Korthikanti's 34 + 5as/h 16-bit units per s·b·h
+  // (dropout masks included); FP8 keeps the QKV, projection, first and
+  // second MLP GEMM inputs in 1 byte: 1 + 1 + 1 + 4 (f = 4h) saved.
+  ModelSpec m = gpt(2, 1024, 16, 2048);
+  m.dropout = true;
+  m.flash_attention = false;
+  BatchShape x{2, 2048, 1, 2, false};
+  const double sbh = 2048.0 * 2 * 1024, a = 16;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, x, Recompute::none), sbh * (34 + 5 * a * 2048 / 1024));
+  x.fp8 = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, x, Recompute::none), sbh * (34 - 7 + 5 * a * 2048 / 1024));
+}
+
+TEST(Precision, Fp8OnADeviceWithoutFp8RunsInSixteenBits) {
+  Problem p = problem_on(catalog_device("a100-80gb"), gpt(4, 4096, 32, 2048));
+  p.training.global_batch = 16;
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 2, r.dp = 2, r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(p, r);
+  const PredictedPerformance bf16 = CostModel(p).estimate(plan);
+  p.training.precision = Precision::fp8;
+  const PredictedPerformance fp8 = CostModel(p).estimate(plan);
+  EXPECT_DOUBLE_EQ(fp8.iteration_time_s, bf16.iteration_time_s);
+  EXPECT_DOUBLE_EQ(fp8.stage_memory_GiB[0], bf16.stage_memory_GiB[0]);
+  // On H100 the same plan is faster in FP8, and MFU stays against the
+  // BF16 peak (NeMo's convention), so it rises.
+  Problem h = p;
+  h.cluster.groups[0].device = catalog_device("h100-sxm");
+  const PredictedPerformance h8 = CostModel(h).estimate(plan);
+  h.training.precision = Precision::bf16;
+  const PredictedPerformance h16 = CostModel(h).estimate(plan);
+  EXPECT_LT(h8.iteration_time_s, h16.iteration_time_s);
+  EXPECT_NEAR(h8.mfu / h16.mfu, h16.iteration_time_s / h8.iteration_time_s, 1e-9);
+}
+
+TEST(Precision, Tf32KeepsFullPrecisionStateAndRunsAtTheTf32Peak) {
+  const ModelSpec m = gpt(2, 4096, 32, 2048);
+  Problem p = problem_on(flat_device(), m);
+  p.training.precision = Precision::tf32;
+  p.training.zero = 0;
+  const CostModel cm(p);
+  // fp32 weights and gradients, Adam's m and v; no master copy: 16 bytes.
+  const double params = 2 * layer_params(m, 0);
+  const MemoryBreakdown mem = cm.stage_memory(StageShape{0, 1, 1, Recompute::none}, 1, 0, 2, 1, 3, 4);
+  EXPECT_DOUBLE_EQ(mem.weights, 4 * params);
+  EXPECT_DOUBLE_EQ(mem.gradients, 4 * params);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 8 * params);
+  // FlashAttention takes 16-bit inputs only: fp32 attention is unfused.
+  BatchShape x{1, 2048, 1, 4, false};
+  EXPECT_FALSE(layer_forward_work(m, 0, x).ops[1].fused_attention);
+  // MFU is measured against the TF32 peak.
+  UniformPlanRequest r;
+  r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(p, r);
+  const PredictedPerformance pr = cm.estimate(plan);
+  EXPECT_NEAR(pr.mfu, cm.model_flops_per_iteration() / (pr.iteration_time_s * 400e12), 1e-12);
+  // A device without TF32 falls back to its FP32 cores.
+  Problem v = problem_on(catalog_device("v100-32gb"), m);
+  v.training.precision = Precision::tf32;
+  Problem v32 = v;
+  v32.training.precision = Precision::fp32;
+  EXPECT_DOUBLE_EQ(CostModel(v).layer_timing(StageShape{0, 1, 1, Recompute::none}, 1, 0).forward_s,
+                   CostModel(v32).layer_timing(StageShape{0, 1, 1, Recompute::none}, 1, 0).forward_s);
+}
+
+TEST(Precision, GemmCurveReadAtAnotherPeakShiftsBySize) {
+  // A kernel twice as fast needs twice the FLOPs to fill the device as long.
+  const DeviceSpec h100 = catalog_device("h100-sxm");
+  for (double g : {0.1, 1.0, 30.0})
+    EXPECT_DOUBLE_EQ(gemm_efficiency_at(h100, g, 2 * h100.peak_tflops), gemm_efficiency(h100, g / 2));
+}
+
+// ----------------------------------------------------- distributed optimizer
+
+TEST(DistributedOptimizer, ReduceScatterGradientsAllGatherWeights) {
+  // One stage of dp 8 in one node: ZeRO-0 all-reduces fp32 gradients
+  // (8 bytes a parameter on the wire, ring 2·(n−1)/n); the distributed
+  // optimizer reduce-scatters fp32 gradients and all-gathers bf16 weights
+  // ((4 + 2)·(n−1)/n): 3/4 of the volume.
+  const ModelSpec m = gpt(2, 2048, 16, 2048);
+  Problem p = problem_on(flat_device(), m);
+  p.training.global_batch = 8;
+  Plan plan;
+  plan.model = m.name, plan.cluster = "c";
+  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
+  const double params = 2 * layer_params(m, 0) + embedding_params(m) + head_params(m, true);
+  const CostParameters c;
+  const Link nvlink{400 * c.nvlink_efficiency, 5};
+  p.training.zero = 1;
+  const double z1 = CostModel(p).stage(plan, 0).dp_sync_s;
+  EXPECT_NEAR(z1, (1 - c.dp_overlap) * (ring_reduce_scatter_s(4 * params, 8, nvlink) +
+                                         ring_allgather_s(2 * params, 8, nvlink)),
+              1e-12);
+  p.training.zero = 0;
+  const double z0 = CostModel(p).stage(plan, 0).dp_sync_s;
+  EXPECT_NEAR(z0, (1 - c.dp_overlap) * nccl_allreduce_s(4 * params, 8, nvlink), 1e-12);
+}
+
+// ------------------------------------------------------------ plan files
+
+TEST(PlanFile, CarriesVppAndCpAndReadsOlderPlansAsOne) {
+  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 2, 8);
+  p.training.global_batch = 16;
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 2, r.dp = 2, r.cp = 2, r.vpp = 2, r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(p, r);
+  EXPECT_EQ(plan.stages[0].gpus, 8);
+  EXPECT_EQ(plan.stages[1].first_gpu, 8);
+  EXPECT_EQ(plan.stages[1].cp, 2);
+  for (bool json : {false, true}) {
+    const std::string text = json ? plan_to_json(plan, p.cluster) : plan_to_yaml(plan, p.cluster);
+    const Plan back = plan_from_string(text, json, json ? "p.json" : "p.yaml");
+    EXPECT_EQ(back.vpp, 2);
+    EXPECT_EQ(back.stages[1].cp, 2);
+    check_plan_against(back, p.model, p.cluster, "p");
+  }
+  // A plan written before vpp and cp existed: both 1.
+  Plan old = plan;
+  old.vpp = 1;
+  for (auto& s : old.stages) s.cp = 1, s.gpus = s.tp * s.dp;
+  std::string yaml = plan_to_yaml(old, 0), json = plan_to_json(old, 0);
+  auto erase_line = [](std::string& t, const std::string& needle) {
+    for (std::size_t at; (at = t.find(needle)) != std::string::npos;) {
+      const std::size_t line = t.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
+      t.erase(line, t.find('\n', at) - line + 1);
+    }
+  };
+  erase_line(yaml, "vpp:");
+  erase_line(yaml, "cp:");
+  erase_line(json, "\"vpp\"");
+  erase_line(json, "\"cp\"");
+  ASSERT_EQ(yaml.find("cp:"), std::string::npos);
+  ASSERT_EQ(json.find("\"cp\""), std::string::npos);
+  for (bool is_json : {false, true}) {
+    const Plan back = plan_from_string(is_json ? json : yaml, is_json, "old");
+    EXPECT_EQ(back.vpp, 1);
+    EXPECT_EQ(back.stages[0].cp, 1);
+  }
+  // gpus must be tp·cp·dp.
+  Plan wrong = plan;
+  wrong.stages[0].gpus = 4;
+  try {
+    check_plan(wrong, "w.yaml");
+    FAIL() << "gpus != tp·cp·dp accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "stages[0].gpus");
+  }
+}
+
+TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
+  Problem p = problem_on(flat_device(), gpt(4, 2048, 16, 2048), 1, 8);
+  p.training.global_batch = 8;
+  UniformPlanRequest r;
+  r.tp = 1, r.pp = 1, r.dp = 1, r.cp = 3, r.micro_batch_per_replica = 1;
+  try {
+    make_uniform_plan(p, r);
+    FAIL() << "cp 3 on 2048 tokens accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "--cp");
+  }
+  r.cp = 4;
+  Plan plan = make_uniform_plan(p, r);
+  plan.stages[0].cp = 3;
+  plan.stages[0].gpus = 3;
+  try {
+    check_plan_against(plan, p.model, p.cluster, "p.yaml");
+    FAIL() << "cp 3 accepted in a plan";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "stages[0].cp");
+  }
+}
+
+}  // namespace
+}  // namespace autohaap
