@@ -306,6 +306,20 @@ TrainingSpec megatron_gpt3_175b() {
   return t;
 }
 
+// Megatron-Core / NeMo Llama 3 pretraining on H100 (NeMo's Llama 3
+// performance recipes): FP8 linear layers, the distributed optimizer with
+// its gradient reduce-scatter overlapped, 8k tokens, 128 sequences.
+TrainingSpec llama3_h100_fp8_megatron() {
+  TrainingSpec t;
+  t.global_batch = 128;
+  t.seq_len = 8192;
+  t.precision = Precision::fp8;
+  t.micro_batch_sizes = {1, 2};
+  t.zero = 1;
+  t.overlap_grad_reduce = true;
+  return t;
+}
+
 [[noreturn]] void unknown(const char* what, const std::string& name, const std::vector<std::string>& names) {
   throw InputError("", what, name, detail::names_with_hint(names, name));
 }
@@ -425,7 +439,9 @@ ClusterSpec catalog_cluster(const std::string& name) {
 
 // ----------------------------------------------------------------- training
 
-std::vector<std::string> catalog_training_names() { return {kDefaultTrainingName, "gpt3-175b-megatron"}; }
+std::vector<std::string> catalog_training_names() {
+  return {kDefaultTrainingName, "gpt3-175b-megatron", "llama3-h100-fp8-megatron"};
+}
 
 bool is_catalog_training(const std::string& name) {
   const auto names = catalog_training_names();
@@ -435,6 +451,7 @@ bool is_catalog_training(const std::string& name) {
 TrainingSpec catalog_training(const std::string& name) {
   if (name == kDefaultTrainingName) return TrainingSpec{};
   if (name == "gpt3-175b-megatron") return megatron_gpt3_175b();
+  if (name == "llama3-h100-fp8-megatron") return llama3_h100_fp8_megatron();
   unknown("training", name, catalog_training_names());
 }
 

@@ -538,6 +538,8 @@ void expect_same_training(const TrainingSpec& a, const TrainingSpec& b) {
   EXPECT_EQ(a.recompute_modes, b.recompute_modes);
   EXPECT_DOUBLE_EQ(a.headroom_GiB, b.headroom_GiB);
   EXPECT_EQ(a.sequence_parallel, b.sequence_parallel);
+  EXPECT_EQ(a.overlap_grad_reduce, b.overlap_grad_reduce);
+  EXPECT_EQ(a.runtime, b.runtime);
 }
 
 // The YAML files of one configs/ folder, by stem.
