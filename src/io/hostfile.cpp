@@ -33,7 +33,8 @@ std::vector<HostSlot> host_slots(const Plan& plan, const ClusterSpec& cluster) {
       slot.rank = rank++;
       slot.stage = i;
       slot.tp_rank = q % s.tp;
-      slot.dp_rank = q / s.tp;
+      slot.cp_rank = q / s.tp % s.cp;
+      slot.dp_rank = q / (s.tp * s.cp);
       slot.device = s.device;
       slots.push_back(slot);
     }
@@ -48,12 +49,12 @@ std::string format_hostfile(const Plan& plan, const ClusterSpec& cluster) {
   std::string out = "# hostfile for " + plan.model + " on " + plan.cluster + ": " + std::to_string(slots.size()) +
                     " ranks, one line per GPU\n";
   char line[512];
-  std::snprintf(line, sizeof line, "# %-*s %4s %6s %6s %8s %8s  %s\n", static_cast<int>(width) - 2, "node", "gpu",
-                "rank", "stage", "tp_rank", "dp_rank", "device");
+  std::snprintf(line, sizeof line, "# %-*s %4s %6s %6s %8s %8s %8s  %s\n", static_cast<int>(width) - 2, "node", "gpu",
+                "rank", "stage", "tp_rank", "cp_rank", "dp_rank", "device");
   out += line;
   for (const HostSlot& s : slots) {
-    std::snprintf(line, sizeof line, "%-*s %4d %6d %6d %8d %8d  %s\n", static_cast<int>(width), s.node.c_str(),
-                  s.local_gpu, s.rank, s.stage, s.tp_rank, s.dp_rank, s.device.c_str());
+    std::snprintf(line, sizeof line, "%-*s %4d %6d %6d %8d %8d %8d  %s\n", static_cast<int>(width), s.node.c_str(),
+                  s.local_gpu, s.rank, s.stage, s.tp_rank, s.cp_rank, s.dp_rank, s.device.c_str());
     out += line;
   }
   return out;

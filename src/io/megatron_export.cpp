@@ -6,6 +6,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 namespace {
@@ -51,6 +52,13 @@ bool device_has_bf16(const Problem& problem, const Plan& plan) {
   return true;
 }
 
+bool device_has_fp8(const Problem& problem, const Plan& plan) {
+  for (const StagePlan& s : plan.stages) {
+    if (problem.cluster.groups.at(s.group).device.peak_fp8_tflops <= 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem) {
@@ -62,6 +70,7 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
   auto device = [](const StagePlan& s) { return s.device; };
   auto tp = [](const StagePlan& s) { return "tp " + std::to_string(s.tp); };
   auto dp = [](const StagePlan& s) { return "dp " + std::to_string(s.dp); };
+  auto cp = [](const StagePlan& s) { return "cp " + std::to_string(s.cp); };
   auto recompute = [](const StagePlan& s) { return std::string(to_string(s.recompute)); };
   auto layers = [](const StagePlan& s) { return std::to_string(s.num_layers()) + " layers"; };
   if (const std::string d = disagreement(plan, 0, p, device); !d.empty()) {
@@ -76,11 +85,16 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
     why.push_back("data-parallel degree differs across stages: " + d +
                   "; Megatron-LM derives one dp from the world size");
   }
+  if (const std::string d = disagreement(plan, 0, p, cp); !d.empty()) {
+    why.push_back("context-parallel degree differs across stages: " + d +
+                  "; --context-parallel-size is one number");
+  }
   if (const std::string d = disagreement(plan, 0, p, recompute); !d.empty()) {
     why.push_back("recompute mode differs across stages: " + d + "; --recompute-granularity applies to every stage");
   }
-  // Only the first and the last stage may hold a different layer count.
-  if (const std::string d = disagreement(plan, 1, p - 1, layers); !d.empty()) {
+  // Only the first and the last stage may hold a different layer count
+  // (an interleaved plan writes its whole layout out instead).
+  if (const std::string d = disagreement(plan, 1, p - 1, layers); !d.empty() && plan.vpp == 1) {
     why.push_back("middle stages hold different layer counts: " + d +
                   "; Megatron-LM splits layers evenly except on the first and last stage");
   }
@@ -102,6 +116,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
 
   add("--tensor-model-parallel-size", std::to_string(s0.tp));
   add("--pipeline-model-parallel-size", std::to_string(p));
+  if (s0.cp > 1) add("--context-parallel-size", std::to_string(s0.cp));
   // Megatron's micro-batch is per data-parallel replica (DESIGN.md "What a
   // micro-batch means"): B / dp.
   add("--micro-batch-size", std::to_string(plan.micro_batch_size / s0.dp));
@@ -125,8 +140,31 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
   if (m.flash_attention) add("--use-flash-attn");
 
-  // Uneven split: only the edge stages may differ (the check above).
-  if (p >= 2) {
+  if (plan.vpp > 1) {
+    // Interleaved: equal chunks everywhere need only their size; otherwise
+    // the whole layout, one segment per virtual stage in model order
+    // (chunk-major: chunk 0 of every stage, then chunk 1, …), E the
+    // embedding, t a transformer layer, L the loss (Megatron-Core's
+    // --pipeline-model-parallel-layout).
+    const int per_chunk = m.layers / (p * plan.vpp);
+    const bool even = std::all_of(plan.stages.begin(), plan.stages.end(),
+                                  [&](const StagePlan& s) { return s.num_layers() == per_chunk * plan.vpp; });
+    if (even) {
+      add("--num-layers-per-virtual-pipeline-stage", std::to_string(per_chunk));
+    } else {
+      std::string layout;
+      for (int v = 0; v < plan.vpp; ++v) {
+        for (int i = 0; i < p; ++i) {
+          if (!layout.empty()) layout += "|";
+          if (v == 0 && i == 0) layout += "E";
+          layout += std::string(chunk_layers(plan.stages[i].num_layers(), plan.vpp, v), 't');
+          if (v == plan.vpp - 1 && i == p - 1) layout += "L";
+        }
+      }
+      add("--pipeline-model-parallel-layout", "\"" + layout + "\"");
+    }
+  } else if (p >= 2) {
+    // Uneven split: only the edge stages may differ (the check above).
     const int first = plan.stages.front().num_layers(), last = plan.stages.back().num_layers();
     if (p == 2) {
       if (first != last) add("--decoder-first-pipeline-num-layers", std::to_string(first));
@@ -149,8 +187,20 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   }
   if (tr.sequence_parallel && s0.tp > 1) add("--sequence-parallel");
   if (plan.zero >= 1) add("--use-distributed-optimizer");
-  if (tr.precision == Precision::bf16) add(device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
+  if (tr.overlap_grad_reduce) {
+    add("--overlap-grad-reduce");
+    if (plan.zero >= 1) add("--overlap-param-gather");
+  }
+  if (tr.precision == Precision::bf16 || tr.precision == Precision::fp8)
+    add(device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
   if (tr.precision == Precision::fp16) add("--fp16");
+  if (tr.precision == Precision::fp8 && device_has_fp8(problem, plan)) {
+    // Transformer Engine's recipe as NeMo runs it: E4M3 forward, E5M2
+    // gradients, delayed scaling over a 1024-step amax history.
+    add("--fp8-format", "hybrid");
+    add("--fp8-amax-history-len", "1024");
+    add("--fp8-amax-compute-algo", "max");
+  }
   add("--optimizer", tr.optimizer == Optimizer::adam ? "adam" : "sgd");
   return a;
 }
@@ -160,14 +210,22 @@ std::string format_megatron_arguments(const Plan& plan, const Problem& problem) 
   const int p = static_cast<int>(plan.stages.size());
   std::string out = "# Megatron-LM arguments (pretrain_gpt.py) for " + plan.model + " on " + plan.cluster + ": " +
                     std::to_string(p) + (p == 1 ? " stage" : " stages") + " x (tp " + std::to_string(s0.tp) +
-                    " x dp " + std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs of " +
+                    (s0.cp > 1 ? " x cp " + std::to_string(s0.cp) : std::string()) + " x dp " + std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs of " +
                     s0.device + "\n";
   out += "# launch " + std::to_string(plan.num_gpus()) +
-         " ranks; rank order: tensor-parallel fastest, then data-parallel, then stage "
+         " ranks; rank order: tensor-parallel fastest, then context-parallel, then data-parallel, then stage "
          "(GPU of each rank: autohaap export --to hostfile)\n";
-  if (problem.training.precision == Precision::bf16 && !device_has_bf16(problem, plan)) {
+  const Precision precision = problem.training.precision;
+  if ((precision == Precision::bf16 || precision == Precision::fp8) && !device_has_bf16(problem, plan)) {
     out += "# " + s0.device + " has no BF16: FP16 with loss scaling instead\n";
   }
+  if (precision == Precision::fp8 && !device_has_fp8(problem, plan))
+    out += "# " + s0.device + " has no FP8: 16-bit GEMMs, as the estimate assumed\n";
+  if (precision == Precision::tf32)
+    out += "# tf32: Megatron-LM has no flag; allow TF32 matmuls (NVIDIA_TF32_OVERRIDE=1 or "
+           "torch.backends.cuda.matmul.allow_tf32 = True)\n";
+  if (plan.vpp > 1)
+    out += "# interleaved 1F1B: " + std::to_string(plan.vpp) + " model chunks per pipeline rank\n";
   out += "# vocabulary (" + std::to_string(problem.model.vocab) + ") comes from the tokenizer arguments\n";
   const auto args = megatron_arguments(plan, problem);
   for (std::size_t k = 0; k < args.size(); ++k) {

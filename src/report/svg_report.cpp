@@ -167,7 +167,10 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
   }
   out += text(20, 72,
               "iteration " + duration(perf.iteration_time_s) + " (cost model), " + duration(timeline.iteration_s) +
-                  " (this schedule) · " + fixed(perf.tokens_per_s, 0) + " tokens/s · MFU " +
+                  (plan.vpp > 1 ? " (drawn without interleaving: each bar is all " + std::to_string(plan.vpp) +
+                                      " chunks of a stage)"
+                                : std::string(" (this schedule)")) +
+                  " · " + fixed(perf.tokens_per_s, 0) + " tokens/s · MFU " +
                   fixed(100 * perf.mfu, 1) + "% · " + fixed(perf.model_tflops_per_gpu, 1) + " TFLOP/s per GPU · " +
                   fit,
               std::string("font-size=\"13\"") + (fits ? "" : " fill=\"" + std::string(kOverColour) + "\""));

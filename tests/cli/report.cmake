@@ -18,12 +18,15 @@ set(_report_cases
   "export_megatron|0|--tensor-model-parallel-size 2 .\n--pipeline-model-parallel-size 4 .\n--micro-batch-size 2 .*--decoder-first-pipeline-num-layers 5 .\n--decoder-last-pipeline-num-layers 5|export|${_uniform}|--to|megatron"
   "export_megatron_not_expressible|3|# not expressible.*tensor-parallel degree differs across stages: tp 4 \\(stages 0, 2\\), tp 2 \\(stage 1\\).*# nearest expressible plan: a100-40gb: tp [0-9]+ x pp [0-9]+ x dp [0-9]+.*# predicted iteration [0-9.]+ s vs [0-9.]+ s for this plan.*--tensor-model-parallel-size|export|${_mixed}|--to|megatron"
   "export_megatron_to_file|3|# not expressible.*megatron export written to .*args.txt|export|${_mixed}|--to|megatron|-o|${_out}/args.txt"
-  "export_hostfile|0|# node +gpu +rank +stage +tp_rank +dp_rank +device\na100-40gb-node0 +0 +0 +0 +0 +0 +a100-40gb.*v100-32gb-node1 +5 +29 +2 +1 +3 +v100-32gb|export|${_mixed}|--to|hostfile"
+  "export_hostfile|0|# node +gpu +rank +stage +tp_rank +cp_rank +dp_rank +device\na100-40gb-node0 +0 +0 +0 +0 +0 +0 +a100-40gb.*v100-32gb-node1 +5 +29 +2 +1 +0 +3 +v100-32gb|export|${_mixed}|--to|hostfile"
   "export_json|0|\"format\": \"autohaap-plan/1\".*\"predicted\": {.*\"iteration_time_s\": [0-9.]+|export|${_mixed}|--to|json"
   "export_unknown_target|2|--to: deepspeed not in|export|${_mixed}|--to|deepspeed"
   "metis_profiles_estimate|0|0 +a100-40gb +2 +1 x 2 .0,6. +none +5.02 +9.92 |estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_wrong_model|2|DeviceType.A100_tp1_bs1.json: model.num_layers: got '14'. allowed: 26: the embedding, the 24 layers of gpt3-350m|estimate|-m|gpt3-350m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_empty_dir|2|no .json files|estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/report|--tp|1|--pp|2|--dp|2|--micro-batch|1"
+  "export_megatron_interleaved_cp_fp8|0|x cp 2 x dp 1.*--context-parallel-size 2.*--num-layers-per-virtual-pipeline-stage 4.*--overlap-param-gather.*--bf16.*--fp8-format hybrid|export|${_data}/report/llama3_70b_interleaved_cp.yaml|--to|megatron|-t|llama3-h100-fp8-megatron"
+  "estimate_interleaved_plan_file|0|tp x cp x dp.*interleaved 1F1B: 5 chunks.*vpp +: 5.*fits +: yes|estimate|--plan|${_data}/report/llama3_70b_interleaved_cp.yaml|-m|llama3-70b|-c|h100-sxm-4nodes|-t|llama3-h100-fp8-megatron"
+  "report_interleaved_says_so|0|report written to .*interleaved.svg|report|${_data}/report/llama3_70b_interleaved_cp.yaml|-t|llama3-h100-fp8-megatron|-o|${_out}/interleaved.svg"
 )
 autohaap_cli_cases("cli;report" ${_report_cases})
 

@@ -71,7 +71,23 @@ TEST(Hostfile, TextHasAHeaderAndOneLinePerGpu) {
   EXPECT_EQ(comments, 2u);
   EXPECT_EQ(lines, 34u);
   EXPECT_NE(text.find("# node"), std::string::npos);
-  EXPECT_NE(text.find("v100-32gb-node1    5     29      2        1        3  v100-32gb\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("v100-32gb-node1    5     29      2        1        0        3  v100-32gb\n"), std::string::npos) << text;
+}
+
+TEST(Hostfile, ContextParallelRanksSitBetweenTensorAndDataParallel) {
+  // One stage of tp 2 x cp 2 x dp 2: Megatron's order, tp fastest, then cp.
+  ClusterSpec cluster{"c", {make_node_group(catalog_device("h100-sxm"), 1, 8)}, 12.5, 20};
+  Plan plan;
+  plan.model = "m", plan.cluster = "c";
+  plan.stages = {StagePlan{0, "h100-sxm", 0, 8, 2, 2, 0, 4, Recompute::none, 2}};
+  const auto slots = host_slots(plan, cluster);
+  ASSERT_EQ(slots.size(), 8u);
+  const int expected[8][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
+  for (int q = 0; q < 8; ++q) {
+    EXPECT_EQ(slots[q].tp_rank, expected[q][0]) << q;
+    EXPECT_EQ(slots[q].cp_rank, expected[q][1]) << q;
+    EXPECT_EQ(slots[q].dp_rank, expected[q][2]) << q;
+  }
 }
 
 }  // namespace

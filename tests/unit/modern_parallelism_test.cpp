@@ -11,6 +11,7 @@
 #include "autohaap/cost/layer_work.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
 
@@ -324,6 +325,33 @@ TEST(DistributedOptimizer, ReduceScatterGradientsAllGatherWeights) {
   p.training.zero = 0;
   const double z0 = CostModel(p).stage(plan, 0).dp_sync_s;
   EXPECT_NEAR(z0, (1 - c.dp_overlap) * nccl_allreduce_s(4 * params, 8, nvlink), 1e-12);
+}
+
+TEST(Interleaving, MegatronExportWritesTheLayoutOfUnevenChunks) {
+  // 10 layers, 2 stages of 5, 2 chunks each: chunks of 3 and 2 layers, in
+  // model order stage 0 chunk 0, stage 1 chunk 0, stage 0 chunk 1, stage 1
+  // chunk 1; the embedding before the first, the loss after the last.
+  Problem p = problem_on(flat_device(), gpt(10, 2048, 16), 1, 8);
+  p.training.global_batch = 8;
+  UniformPlanRequest r;
+  r.pp = 2, r.vpp = 2, r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(p, r);
+  const auto args = megatron_arguments(plan, p);
+  auto value = [&](const std::string& flag) {
+    for (const auto& [f, v] : args)
+      if (f == flag) return v;
+    return std::string("<absent>");
+  };
+  EXPECT_EQ(value("--pipeline-model-parallel-layout"), "\"Ettt|ttt|tt|ttL\"");
+  EXPECT_EQ(value("--num-layers-per-virtual-pipeline-stage"), "<absent>");
+  EXPECT_TRUE(megatron_blockers(plan, p).empty());
+  // Even chunks need only their size.
+  p.model.layers = 8;
+  const Plan even = make_uniform_plan(p, r);
+  const auto even_args = megatron_arguments(even, p);
+  EXPECT_NE(std::find(even_args.begin(), even_args.end(),
+                      std::pair<std::string, std::string>{"--num-layers-per-virtual-pipeline-stage", "2"}),
+            even_args.end());
 }
 
 // ------------------------------------------------------------ plan files

@@ -28,6 +28,7 @@ struct HostSlot {
   int rank = 0;      // global rank
   int stage = 0;
   int tp_rank = 0;
+  int cp_rank = 0;  // context-parallel rank (ranks ordered tp, cp, dp)
   int dp_rank = 0;
   std::string device;
 };

@@ -25,6 +25,12 @@ namespace autohaap {
 std::string interleaving_violation(const ModelSpec& model, int vpp, const std::vector<int>& stage_layers,
                                    int num_micro_batches);
 
+// Layers of chunk v (0-based) of a stage of `stage_layers` layers split
+// into vpp chunks: as even as possible, the first chunks one larger.
+inline int chunk_layers(int stage_layers, int vpp, int v) {
+  return stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
+}
+
 // Context parallelism over `cp` GPUs: a transformer family, and a sequence
 // that splits into 2·cp equal chunks (Transformer Engine's load balancing
 // of causal attention gives each GPU two mirrored chunks). Returns what is
