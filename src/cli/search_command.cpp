@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_printer.hpp"
+#include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "commands.hpp"
 #include "problem_args.hpp"
@@ -59,6 +61,18 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// The same layout: stages, degrees, layers, recompute, B and vpp.
+bool same_plan(const Plan& a, const Plan& b) {
+  if (a.vpp != b.vpp || a.micro_batch_size != b.micro_batch_size || a.stages.size() != b.stages.size()) return false;
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const StagePlan &x = a.stages[i], &y = b.stages[i];
+    if (x.group != y.group || x.first_gpu != y.first_gpu || x.tp != y.tp || x.cp != y.cp || x.dp != y.dp ||
+        x.layer_begin != y.layer_begin || x.layer_end != y.layer_end || x.recompute != y.recompute)
+      return false;
+  }
+  return true;
+}
+
 std::string format_top_table(const std::vector<Plan>& top) {
   std::string out;
   char buf[256];
@@ -70,9 +84,10 @@ std::string format_top_table(const std::vector<Plan>& top) {
     std::string pipeline;
     for (const StagePlan& s : p.stages) {
       if (!pipeline.empty()) pipeline += " > ";
-      pipeline += s.device + ":" + std::to_string(s.tp) + "x" + std::to_string(s.dp) + "[" +
-                  std::to_string(s.num_layers()) + "]";
+      pipeline += s.device + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") +
+                  std::to_string(s.dp) + "[" + std::to_string(s.num_layers()) + "]";
     }
+    if (p.vpp > 1) pipeline += "  (vpp " + std::to_string(p.vpp) + ")";
     std::snprintf(buf, sizeof buf, "%-4zu %12.4f %12.0f %7.4f %6zu %4d  ", i + 1, p.predicted.iteration_time_s,
                   p.predicted.tokens_per_s, p.predicted.mfu, p.stages.size(), p.micro_batch_size);
     out += buf + pipeline + "\n";
@@ -152,10 +167,30 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     return exit_code(false, result.timed_out);
   }
 
-  const Plan& best = result.top.front();
+  // Interleaving and context parallelism on the plans found (one place for
+  // both drivers; search/refinement.hpp says why after the search), and the
+  // best uniform plan with its own cp and vpp: cp can make fit what the
+  // search pruned for memory.
   const CostModel model(problem);
-  std::cout << "\ntop " << result.top.size() << " plan" << (result.top.size() > 1 ? "s" : "") << "\n"
-            << format_top_table(result.top) << "\nbest plan\n"
+  std::vector<Plan> top = result.top;
+  if (a.strategy == "autohaap") {
+    std::int64_t evaluated = 0;
+    for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
+      const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
+      if (!known) {
+        u.search = result.stats;
+        top.push_back(std::move(u));
+      }
+    }
+  }
+  refine_plans(model, top);
+  for (std::size_t i = 1; i < top.size();)
+    if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
+    else ++i;
+  if (static_cast<int>(top.size()) > a.top) top.resize(static_cast<std::size_t>(a.top));
+  const Plan& best = top.front();
+  std::cout << "\ntop " << top.size() << " plan" << (top.size() > 1 ? "s" : "") << "\n"
+            << format_top_table(top) << "\nbest plan\n"
             << format_stage_table(model, best) << "\nmemory per GPU (GiB)\n"
             << format_memory_table(model, best) << "\n";
   if (!a.out.empty()) {

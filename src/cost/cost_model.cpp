@@ -118,7 +118,8 @@ double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op, bool backw
     const double peak = matmul_peak_tflops(d, p, op);
     double eff, flops = op.flops * scale;
     if (op.fused_attention) {
-      eff = backward ? d.attention_backward_efficiency : d.attention_forward_efficiency;
+      eff = (backward ? d.attention_backward_efficiency : d.attention_forward_efficiency) *
+            op.attention_block_efficiency;
       flops *= 0.5;
     } else {
       eff = op.gemm_flops > 0 ? gemm_efficiency_at(d, op.gemm_flops / 1e9, peak) : 1.0;

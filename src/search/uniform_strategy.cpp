@@ -1,10 +1,12 @@
 // The Megatron-style baseline: one stage size, tp, dp, micro-batch size and
 // recompute mode for every stage, the used groups in cluster order, layers
-// split evenly (the remainder to the first stages). Every such plan is
-// estimated; the best that fit are kept.
+// split evenly (the remainder to the first stages), optionally each with
+// its best context-parallel degree and interleaving (search/refinement.hpp).
+// Every such plan is estimated; the best that fit are kept.
 #include <algorithm>
 
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/search/refinement.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -15,7 +17,7 @@ struct UniformCandidate {
   Recompute recompute;
 };
 
-std::vector<UniformCandidate> uniform_candidates(const Problem& problem) {
+std::vector<UniformCandidate> uniform_candidates(const Problem& problem, bool context_parallel) {
   const auto& groups = problem.cluster.groups;
   const int n = static_cast<int>(groups.size());
   const int layers = problem.model.layers;
@@ -47,8 +49,12 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem) {
         if (size % tp != 0) continue;
         for (int b : batches) {
           if (b <= 0 || problem.training.global_batch % b != 0) continue;
+          // B need not divide over all size / tp replicas: context
+          // parallelism may group them (refine_uniform_plan checks B over
+          // the replicas left).
           const bool valid = std::all_of(used.begin(), used.end(), [&](int g) {
-            return !layout_rule(problem, GroupLayout{g, groups[g].gpus() / size, size, tp, size / tp}, b);
+            const auto rule = layout_rule(problem, GroupLayout{g, groups[g].gpus() / size, size, tp, size / tp}, b);
+            return !rule || (context_parallel && *rule == PruneRule::dp_not_dividing_micro_batch);
           });
           if (!valid) continue;
           Skeleton s;
@@ -66,16 +72,21 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem) {
 
 }  // namespace
 
-std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated) {
+std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
+                                bool context_and_interleaving) {
   const Problem& problem = cost.problem();
-  const std::vector<UniformCandidate> candidates = uniform_candidates(problem);
+  const std::vector<UniformCandidate> candidates = uniform_candidates(problem, context_and_interleaving);
   Incumbent best(top_k);
   parallel::for_each(candidates.size(), [&](std::size_t i) {
     const UniformCandidate& c = candidates[i];
     const int p = c.skeleton.num_stages();
     Plan plan =
         make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
-    plan.predicted = cost.estimate(plan);
+    if (context_and_interleaving) {
+      plan = refine_uniform_plan(cost, plan);
+    } else {
+      plan.predicted = cost.estimate(plan);
+    }
     best.offer(plan);
   });
   evaluated += static_cast<std::int64_t>(candidates.size());

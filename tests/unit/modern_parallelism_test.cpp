@@ -14,6 +14,9 @@
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
+#include "autohaap/search/refinement.hpp"
+#include "autohaap/search/searcher.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 namespace {
@@ -177,15 +180,19 @@ TEST(ContextParallel, RingTransfersHideBehindAttention) {
   const Timing ts = CostModel(slow).layer_timing(shape, 1, 0);
   BatchShape x{1, 8192, 1, 2, false};
   x.cp = 4;
-  const double block = context_parallel_kv_bytes(m, 0, x);
+  const double kv_block = context_parallel_kv_bytes(m, 0, x);
   const LayerWork w = layer_forward_work(m, 0, x);
   // Fused attention: half the dense FLOPs at the attention efficiency.
-  const double attention_f = w.ops[1].flops * 0.5 / (800e12 * 0.5);
-  const double attention_b = 2.5 * w.ops[1].flops * 0.5 / (800e12 * 0.4);
+  // Each ring step runs the kernel on 8192 / 4 tokens: FlashAttention-2's
+  // L / (L + 300) throughput at 2048 over 8192 tokens.
+  const double block = (2048.0 / 2348) / (8192.0 / 8492);
+  EXPECT_DOUBLE_EQ(w.ops[1].attention_block_efficiency, block);
+  const double attention_f = w.ops[1].flops * 0.5 / (800e12 * 0.5 * block);
+  const double attention_b = 2.5 * w.ops[1].flops * 0.5 / (800e12 * 0.4 * block);
   const CostParameters c;
   const Link link{1 * c.nvlink_efficiency, 5};
-  EXPECT_NEAR(ts.forward_s - tf.forward_s, 3 * point_to_point_s(block, link) - attention_f, 1e-9);
-  EXPECT_NEAR(ts.backward_s - tf.backward_s, 3 * point_to_point_s(2 * block, link) - attention_b, 1e-9);
+  EXPECT_NEAR(ts.forward_s - tf.forward_s, 3 * point_to_point_s(kv_block, link) - attention_f, 1e-9);
+  EXPECT_NEAR(ts.backward_s - tf.backward_s, 3 * point_to_point_s(2 * kv_block, link) - attention_b, 1e-9);
 }
 
 TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
@@ -352,6 +359,56 @@ TEST(Interleaving, MegatronExportWritesTheLayoutOfUnevenChunks) {
   EXPECT_NE(std::find(even_args.begin(), even_args.end(),
                       std::pair<std::string, std::string>{"--num-layers-per-virtual-pipeline-stage", "2"}),
             even_args.end());
+}
+
+// ------------------------------------------------------------ refinement
+
+TEST(Refinement, MatchesBruteForceOverPerStageCpAndVpp) {
+  // Two stages of 8 GPUs (tp 2 x dp 4), 8k tokens, few micro-batches: every
+  // per-stage cp in {1, 2, 4} and every vpp the rules allow, estimated.
+  Problem p = problem_on(flat_device(), gpt(8, 4096, 32, 8192), 2, 8);
+  p.training.global_batch = 16;
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 2, r.dp = 4, r.micro_batch_per_replica = 2;
+  const Plan plan = make_uniform_plan(p, r);
+  const CostModel cm(p);
+  double brute = cm.estimate(plan).iteration_time_s;
+  for (int c0 : {1, 2, 4})
+    for (int c1 : {1, 2, 4})
+      for (int vpp = 1; vpp <= 4; ++vpp) {
+        Plan q = plan;
+        q.vpp = vpp;
+        q.stages[0].cp = c0, q.stages[0].dp = 4 / c0;
+        q.stages[1].cp = c1, q.stages[1].dp = 4 / c1;
+        if (!interleaving_violation(p.model, vpp, {4, 4}, q.num_micro_batches).empty()) continue;
+        const PredictedPerformance e = cm.estimate(q);
+        if (e.fits) brute = std::min(brute, e.iteration_time_s);
+      }
+  const Plan refined = refine_plan(cm, plan);
+  EXPECT_NEAR(refined.predicted.iteration_time_s, brute, 1e-12 * brute);
+  EXPECT_LE(refined.predicted.iteration_time_s, cm.estimate(plan).iteration_time_s);
+  // With 8 micro-batches over 2 stages the bubble is worth interleaving.
+  EXPECT_GT(refined.vpp, 1);
+}
+
+TEST(Refinement, ContextParallelMakesFitWhatDoesNotFitWithout) {
+  // One layer of 32k tokens on two 10 GiB GPUs, multi-query attention (so
+  // tp stays 1): one sequence per GPU does not fit (about 13 GiB); cp 2
+  // halves the activations and logits of each GPU (about 9 GiB).
+  DeviceSpec d = flat_device();
+  d.memory_GiB = 10;
+  const ModelSpec mqa{"mqa", ModelFamily::llama, 1, 2048, 5632, 16, 1, 32000, 32768, false, true, false, {}};
+  Problem p = problem_on(d, mqa, 1, 2);
+  p.training.global_batch = 8;
+  p.training.micro_batch_sizes = {1, 2, 4, 8};
+  p.training.recompute_modes = {Recompute::none};
+  const CostModel cm(p);
+  std::int64_t evaluated = 0;
+  EXPECT_TRUE(uniform_plans(cm, 1, evaluated).empty());
+  const std::vector<Plan> with = uniform_plans(cm, 1, evaluated, true);
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_TRUE(with[0].predicted.fits);
+  EXPECT_GT(with[0].stages[0].cp, 1);
 }
 
 // ------------------------------------------------------------ plan files

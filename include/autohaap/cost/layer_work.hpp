@@ -39,6 +39,10 @@ struct OpWork {
   // write the input gradient: about twice the forward's bytes.
   double backward_ratio = 2.0;
   bool fused_attention = false;  // priced at the device's attention-kernel efficiency
+  // Fused attention run in blocks shorter than the sequence (context
+  // parallelism's ring steps): the kernel's efficiency at the block length
+  // over its efficiency at the whole sequence; 1 otherwise.
+  double attention_block_efficiency = 1.0;
   bool fp8_gemm = false;         // a linear layer's GEMM, run in FP8 (BatchShape::fp8)
 };
 

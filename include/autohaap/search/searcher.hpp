@@ -143,7 +143,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 
 // The best uniform plans (the `uniform` strategy), e.g. to seed an
 // Incumbent or to compare with. Adds the plans estimated to `evaluated`.
-std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated);
+// With `context_and_interleaving`, each uniform plan also takes its best
+// cp and vpp (refine_uniform_plan), and B need only divide over the
+// replicas cp leaves; without, the space the exact search covers.
+std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
+                                bool context_and_interleaving = false);
 
 struct ShareControl {
   double deadline_s = 0;          // seconds on `clock` after which to stop; 0: none

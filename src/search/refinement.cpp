@@ -1,0 +1,114 @@
+#include "autohaap/search/refinement.hpp"
+
+#include <algorithm>
+
+#include "autohaap/specs/parallel_rules.hpp"
+
+namespace autohaap {
+namespace {
+
+// The plan scored; +inf when a stage does not fit or a stage's replicas do
+// not share the micro-batch evenly.
+double time_of(const CostModel& model, Plan& plan) {
+  plan.predicted = model.estimate(plan);
+  for (const StagePlan& s : plan.stages)
+    if (plan.micro_batch_size % s.dp != 0) return 1e300;
+  return plan.predicted.fits ? plan.predicted.iteration_time_s : 1e300;
+}
+
+// Splits stage i's replicas into dp / cp replicas of cp GPUs each.
+void set_cp(StagePlan& s, int cp) {
+  const int replicas = s.cp * s.dp;
+  s.cp = cp;
+  s.dp = replicas / cp;
+}
+
+}  // namespace
+
+Plan refine_plan(const CostModel& model, const Plan& plan) {
+  const Problem& problem = model.problem();
+  Plan best = plan;
+  double best_time = time_of(model, best);
+  if (problem.model.family == ModelFamily::generic) return best;
+
+  const int p = static_cast<int>(plan.stages.size());
+  auto try_plan = [&](Plan& candidate) {
+    const double t = time_of(model, candidate);
+    if (t < best_time) {
+      best_time = t;
+      best = candidate;
+      return true;
+    }
+    return false;
+  };
+
+  bool changed = true;
+  for (int round = 0; round < 4 && changed; ++round) {
+    changed = false;
+    // Context parallelism, one stage at a time.
+    for (int i = 0; i < p; ++i) {
+      const int replicas = best.stages[i].cp * best.stages[i].dp;
+      for (int cp = 1; cp <= replicas; ++cp) {
+        if (replicas % cp != 0 || cp == best.stages[i].cp) continue;
+        if (!context_parallel_violation(problem.model, problem.seq_len(), cp).empty()) continue;
+        Plan candidate = best;
+        set_cp(candidate.stages[i], cp);
+        if (best.micro_batch_size % candidate.stages[i].dp != 0) continue;
+        changed = try_plan(candidate) || changed;
+      }
+    }
+    // Interleaving: every vpp the rules allow.
+    std::vector<int> stage_layers;
+    for (const StagePlan& s : best.stages) stage_layers.push_back(s.num_layers());
+    const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
+    for (int vpp = 1; vpp <= most; ++vpp) {
+      if (vpp == best.vpp || !interleaving_violation(problem.model, vpp, stage_layers, best.num_micro_batches).empty())
+        continue;
+      Plan candidate = best;
+      candidate.vpp = vpp;
+      changed = try_plan(candidate) || changed;
+    }
+  }
+  return best;
+}
+
+Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
+  const Problem& problem = model.problem();
+  Plan best = plan;
+  double best_time = time_of(model, best);
+  if (problem.model.family == ModelFamily::generic || plan.stages.empty()) return best;
+  const int replicas = plan.stages.front().cp * plan.stages.front().dp;
+  std::vector<int> stage_layers;
+  for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
+  const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
+  for (int cp = 1; cp <= replicas; ++cp) {
+    if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
+    if (!context_parallel_violation(problem.model, problem.seq_len(), cp).empty()) continue;
+    for (int vpp = 1; vpp <= most; ++vpp) {
+      if (!interleaving_violation(problem.model, vpp, stage_layers, plan.num_micro_batches).empty()) continue;
+      Plan candidate = plan;
+      candidate.vpp = vpp;
+      for (StagePlan& s : candidate.stages) set_cp(s, cp);
+      const double t = time_of(model, candidate);
+      if (t < best_time) {
+        best_time = t;
+        best = candidate;
+      }
+    }
+  }
+  if (best_time >= 1e300) best.predicted.fits = false;  // no valid variant: the incumbent refuses it
+  return best;
+}
+
+void refine_plans(const CostModel& model, std::vector<Plan>& plans) {
+  for (Plan& plan : plans) {
+    const SearchStats stats = plan.search;
+    plan = refine_plan(model, plan);
+    plan.search = stats;
+  }
+  std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+    return a.predicted.iteration_time_s < b.predicted.iteration_time_s;
+  });
+}
+
+}  // namespace autohaap
