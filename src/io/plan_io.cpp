@@ -1,5 +1,6 @@
 #include "autohaap/io/plan_io.hpp"
 
+#include "json_input.hpp"
 #include "rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <yaml-cpp/yaml.h>
@@ -14,6 +15,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/yaml_value.hpp"
 
 namespace autohaap {
 namespace {
@@ -219,14 +221,7 @@ class YamlPlanReader {
   explicit YamlPlanReader(const std::string& file) : file_(file) {}
 
   Plan read(const std::string& text) const {
-    YAML::Node loaded;
-    try {
-      loaded = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      throw InputError(file_, "", "line " + std::to_string(e.mark.line + 1) + ", column " +
-                                      std::to_string(e.mark.column + 1) + ": " + e.msg,
-                       "well-formed YAML");
-    }
+    const YAML::Node loaded = parse_yaml(text, file_);
     // const: operator[] on a mutable node may add the key it looks for.
     const YAML::Node root = loaded;
     if (!root.IsDefined() || root.IsNull())
@@ -419,28 +414,14 @@ Plan read_json(const std::string& text, const std::string& file) {
   // where a syntax error is, which optional sections exist, and the value
   // behind a key the archive failed to read.
   rj::Document doc;
-  doc.Parse<rj::kParseFullPrecisionFlag | rj::kParseNanAndInfFlag>(text.data(), text.size());
-  if (doc.HasParseError()) {
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < std::min(doc.GetErrorOffset(), text.size()); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw InputError(file, "", "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " +
-                                   rj::GetParseError_En(doc.GetParseError()),
-                     "well-formed JSON");
-  }
+  const std::string checked = parse_json(text, file, doc);
   if (!doc.IsObject())
     throw InputError(file, "", render(doc), std::string("a JSON object (format: ") + kPlanFormat + ")");
 
   Plan plan;
   const PlanSections sections{doc.HasMember("predicted"), doc.HasMember("search")};
   try {
-    std::istringstream is(text);
+    std::istringstream is(checked);
     cereal::JSONInputArchive ar(is);
     load_plan(ar, plan, sections);
   } catch (const PlanFieldError& e) {
