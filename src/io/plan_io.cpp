@@ -15,6 +15,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/io/yaml_value.hpp"
 
 namespace autohaap {
@@ -495,27 +496,38 @@ void check_plan(const Plan& plan, const std::string& file) {
   auto at_least = [&](const std::string& key, long long value, long long min) {
     if (value < min) throw InputError(file, key, std::to_string(value), "an integer >= " + std::to_string(min));
   };
+  // The same bounds as the specs' (io/spec_loader.hpp), so a plan read
+  // without its specs (report, export) keeps every count in range.
+  auto within = [&](const std::string& key, long long value, long long min, long long max) {
+    if (value < min || value > max)
+      throw InputError(file, key, std::to_string(value),
+                       "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  };
   if (plan.model.empty()) throw InputError(file, "model", "", "a model name");
   if (plan.cluster.empty()) throw InputError(file, "cluster", "", "a cluster name");
-  at_least("global_batch", plan.global_batch, 1);
-  at_least("micro_batch_size", plan.micro_batch_size, 1);
-  at_least("num_micro_batches", plan.num_micro_batches, 1);
+  within("global_batch", plan.global_batch, 1, limits::kMaxGlobalBatch);
+  within("micro_batch_size", plan.micro_batch_size, 1, limits::kMaxGlobalBatch);
+  within("num_micro_batches", plan.num_micro_batches, 1, limits::kMaxGlobalBatch);
   if (plan.zero < 0 || plan.zero > 3) throw InputError(file, "zero", std::to_string(plan.zero), "0, 1, 2 or 3");
   if (plan.stages.empty()) throw InputError(file, "stages", "[]", "at least one stage");
+  if (plan.stages.size() > static_cast<std::size_t>(limits::kMaxLayers))
+    throw InputError(file, "stages", std::to_string(plan.stages.size()) + " stages",
+                     "at most " + std::to_string(limits::kMaxLayers) + " (one layer each, at least)");
 
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
     if (s.device.empty()) throw InputError(file, stage_key(i, "device"), "", "a device name");
-    at_least(stage_key(i, "group"), s.group, 0);
-    at_least(stage_key(i, "first_gpu"), s.first_gpu, 0);
-    at_least(stage_key(i, "gpus"), s.gpus, 1);
-    at_least(stage_key(i, "tp"), s.tp, 1);
-    at_least(stage_key(i, "dp"), s.dp, 1);
+    within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
+    within(stage_key(i, "first_gpu"), s.first_gpu, 0, limits::kMaxClusterGpus - 1);
+    within(stage_key(i, "gpus"), s.gpus, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "tp"), s.tp, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "dp"), s.dp, 1, limits::kMaxClusterGpus);
     const long long product = static_cast<long long>(s.tp) * s.dp;
     if (s.gpus != product)
       throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus), "tp * dp = " + std::to_string(product));
-    if (s.layer_begin < 0 || s.layer_begin >= s.layer_end)
-      throw InputError(file, stage_key(i, "layers"), layers_text(s), "[first, end) with 0 <= first < end");
+    if (s.layer_begin < 0 || s.layer_begin >= s.layer_end || s.layer_end > limits::kMaxLayers)
+      throw InputError(file, stage_key(i, "layers"), layers_text(s),
+                       "[first, end) with 0 <= first < end <= " + std::to_string(limits::kMaxLayers));
   }
 
   const std::string stage_count = std::to_string(plan.stages.size());

@@ -411,6 +411,20 @@ TEST(PlanIo, NestingBombsAreRefusedByTheirLimit) {
   EXPECT_NE(yaml.allowed().find("YAML nested less than"), std::string::npos) << yaml.what();
 }
 
+TEST(PlanIo, CountsStayWithinTheSpecsBounds) {
+  // A plan read without its specs (report, export) is held to the same
+  // bounds: a billion micro-batches once reached the report's drawing.
+  auto key_of = [](const std::function<void(Plan&)>& change) {
+    Plan plan = sample_plan();
+    change(plan);
+    return input_error_of([&] { check_plan(plan, "p.yaml"); }).key();
+  };
+  EXPECT_EQ(key_of([](Plan& p) { p.global_batch = 1000000000; }), "global_batch");
+  EXPECT_EQ(key_of([](Plan& p) { p.num_micro_batches = 1000000000; }), "num_micro_batches");
+  EXPECT_EQ(key_of([](Plan& p) { p.stages[0].dp = 1 << 30; }), "stages[0].dp");
+  EXPECT_EQ(key_of([](Plan& p) { p.stages[0].layer_end = 2147483647; }), "stages[0].layers");
+}
+
 TEST(PlanIo, SyntaxErrorsGiveTheLine) {
   const auto yaml = input_error_of([] { plan_from_string("format: [autohaap\nmodel: x\n", false, "p.yaml"); });
   EXPECT_EQ(yaml.file(), "p.yaml");
