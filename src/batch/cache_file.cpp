@@ -1,23 +1,26 @@
 #include "autohaap/batch/cache_file.hpp"
 
-#include <cereal/archives/portable_binary.hpp>
+#include <cereal/archives/binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 
 #include <filesystem>
 #include <sstream>
+#include <string_view>
 
 #include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/bounded_binary_archive.hpp"
 #include "autohaap/io/file_lock.hpp"
 
 namespace autohaap {
 namespace {
 
 constexpr const char* kMagic = "autohaap-latency-cache";
-// Bump when CacheDelta's layout or the header changes.
-constexpr std::uint32_t kFormatVersion = 1;
+// Bump when CacheDelta's layout or the header changes. 2: cereal's plain
+// binary layout, read with every length checked (io/bounded_binary_archive.hpp).
+constexpr std::uint32_t kFormatVersion = 2;
 
 struct Header {
   std::string magic;
@@ -44,27 +47,29 @@ std::string cache_file_path(const std::string& cache_dir, const std::string& pro
 std::string encode_cache_file(const std::string& problem_key, const CacheDelta& entries) {
   std::ostringstream payload;
   {
-    cereal::PortableBinaryOutputArchive ar(payload);
+    cereal::BinaryOutputArchive ar(payload);
     ar(entries);
   }
   const std::string body = payload.str();
   Header h{kMagic, kFormatVersion, AUTOHAAP_VERSION, problem_key, body.size(), fnv1a64(body)};
   std::ostringstream out;
   {
-    cereal::PortableBinaryOutputArchive ar(out);
+    cereal::BinaryOutputArchive ar(out);
     ar(h);
   }
   return out.str() + body;
 }
 
 CacheDelta decode_cache_file(const std::string& bytes, const std::string& problem_key) {
-  std::istringstream in(bytes);
+  // Each length in the header and the payload is checked against the bytes
+  // left before anything is allocated for it: a damaged length is refused
+  // at once, never a request for gigabytes.
+  BoundedBinaryInputArchive header(bytes);
   Header h;
   try {
-    cereal::PortableBinaryInputArchive ar(in);
-    ar(h);
-  } catch (const std::exception&) {
-    throw CacheFileError("not a latency cache (unreadable header)");
+    header(h);
+  } catch (const std::exception& e) {
+    throw CacheFileError(std::string("not a latency cache (unreadable header: ") + e.what() + ")");
   }
   if (h.magic != kMagic) throw CacheFileError("not a latency cache (wrong magic)");
   if (h.format_version != kFormatVersion)
@@ -73,21 +78,17 @@ CacheDelta decode_cache_file(const std::string& bytes, const std::string& proble
   if (h.tool_version != AUTOHAAP_VERSION)
     throw CacheFileError("written by autohaap " + h.tool_version + ", this is " + AUTOHAAP_VERSION);
   if (h.problem_key != problem_key) throw CacheFileError("built for problem " + h.problem_key + ", not " + problem_key);
-  const std::streamoff position = in.tellg();
-  if (position < 0) throw CacheFileError("not a latency cache (unreadable header)");
-  const auto offset = static_cast<std::size_t>(position);
-  if (bytes.size() - offset != h.payload_bytes)
-    throw CacheFileError("payload is " + std::to_string(bytes.size() - offset) + " bytes, header says " +
+  if (header.remaining() != h.payload_bytes)
+    throw CacheFileError("payload is " + std::to_string(header.remaining()) + " bytes, header says " +
                          std::to_string(h.payload_bytes) + " (truncated or appended to)");
-  const std::string_view body(bytes.data() + offset, h.payload_bytes);
+  const std::string_view body(bytes.data() + header.position(), header.remaining());
   if (fnv1a64(body) != h.payload_checksum) throw CacheFileError("checksum mismatch (damaged)");
   CacheDelta entries;
   try {
-    std::istringstream payload{std::string(body)};
-    cereal::PortableBinaryInputArchive ar(payload);
-    ar(entries);
-  } catch (const std::exception&) {
-    throw CacheFileError("payload cannot be decoded");
+    BoundedBinaryInputArchive payload(body);
+    payload(entries);
+  } catch (const std::exception& e) {
+    throw CacheFileError(std::string("payload cannot be decoded (") + e.what() + ")");
   }
   return entries;
 }

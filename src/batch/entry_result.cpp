@@ -1,12 +1,14 @@
 #include "autohaap/batch/entry_result.hpp"
 
-#include <cereal/archives/json.hpp>
+#include "../io/json_input.hpp"  // first: rapidjson as cereal configures it
+
 #include <cereal/types/string.hpp>
 
 #include <array>
 #include <filesystem>
 #include <sstream>
 
+#include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 
 namespace autohaap {
@@ -63,30 +65,38 @@ std::string entry_result_to_json(const EntryResult& result) {
   return os.str() + "\n";
 }
 
-std::optional<EntryResult> entry_result_from_json(const std::string& text) {
+std::optional<EntryResult> entry_result_from_json(const std::string& text, std::string* why) {
+  auto refuse = [why](const std::string& reason) -> std::optional<EntryResult> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
   EntryResult r;
   std::string format, status, outcome;
   try {
-    std::istringstream is(text);
+    std::istringstream is(checked_json(text, ""));
     cereal::JSONInputArchive ar(is);
     fields(ar, r, format, status, outcome);
-  } catch (const std::exception&) {
-    return std::nullopt;  // cereal::Exception, or rapidjson's parse errors
+  } catch (const InputError& e) {
+    return refuse(e.value());  // not JSON, nested too deep, a number out of range
+  } catch (const std::exception& e) {
+    return refuse(std::string("not a result document (") + e.what() + ")");  // cereal's error
   }
+  if (format != kResultFormat) return refuse("format '" + format + "', not " + kResultFormat);
   const auto s = parse_entry_status(status);
   const auto o = parse_entry_status(outcome);
-  if (format != kResultFormat || !s || !o) return std::nullopt;
+  if (!s || !o) return refuse("unknown status '" + (s ? outcome : status) + "'");
   r.status = *s;
   r.outcome = *o;
   return r;
 }
 
-std::optional<EntryResult> read_entry_result(const std::string& path) {
+std::optional<EntryResult> read_entry_result(const std::string& path, std::string* why) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   try {
-    return entry_result_from_json(read_file(path));
-  } catch (const std::exception&) {
+    return entry_result_from_json(read_file(path), why);
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
     return std::nullopt;
   }
 }

@@ -70,7 +70,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
   const std::string sidecar = result_path(options.out_dir, entry.name);
   const std::string plan_file = plan_path(options.out_dir, entry.name);
 
-  const auto previous = read_entry_result(sidecar);
+  std::string refused;
+  const auto previous = read_entry_result(sidecar, &refused);
+  if (!refused.empty()) warn(options, "previous result " + sidecar + " refused (" + refused + "); searching again");
   if (can_skip(previous, entry, fingerprint, options.out_dir)) {
     EntryResult r = *previous;
     r.status = EntryStatus::skipped;

@@ -56,13 +56,18 @@ BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_di
   s.manifest_path = manifest.path;
   FileLock lock((fs::path(out_dir) / ".summary.lock").string(), FileLock::Mode::exclusive);
   for (const BatchEntry& e : manifest.entries) {
-    auto r = read_entry_result(result_path(out_dir, e.name));
+    const std::string path = result_path(out_dir, e.name);
+    std::string refused;
+    auto r = read_entry_result(path, &refused);
     if (!r || r->name != e.name) {
       r = EntryResult{};
       r->name = e.name;
       r->model = e.model;
       r->cluster = e.cluster;
       r->training = e.training;
+      // A damaged result file reads as not run (its entry is searched again
+      // next time); the row says so instead of hiding it.
+      if (!refused.empty()) r->error = "result file " + path + " refused: " + refused + "; the entry runs again";
     }
     s.rows.push_back(*r);
   }

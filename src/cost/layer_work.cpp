@@ -142,8 +142,9 @@ LayerWork head_forward_work(const ModelSpec& m, const BatchShape& x) {
   w.selective_op = -1;
   if (is_generic(m)) return w;
   const double tokens = x.sequences * x.seq_len / x.cp, t = x.tp, e = x.element_bytes;
-  const double flops = 2 * tokens * m.hidden * m.vocab / t;
-  w.ops[0] = {"lm_head", flops, e * (tokens * m.hidden + m.hidden * m.vocab / t + tokens * m.vocab / t), flops};
+  const double h = m.hidden, v = m.vocab;  // h·v overflows an int for real shapes (18432 x 256000)
+  const double flops = 2 * tokens * h * v / t;
+  w.ops[0] = {"lm_head", flops, e * (tokens * h + h * v / t + tokens * v / t), flops};
   // Final norm, and the fp32 softmax cross-entropy over the vocabulary shard.
   w.ops[4] = {"elementwise", 0, e * 2 * tokens * m.hidden + 4.0 * 3 * tokens * m.vocab / t, 0};
   return w;

@@ -12,6 +12,7 @@
 #include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/bounded_binary_archive.hpp"
 #include "autohaap/io/plan_serialization.hpp"
 
 namespace autohaap::dist {
@@ -116,8 +117,10 @@ SearchCheckpoint decode_checkpoint(const std::string& bytes, const std::string& 
   if (checksum(payload) != sum) refuse(origin, "a damaged checkpoint (checksum mismatch)");
   SearchCheckpoint checkpoint;
   try {
-    std::istringstream in(payload, std::ios::binary);
-    cereal::BinaryInputArchive archive(in);
+    // Every length inside is checked against the bytes left before it is
+    // allocated: a checksum guards against damage, not against a file made
+    // to match one.
+    BoundedBinaryInputArchive archive(payload);
     archive(checkpoint);
   } catch (const std::exception& e) {
     refuse(origin, std::string("an unreadable checkpoint (") + e.what() + ")");

@@ -1,5 +1,6 @@
 #include "autohaap/io/metis_profile.hpp"
 
+#include "json_input.hpp"
 #include "rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <algorithm>
@@ -171,14 +172,7 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
 
   const std::string text = read_file(f.path);
   rj::Document doc;
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError()) {
-    std::size_t line = 1;
-    for (std::size_t i = 0; i < std::min(doc.GetErrorOffset(), text.size()); ++i) line += text[i] == '\n';
-    throw InputError(f.path, "", std::string("line ") + std::to_string(line) + ": " +
-                                     rj::GetParseError_En(doc.GetParseError()),
-                     "well-formed JSON");
-  }
+  parse_json(text, f.path, doc);
   const Reader r(f.path);
   const rj::Value& model = r.member(doc, "", "model", "an object with model_name, num_layers, parameters");
   const rj::Value& name_value = r.member(model, "model", "model_name", "the model's name");

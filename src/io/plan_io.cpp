@@ -1,5 +1,6 @@
 #include "autohaap/io/plan_io.hpp"
 
+#include "json_input.hpp"
 #include "rapidjson.hpp"  // rapidjson as cereal configures it
 
 #include <yaml-cpp/yaml.h>
@@ -14,6 +15,8 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "autohaap/io/yaml_value.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
@@ -222,14 +225,7 @@ class YamlPlanReader {
   explicit YamlPlanReader(const std::string& file) : file_(file) {}
 
   Plan read(const std::string& text) const {
-    YAML::Node loaded;
-    try {
-      loaded = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      throw InputError(file_, "", "line " + std::to_string(e.mark.line + 1) + ", column " +
-                                      std::to_string(e.mark.column + 1) + ": " + e.msg,
-                       "well-formed YAML");
-    }
+    const YAML::Node loaded = parse_yaml(text, file_);
     // const: operator[] on a mutable node may add the key it looks for.
     const YAML::Node root = loaded;
     if (!root.IsDefined() || root.IsNull())
@@ -431,21 +427,7 @@ Plan read_json(const std::string& text, const std::string& file) {
   // where a syntax error is, which optional sections exist, and the value
   // behind a key the archive failed to read.
   rj::Document doc;
-  doc.Parse<rj::kParseFullPrecisionFlag | rj::kParseNanAndInfFlag>(text.data(), text.size());
-  if (doc.HasParseError()) {
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < std::min(doc.GetErrorOffset(), text.size()); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw InputError(file, "", "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " +
-                                   rj::GetParseError_En(doc.GetParseError()),
-                     "well-formed JSON");
-  }
+  const std::string checked = parse_json(text, file, doc);
   if (!doc.IsObject())
     throw InputError(file, "", render(doc), std::string("a JSON object (format: ") + kPlanFormat + ")");
 
@@ -472,7 +454,7 @@ Plan read_json(const std::string& text, const std::string& file) {
   Plan plan;
   const PlanSections sections{doc.HasMember("predicted"), doc.HasMember("search")};
   try {
-    std::istringstream is(filled ? filled_text : text);
+    std::istringstream is(filled ? filled_text : checked);
     cereal::JSONInputArchive ar(is);
     load_plan(ar, plan, sections);
   } catch (const PlanFieldError& e) {
@@ -546,30 +528,41 @@ void check_plan(const Plan& plan, const std::string& file) {
   auto at_least = [&](const std::string& key, long long value, long long min) {
     if (value < min) throw InputError(file, key, std::to_string(value), "an integer >= " + std::to_string(min));
   };
+  // The same bounds as the specs' (io/spec_loader.hpp), so a plan read
+  // without its specs (report, export) keeps every count in range.
+  auto within = [&](const std::string& key, long long value, long long min, long long max) {
+    if (value < min || value > max)
+      throw InputError(file, key, std::to_string(value),
+                       "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  };
   if (plan.model.empty()) throw InputError(file, "model", "", "a model name");
   if (plan.cluster.empty()) throw InputError(file, "cluster", "", "a cluster name");
-  at_least("global_batch", plan.global_batch, 1);
-  at_least("micro_batch_size", plan.micro_batch_size, 1);
-  at_least("num_micro_batches", plan.num_micro_batches, 1);
-  at_least("vpp", plan.vpp, 1);
+  within("global_batch", plan.global_batch, 1, limits::kMaxGlobalBatch);
+  within("micro_batch_size", plan.micro_batch_size, 1, limits::kMaxGlobalBatch);
+  within("num_micro_batches", plan.num_micro_batches, 1, limits::kMaxGlobalBatch);
+  within("vpp", plan.vpp, 1, limits::kMaxLayers);
   if (plan.zero < 0 || plan.zero > 3) throw InputError(file, "zero", std::to_string(plan.zero), "0, 1, 2 or 3");
   if (plan.stages.empty()) throw InputError(file, "stages", "[]", "at least one stage");
+  if (plan.stages.size() > static_cast<std::size_t>(limits::kMaxLayers))
+    throw InputError(file, "stages", std::to_string(plan.stages.size()) + " stages",
+                     "at most " + std::to_string(limits::kMaxLayers) + " (one layer each, at least)");
 
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
     if (s.device.empty()) throw InputError(file, stage_key(i, "device"), "", "a device name");
-    at_least(stage_key(i, "group"), s.group, 0);
-    at_least(stage_key(i, "first_gpu"), s.first_gpu, 0);
-    at_least(stage_key(i, "gpus"), s.gpus, 1);
-    at_least(stage_key(i, "tp"), s.tp, 1);
-    at_least(stage_key(i, "cp"), s.cp, 1);
-    at_least(stage_key(i, "dp"), s.dp, 1);
+    within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
+    within(stage_key(i, "first_gpu"), s.first_gpu, 0, limits::kMaxClusterGpus - 1);
+    within(stage_key(i, "gpus"), s.gpus, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "tp"), s.tp, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "cp"), s.cp, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "dp"), s.dp, 1, limits::kMaxClusterGpus);
     const long long product = static_cast<long long>(s.tp) * s.cp * s.dp;
     if (s.gpus != product)
       throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus),
                        "tp * cp * dp = " + std::to_string(product));
-    if (s.layer_begin < 0 || s.layer_begin >= s.layer_end)
-      throw InputError(file, stage_key(i, "layers"), layers_text(s), "[first, end) with 0 <= first < end");
+    if (s.layer_begin < 0 || s.layer_begin >= s.layer_end || s.layer_end > limits::kMaxLayers)
+      throw InputError(file, stage_key(i, "layers"), layers_text(s),
+                       "[first, end) with 0 <= first < end <= " + std::to_string(limits::kMaxLayers));
   }
 
   const std::string stage_count = std::to_string(plan.stages.size());

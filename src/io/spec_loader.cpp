@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -26,6 +27,25 @@ std::string number_text(double v) {
   out << std::setprecision(12) << v;
   return out.str();
 }
+
+// "an integer from 1 to 10000", "a number from 0.001 to 1000000".
+std::string int_range_text(long long lo, long long hi) {
+  return "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+std::string number_range_text(double lo, double hi) { return "a number from " + number_text(lo) + " to " + number_text(hi); }
+
+// Throw InputError(file, key, value, range (+ why)) unless lo <= value <= hi
+// (a NaN is outside every range).
+void require_int(const std::string& file, const std::string& key, long long value, long long lo, long long hi,
+                 const std::string& why = "") {
+  if (value < lo || value > hi) throw InputError(file, key, std::to_string(value), int_range_text(lo, hi) + why);
+}
+void require_number(const std::string& file, const std::string& key, double value, double lo, double hi) {
+  if (!(value >= lo && value <= hi)) throw InputError(file, key, number_text(value), number_range_text(lo, hi));
+}
+
+// "path.key", or "key" at the top level.
+std::string under(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
 
@@ -120,8 +140,10 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
   const bool gpt = m.family == ModelFamily::gpt;
   // GPT's MLP is 4h wide by construction; SwiGLU widths vary, so Llama
   // files must say.
-  m.ffn_hidden = gpt ? obj.get_int("ffn_hidden", Bound::positive, 4 * m.hidden)
-                     : obj.get_int("ffn_hidden", Bound::positive);
+  // (In 64 bits: check_model refuses a `hidden` too wide before this
+  // default can matter.)
+  const int gpt_ffn = static_cast<int>(std::min<long long>(4LL * m.hidden, std::numeric_limits<int>::max()));
+  m.ffn_hidden = gpt ? obj.get_int("ffn_hidden", Bound::positive, gpt_ffn) : obj.get_int("ffn_hidden", Bound::positive);
   m.tied_embeddings = obj.get_bool("tied_embeddings", gpt);
   m.flash_attention = obj.get_bool("flash_attention", !gpt);
   m.dropout = obj.get_bool("dropout", gpt);
@@ -192,7 +214,7 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   number("attention_backward_efficiency", Bound::fraction, d.attention_backward_efficiency, false);
   d.has_bf16 = obj.get_bool("has_bf16", d.has_bf16);
   if (auto curve = obj.find("gemm_efficiency")) d.gemm_efficiency = parse_efficiency_curve(*curve);
-  check_device(d, obj.file());
+  check_device(d, obj.file(), obj.path());
   return d;
 }
 
@@ -243,9 +265,14 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
     if (g.has("nics_per_node") || g.has("nic_Gbps")) {
       if (g.has("inter_node_GBps"))
         g.at("inter_node_GBps", "").fail("either inter_node_GBps or nics_per_node with nic_Gbps, not both");
-      const int nics = g.get_int("nics_per_node", Bound::positive);
-      const double gbit = g.get_double("nic_Gbps", Bound::positive);
-      n.inter_node_GBps = nics * gbit / 8.0 / n.gpus_per_node;
+      const YamlValue nics = g.at("nics_per_node", describe_int(Bound::positive));
+      const YamlValue gbit = g.at("nic_Gbps", describe_double(Bound::positive));
+      n.inter_node_GBps = nics.as_int(Bound::positive) * gbit.as_double(Bound::positive) / 8.0 / n.gpus_per_node;
+      // The share per GPU is what the cost model uses: its range, named by
+      // the keys written.
+      if (!(n.inter_node_GBps >= limits::kMinGBps && n.inter_node_GBps <= limits::kMaxGBps))
+        gbit.fail(number_range_text(limits::kMinGBps, limits::kMaxGBps) + " GB/s per GPU as nics_per_node x nic_Gbps / 8 / "
+                  "gpus_per_node (here " + number_text(n.inter_node_GBps) + ")");
     }
     n.inter_node_GBps = g.get_double("inter_node_GBps", Bound::positive, n.inter_node_GBps);
     n.inter_node_latency_us = g.get_double("inter_node_latency_us", Bound::non_negative, n.inter_node_latency_us);
@@ -256,6 +283,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
                          "a name no other group has (set name: when two groups share a device)");
     c.groups.push_back(std::move(n));
   }
+  check_cluster(c, obj.file());
   return c;
 }
 
@@ -304,6 +332,7 @@ TrainingSpec parse_training(const YamlObject& obj) {
   if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
   t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
   t.fused_cross_entropy = obj.get_bool("fused_cross_entropy", t.fused_cross_entropy);
+  check_training(t, obj.file());
   return t;
 }
 
@@ -389,53 +418,65 @@ std::string validate_file(const std::string& path) {
 // ------------------------------------------------------------- invariants
 
 void check_model(const ModelSpec& m, const std::string& file) {
+  using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
     if (!ok) throw InputError(file, key, number_text(value), allowed);
   };
   require(!m.name.empty(), "name", 0, "a non-empty name");
-  require(m.seq_len > 0, "seq_len", m.seq_len, describe_int(Bound::positive));
+  require_int(file, "seq_len", m.seq_len, 1, kMaxSeqLen);
   if (m.family == ModelFamily::generic) {
     require(m.layers > 0 && static_cast<std::size_t>(m.layers) == m.generic_layers.size(), "layers", m.layers,
             "the number of entries of the layer list (" + std::to_string(m.generic_layers.size()) + ", at least 1)");
+    require_int(file, "layers", m.layers, 1, kMaxLayers, " entries");
     require(m.heads == 1 && m.kv_heads == 1, "heads", m.heads, "1 (generic layers are not tensor-parallel)");
     for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
       const GenericLayer& g = m.generic_layers[i];
       const std::string at = "layers[" + std::to_string(i) + "].";
-      for (auto [key, v] : {std::pair{"params", g.params}, {"forward_gflop", g.forward_gflop},
-                            {"activation_MB", g.activation_MB}, {"output_MB", g.output_MB}})
-        if (!(std::isfinite(v) && v >= 0)) throw InputError(file, at + key, number_text(v), describe_double(Bound::non_negative));
+      require_number(file, at + "params", g.params, 0.0, kMaxLayerParams);
+      require_number(file, at + "forward_gflop", g.forward_gflop, 0.0, kMaxLayerGflop);
+      require_number(file, at + "activation_MB", g.activation_MB, 0.0, kMaxLayerMB);
+      require_number(file, at + "output_MB", g.output_MB, 0.0, kMaxLayerMB);
     }
     return;
   }
   require(m.generic_layers.empty(), "layers", m.layers, "a layer count (a layer list needs family: generic)");
-  require(m.layers > 0, "layers", m.layers, describe_int(Bound::positive));
-  require(m.hidden > 0, "hidden", m.hidden, describe_int(Bound::positive));
-  require(m.ffn_hidden > 0, "ffn_hidden", m.ffn_hidden, describe_int(Bound::positive));
-  require(m.heads > 0, "heads", m.heads, describe_int(Bound::positive));
+  // In this order: a derived value (the GPT MLP width 4·hidden) is refused
+  // by the key it comes from.
+  require_int(file, "layers", m.layers, 1, kMaxLayers);
+  require_int(file, "hidden", m.hidden, 1, kMaxHidden);
+  require_int(file, "ffn_hidden", m.ffn_hidden, 1, kMaxFfnHidden);
+  require_int(file, "heads", m.heads, 1, m.hidden, " (at most hidden)");
   require(m.kv_heads > 0, "kv_heads", m.kv_heads, describe_int(Bound::positive));
-  require(m.vocab > 0, "vocab", m.vocab, describe_int(Bound::positive));
+  require_int(file, "vocab", m.vocab, 1, kMaxVocab);
   require(m.hidden % m.heads == 0, "hidden", m.hidden,
           "a multiple of heads (" + std::to_string(m.heads) + "): each head gets hidden / heads dimensions");
   require(m.heads % m.kv_heads == 0, "kv_heads", m.kv_heads,
           "a divisor of heads (" + std::to_string(m.heads) + "): query heads share key/value heads in equal groups");
 }
 
-void check_device(const DeviceSpec& d, const std::string& file) {
+void check_device(const DeviceSpec& d, const std::string& file, const std::string& path) {
+  using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
-    if (!ok) throw InputError(file, key, number_text(value), allowed);
+    if (!ok) throw InputError(file, under(path, key), number_text(value), allowed);
+  };
+  auto range = [&](const char* key, double value, double lo, double hi) {
+    require_number(file, under(path, key), value, lo, hi);
   };
   require(!d.name.empty(), "name", 0, "a non-empty name");
-  require(d.memory_GiB > 0, "memory_GiB", d.memory_GiB, describe_double(Bound::positive));
-  require(d.peak_tflops > 0, "peak_tflops", d.peak_tflops, describe_double(Bound::positive));
-  require(d.peak_fp32_tflops > 0, "peak_fp32_tflops", d.peak_fp32_tflops, describe_double(Bound::positive));
-  require(d.peak_tf32_tflops >= 0, "peak_tf32_tflops", d.peak_tf32_tflops, describe_double(Bound::non_negative));
-  require(d.peak_fp8_tflops >= 0, "peak_fp8_tflops", d.peak_fp8_tflops, describe_double(Bound::non_negative));
-  require(d.hbm_GBps > 0, "hbm_GBps", d.hbm_GBps, describe_double(Bound::positive));
+  range("memory_GiB", d.memory_GiB, kMinMemoryGiB, kMaxMemoryGiB);
+  range("peak_tflops", d.peak_tflops, kMinTflops, kMaxTflops);
+  range("peak_fp32_tflops", d.peak_fp32_tflops, kMinTflops, kMaxTflops);
+  // 0: the device has no such tensor cores.
+  if (d.peak_tf32_tflops != 0) range("peak_tf32_tflops", d.peak_tf32_tflops, kMinTflops, kMaxTflops);
+  if (d.peak_fp8_tflops != 0) range("peak_fp8_tflops", d.peak_fp8_tflops, kMinTflops, kMaxTflops);
+  range("hbm_GBps", d.hbm_GBps, kMinGBps, kMaxGBps);
   require(d.memory_efficiency > 0 && d.memory_efficiency <= 1, "memory_efficiency", d.memory_efficiency,
           describe_double(Bound::fraction));
-  require(d.nvlink_GBps >= 0, "nvlink_GBps", d.nvlink_GBps, describe_double(Bound::non_negative));
-  require(d.pcie_GBps > 0, "pcie_GBps", d.pcie_GBps, describe_double(Bound::positive));
-  require(d.nic_GBps > 0, "nic_GBps", d.nic_GBps, describe_double(Bound::positive));
+  // 0 means no NVLink (the PCIe link is used); any other value is a link.
+  require(d.nvlink_GBps == 0 || (d.nvlink_GBps >= kMinGBps && d.nvlink_GBps <= kMaxGBps), "nvlink_GBps",
+          d.nvlink_GBps, "0 (no NVLink) or " + number_range_text(kMinGBps, kMaxGBps));
+  range("pcie_GBps", d.pcie_GBps, kMinGBps, kMaxGBps);
+  range("nic_GBps", d.nic_GBps, kMinGBps, kMaxGBps);
   require(d.attention_forward_efficiency > 0 && d.attention_forward_efficiency <= 1, "attention_forward_efficiency",
           d.attention_forward_efficiency, describe_double(Bound::fraction));
   require(d.attention_backward_efficiency > 0 && d.attention_backward_efficiency <= 1,
@@ -443,11 +484,50 @@ void check_device(const DeviceSpec& d, const std::string& file) {
   require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const EfficiencyPoint& p = d.gemm_efficiency[i];
-    const std::string at = "gemm_efficiency[" + std::to_string(i) + "]";
-    if (!(p.gemm_gflop > 0) || (i > 0 && p.gemm_gflop <= d.gemm_efficiency[i - 1].gemm_gflop))
-      throw InputError(file, at, number_text(p.gemm_gflop), "gemm_gflop > 0, strictly increasing");
+    const std::string at = under(path, "gemm_efficiency[" + std::to_string(i) + "]");
+    if (!(p.gemm_gflop > 0 && std::isfinite(p.gemm_gflop)) || (i > 0 && p.gemm_gflop <= d.gemm_efficiency[i - 1].gemm_gflop))
+      throw InputError(file, at, number_text(p.gemm_gflop), "gemm_gflop > 0, finite, strictly increasing");
     if (!(p.efficiency > 0 && p.efficiency <= 1)) throw InputError(file, at, number_text(p.efficiency), describe_double(Bound::fraction));
   }
+}
+
+void check_cluster(const ClusterSpec& c, const std::string& file) {
+  using namespace limits;
+  require_number(file, "inter_group_GBps", c.inter_group_GBps, kMinGBps, kMaxGBps);
+  require_number(file, "inter_group_latency_us", c.inter_group_latency_us, 0.0, kMaxLatencyUs);
+  if (c.groups.empty()) throw InputError(file, "groups", "[]", "a non-empty list of node groups");
+  long long total = 0;
+  for (std::size_t i = 0; i < c.groups.size(); ++i) {
+    const NodeGroup& g = c.groups[i];
+    const std::string at = "groups[" + std::to_string(i) + "].";
+    require_int(file, at + "gpus_per_node", g.gpus_per_node, 1, kMaxGpusPerNode);
+    // GPU counts are ints throughout: the whole cluster's must fit with room.
+    const long long room = (kMaxClusterGpus - total) / g.gpus_per_node;  // nodes this group may have
+    if (g.nodes < 1 || g.nodes > room) {
+      throw InputError(file, at + "nodes", std::to_string(g.nodes),
+                       (room >= 1 ? int_range_text(1, room) : std::string("no more nodes")) + " (at most " +
+                           std::to_string(kMaxClusterGpus) + " GPUs in the whole cluster; " +
+                           std::to_string(g.gpus_per_node) + " per node" +
+                           (total > 0 ? ", " + std::to_string(total) + " in earlier groups" : std::string()) + ")");
+    }
+    total += static_cast<long long>(g.nodes) * g.gpus_per_node;
+    require_number(file, at + "intra_node_GBps", g.intra_node_GBps, kMinGBps, kMaxGBps);
+    require_number(file, at + "intra_node_latency_us", g.intra_node_latency_us, 0.0, kMaxLatencyUs);
+    require_number(file, at + "inter_node_GBps", g.inter_node_GBps, kMinGBps, kMaxGBps);
+    require_number(file, at + "inter_node_latency_us", g.inter_node_latency_us, 0.0, kMaxLatencyUs);
+  }
+}
+
+void check_training(const TrainingSpec& t, const std::string& file) {
+  using namespace limits;
+  require_int(file, "global_batch", t.global_batch, 1, kMaxGlobalBatch, " sequences");
+  if (t.seq_len != 0) require_int(file, "seq_len", t.seq_len, 1, kMaxSeqLen, " (or absent: the model's)");
+  if (t.zero < 0 || t.zero > 3) throw InputError(file, "zero", std::to_string(t.zero), "0, 1, 2 or 3");
+  if (t.micro_batch_sizes.empty()) throw InputError(file, "micro_batch_sizes", "[]", "a non-empty list of positive integers");
+  for (std::size_t i = 0; i < t.micro_batch_sizes.size(); ++i)
+    require_int(file, "micro_batch_sizes[" + std::to_string(i) + "]", t.micro_batch_sizes[i], 1, kMaxGlobalBatch);
+  if (t.recompute_modes.empty()) throw InputError(file, "recompute", "[]", "a non-empty list of none, selective, full");
+  require_number(file, "headroom_GiB", t.headroom_GiB, 0.0, kMaxMemoryGiB);
 }
 
 }  // namespace autohaap

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
+
 #include "autohaap/error.hpp"
 #include "name_list.hpp"
 
@@ -182,6 +184,12 @@ std::string YamlObject::get_string(const std::string& key, const std::string& fa
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser recurses per level and stops at its own limit, with
+    // a message that says only "bad file".
+    throw InputError(source, line_column(e.mark),
+                     "lists and maps nested " + std::to_string(e.depth()) + " levels deep",
+                     "YAML nested less than " + std::to_string(e.depth()) + " levels deep");
   } catch (const YAML::ParserException& e) {
     throw InputError(source, line_column(e.mark), e.msg, "well-formed YAML");
   }

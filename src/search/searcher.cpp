@@ -291,7 +291,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
               std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
           rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
           tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
-          double lower = (m - 1) * layers / (rate_to[depth + 1] + rest[depth + 1]);
+          double lower = static_cast<double>(m - 1) * layers / (rate_to[depth + 1] + rest[depth + 1]);
           if (depth + 1 == static_cast<int>(n)) lower += layers * tau_min[n];
           return lower * (1 - 1e-9) <= keep_below;
         };

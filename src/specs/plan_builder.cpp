@@ -37,7 +37,13 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     throw InputError(src, "--tp", std::to_string(r.tp),
                      "a divisor of the model's " + std::to_string(model.heads) + " attention heads");
   }
-  const int B = r.micro_batch_per_replica * r.dp;
+  // Products in 64 bits: tp divides the heads and pp the layers (both
+  // bounded by the model's validator), dp is bounded here first.
+  const int total_gpus = problem.cluster.total_gpus();
+  if (r.dp > total_gpus) {
+    throw InputError(src, "--dp", std::to_string(r.dp), "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
+  }
+  const long long B = static_cast<long long>(r.micro_batch_per_replica) * r.dp;
   const int G = problem.training.global_batch;
   if (G % B != 0) {
     throw InputError(src, "--micro-batch", std::to_string(r.micro_batch_per_replica),
@@ -46,17 +52,17 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   const std::string cp_rule = context_parallel_violation(model, problem.seq_len(), r.cp);
   if (!cp_rule.empty()) throw InputError(src, "--cp", std::to_string(r.cp), cp_rule);
   const long long needed = static_cast<long long>(r.tp) * r.cp * r.pp * r.dp;
-  if (needed > problem.cluster.total_gpus()) {
+  if (needed > total_gpus) {
     throw InputError(src, "--tp x --cp x --pp x --dp", std::to_string(needed),
-                     "at most the cluster's " + std::to_string(problem.cluster.total_gpus()) + " GPUs");
+                     "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
   }
 
   Plan plan;
   plan.model = model.name;
   plan.cluster = problem.cluster.name;
   plan.global_batch = G;
-  plan.micro_batch_size = B;
-  plan.num_micro_batches = G / B;
+  plan.micro_batch_size = static_cast<int>(B);  // divides G
+  plan.num_micro_batches = static_cast<int>(G / B);
   plan.vpp = r.vpp;
   plan.zero = problem.training.zero;
   const std::vector<int> layer_end = even_split(model.layers, r.pp);

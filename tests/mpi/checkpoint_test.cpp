@@ -4,11 +4,14 @@
 // input that changes the answer and with nothing else.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "../unit/plan_fixtures.hpp"
+#include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/dist/checkpoint.hpp"
 #include "autohaap/error.hpp"
@@ -107,6 +110,24 @@ TEST(Checkpoint, RefusesDamagedTruncatedAndForeignFiles) {
   huge[15] = static_cast<char>(0x7f);
   refused(huge, "truncated");
   std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, ALengthInsideAValidChecksumIsCheckedBeforeAllocating) {
+  // A payload made to match its checksum, whose first list (the inputs
+  // string's length, the second field) claims 2^40 elements: refused at
+  // once, naming the bytes left, instead of asking for a terabyte.
+  std::string bytes = encode_checkpoint(sample_checkpoint());
+  constexpr std::size_t kHeader = 24, kInputsLength = kHeader + 8;
+  const std::uint64_t claimed = std::uint64_t{1} << 40;
+  std::memcpy(bytes.data() + kInputsLength, &claimed, sizeof claimed);
+  const std::uint64_t sum = fnv1a64(std::string_view(bytes).substr(kHeader));
+  std::memcpy(bytes.data() + 16, &sum, sizeof sum);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = input_error([&] { decode_checkpoint(bytes, "forged.bin"); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_NE(message.find("forged.bin"), std::string::npos) << message;
+  EXPECT_NE(message.find("an unreadable checkpoint (a string or list of 1099511627776 elements"), std::string::npos)
+      << message;
 }
 
 TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "batch_fixtures.hpp"
 
@@ -107,6 +110,47 @@ TEST_F(BatchCacheFile, RejectsWhatItCannotTrust) {
   fill(cache, 10, 2);
   EXPECT_EQ(save_cache_file(file, "key-a", cache), 2u);
   EXPECT_EQ(decode_cache_file(read_file(file), "key-a").layers.size(), 2u);
+}
+
+TEST_F(BatchCacheFile, AFlippedLengthByteIsRefusedAtOnce) {
+  // Once one flipped byte in a string length made the reader allocate
+  // gigabytes before any check. Every length is now checked against the
+  // bytes left: in the header (the magic's length, the first 8 bytes) and
+  // in a payload made to match its checksum.
+  LatencyCache source;
+  fill(source, 1, 4);
+  const std::string good = encode_cache_file("key-a", source.snapshot());
+  auto refusal = [](const std::string& bytes) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      decode_cache_file(bytes, "key-a");
+      ADD_FAILURE() << "accepted";
+    } catch (const CacheFileError& e) {
+      message = e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+    return message;
+  };
+
+  std::string header = good;
+  header[6] ^= 0x40;  // the magic's length: 22 + 2^54
+  const std::string h = refusal(header);
+  EXPECT_EQ(h.rfind("not a latency cache (unreadable header: a string or list of 18014398509482006 elements"), 0u) << h;
+  EXPECT_NE(h.find("bytes left"), std::string::npos) << h;
+
+  // The header: magic, format version, tool version, problem key (each
+  // string a 64-bit length and its bytes), payload size, checksum. The
+  // payload's first field is the number of layer entries.
+  std::string payload = good;
+  const std::size_t checksum_at = 8 + 22 + 4 + 8 + std::strlen(AUTOHAAP_VERSION) + 8 + 5 + 8;
+  const std::size_t first = checksum_at + 8;
+  const std::uint64_t claimed = std::uint64_t{1} << 40;
+  std::memcpy(payload.data() + first, &claimed, sizeof claimed);
+  const std::uint64_t sum = fnv1a64(std::string_view(payload).substr(first));
+  std::memcpy(payload.data() + checksum_at, &sum, sizeof sum);
+  const std::string p = refusal(payload);
+  EXPECT_EQ(p.rfind("payload cannot be decoded (a string or list of 1099511627776 elements", 0), 0u) << p;
 }
 
 TEST_F(BatchCacheFile, ConcurrentSavesKeepEveryonesEntries) {

@@ -239,6 +239,35 @@ TEST(EntryResultTest, RoundTripsAndRejectsForeignDocuments) {
   EXPECT_FALSE(entry_result_from_json(bad_status));
 }
 
+TEST(EntryResultTest, NestingBombIsRefusedWithTheReason) {
+  std::string why;
+  EXPECT_FALSE(entry_result_from_json(std::string(300000, '[') + std::string(300000, ']'), &why));
+  EXPECT_EQ(why, "line 1, column 65: arrays and objects nested deeper than 64 levels");
+  why.clear();
+  EXPECT_FALSE(entry_result_from_json("{\"format\": \"autohaap-plan/1\"}", &why));
+  EXPECT_FALSE(why.empty());
+}
+
+TEST_F(Batch, ADamagedResultFileIsReportedAndItsEntryRunAgain) {
+  // One entry's sidecar is a nesting bomb, another's is cut short: the run
+  // warns about the first and searches it again; the summary row of the
+  // second, not run, says why it is pending.
+  const std::string bomb = std::string(300000, '[') + std::string(300000, ']');
+  write("out/results/" + std::string(kSmall) + ".json", bomb);
+  write("out/results/" + std::string(kMixed) + ".json", "{\"format\": \"autohaap-batch-result/1\", \"na");
+  std::vector<std::string> warnings;
+  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+  const BatchReport r = run({0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("nested deeper than 64 levels"), std::string::npos) << warnings[0];
+  EXPECT_EQ(row(r, kMixed), EntryStatus::pending);
+  for (const auto& e : r.summary.rows) {
+    if (e.name == kMixed) EXPECT_NE(e.error.find("refused"), std::string::npos) << e.error;
+  }
+  EXPECT_TRUE(read_entry_result(path("out/results/" + std::string(kSmall) + ".json")));
+}
+
 TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
   BatchSummary s;
   EntryResult r;

@@ -241,6 +241,7 @@ TEST(Catalog, ClustersAndTheDefaultAlias) {
   for (const auto& g : catalog_cluster("mixed-h100-a100-v100").groups) devices.insert(g.device.name);
   EXPECT_EQ(devices.size(), 3u);
   EXPECT_THROW(catalog_cluster("mixed"), InputError);
+  for (const std::string& name : catalog_cluster_names()) EXPECT_NO_THROW(check_cluster(catalog_cluster(name), name));
 }
 
 TEST(Catalog, TrainingSetups) {
@@ -258,6 +259,7 @@ TEST(Catalog, TrainingSetups) {
   EXPECT_EQ(m.recompute_modes, std::vector<Recompute>{Recompute::full});
   EXPECT_EQ(m.zero, 0);
   EXPECT_THROW(catalog_training("fast"), InputError);
+  for (const std::string& name : catalog_training_names()) EXPECT_NO_THROW(check_training(catalog_training(name), name));
 }
 
 }  // namespace

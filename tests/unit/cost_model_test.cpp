@@ -62,6 +62,16 @@ TEST(LayerWork, GptForwardFlopsFollowMegatron) {
   EXPECT_DOUBLE_EQ(head_forward_flops(m, b, 2048), 2 * b * s * h * 51200);
 }
 
+TEST(LayerWork, TheOutputLayerOfAWideVocabularyIsCountedWithoutOverflow) {
+  // h·V = 18432 x 256000 = 4.7e9 once wrapped in an int: the output weights'
+  // bytes came out about a tenth of the truth.
+  const ModelSpec m = gpt(2, 18432, 144, 256000);
+  const double h = 18432, v = 256000, tokens = 2 * 4096;
+  const LayerWork w = head_forward_work(m, BatchShape{2, 4096, 1, 2, false});
+  EXPECT_DOUBLE_EQ(w.ops[0].bytes, 2 * (tokens * h + h * v + tokens * v));
+  EXPECT_DOUBLE_EQ(w.ops[0].flops, 2 * tokens * h * v);
+}
+
 TEST(LayerWork, LlamaForwardFlopsCountGqaAndSwiGlu) {
   // h=4096, ffn=14336, 32 heads, 8 kv heads (d=128): QKV 2·T·h·(h + 2·1024),
   // scores+context 4·b·s²·h, output 2·T·h², SwiGLU 3 matrices: 6·T·h·f.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
@@ -189,6 +190,22 @@ TEST(MegatronExport, NearestOfAnExpressiblePlanIsNoSlower) {
   ASSERT_TRUE(nearest);
   EXPECT_LE(nearest->plan.predicted.iteration_time_s, model.estimate(plan).iteration_time_s * (1 + 1e-12));
   EXPECT_EQ(nearest->plan.stages.front().device, "a100-40gb");
+}
+
+TEST(UniformPlan, HugeFlagsAreRefusedByNameNotWrapped) {
+  // tp x pp x dp and micro-batch x dp once wrapped in an int.
+  const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
+  auto flag_of = [&](int tp, int pp, int dp, int b) {
+    try {
+      uniform(pb, tp, pp, dp, b);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(flag_of(1, 1, 2147483647, 1), "--dp");
+  EXPECT_EQ(flag_of(1, 1, 32, 2147483647), "--micro-batch");
+  EXPECT_EQ(flag_of(2, 24, 32, 1), "--tp x --cp x --pp x --dp");
 }
 
 }  // namespace

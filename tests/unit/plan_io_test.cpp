@@ -67,6 +67,35 @@ TEST(PlanIo, NonFiniteNumbersSurviveBothFormats) {
   EXPECT_EQ(from_json.predicted.bubble_s, plan.predicted.bubble_s);
 }
 
+TEST(PlanIo, NumbersAreReadExactlyOrRefusedByRange) {
+  // Forms on which rapidjson's own digit-string conversion reads out of
+  // bounds or overflows: read exactly here, or refused when no double holds
+  // them.
+  const std::string json = plan_to_json(sample_plan());
+  const std::string key = "\"iteration_time_s\": ";
+  const std::size_t at = json.find(key) + key.size();
+  auto with = [&](const std::string& number) {
+    return std::string(json).replace(at, json.find_first_of(",\n", at) - at, number);
+  };
+  auto time_of = [&](const std::string& number) {
+    return plan_from_string(with(number), true, "p.json").predicted.iteration_time_s;
+  };
+  EXPECT_EQ(time_of("0.0e-100"), 0.0);
+  EXPECT_EQ(time_of("0." + std::string(30, '0')), 0.0);
+  EXPECT_EQ(time_of("1" + std::string(300, '0')), 1e300);
+  EXPECT_EQ(time_of("1.5" + std::string(1000, '0') + "1"), 1.5);
+  EXPECT_EQ(time_of("0.30000000000000004"), 0.1 + 0.2);
+  for (const std::string& huge : {std::string("1e400"), "1" + std::string(400, '0'), std::string("0.1e-2147483639")}) {
+    const auto e = input_error_of([&] { plan_from_string(with(huge), true, "p.json"); });
+    EXPECT_EQ(e.file(), "p.json");
+    EXPECT_EQ(e.value().rfind("line 55, column 25: ", 0), 0u) << e.what();
+    // Too large: rapidjson's scanner says so; too small: the range is named.
+    EXPECT_TRUE(e.value().find("Number too big") != std::string::npos ||
+                e.allowed().find("range of a double") != std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PlanIo, NamesThatLookLikeOtherTypesAreQuotedInYaml) {
   Plan plan = sample_plan();
   plan.model = "yes";
@@ -360,10 +389,46 @@ TEST(PlanIo, OptionalSectionsAreCheckedWhenPresent) {
   }
 }
 
+TEST(PlanIo, NestingBombsAreRefusedByTheirLimit) {
+  // Nested deeper than any plan may be: refused by name before any
+  // recursive reader or renderer walks the document (a stack overflow before).
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  const auto json = input_error_of([&] { plan_from_string(nested(300000), true, "bomb.json"); });
+  EXPECT_EQ(json.file(), "bomb.json");
+  EXPECT_EQ(json.value(), "line 1, column 65: arrays and objects nested deeper than 64 levels");
+  EXPECT_EQ(json.allowed(), "JSON nested at most 64 levels deep");
+  const auto inside = input_error_of(
+      [&] { plan_from_string("{\"format\": \"autohaap-plan/1\", \"stages\": " + nested(300000) + "}", true, "b.json"); });
+  EXPECT_EQ(inside.allowed(), "JSON nested at most 64 levels deep");
+  // The limit itself is fine as JSON; the plan reader then says what is wrong.
+  EXPECT_EQ(input_error_of([&] { plan_from_string(nested(64), true, "deep.json"); }).allowed(),
+            "a JSON object (format: autohaap-plan/1)");
+
+  const auto yaml = input_error_of([&] { plan_from_string("stages: " + nested(100000), false, "bomb.yaml"); });
+  EXPECT_EQ(yaml.file(), "bomb.yaml");
+  EXPECT_EQ(yaml.key().rfind("line 1, column ", 0), 0u) << yaml.what();
+  EXPECT_NE(yaml.value().find("nested"), std::string::npos) << yaml.what();
+  EXPECT_NE(yaml.allowed().find("YAML nested less than"), std::string::npos) << yaml.what();
+}
+
+TEST(PlanIo, CountsStayWithinTheSpecsBounds) {
+  // A plan read without its specs (report, export) is held to the same
+  // bounds: a billion micro-batches once reached the report's drawing.
+  auto key_of = [](const std::function<void(Plan&)>& change) {
+    Plan plan = sample_plan();
+    change(plan);
+    return input_error_of([&] { check_plan(plan, "p.yaml"); }).key();
+  };
+  EXPECT_EQ(key_of([](Plan& p) { p.global_batch = 1000000000; }), "global_batch");
+  EXPECT_EQ(key_of([](Plan& p) { p.num_micro_batches = 1000000000; }), "num_micro_batches");
+  EXPECT_EQ(key_of([](Plan& p) { p.stages[0].dp = 1 << 30; }), "stages[0].dp");
+  EXPECT_EQ(key_of([](Plan& p) { p.stages[0].layer_end = 2147483647; }), "stages[0].layers");
+}
+
 TEST(PlanIo, SyntaxErrorsGiveTheLine) {
   const auto yaml = input_error_of([] { plan_from_string("format: [autohaap\nmodel: x\n", false, "p.yaml"); });
   EXPECT_EQ(yaml.file(), "p.yaml");
-  EXPECT_NE(yaml.value().find("line "), std::string::npos) << yaml.what();
+  EXPECT_EQ(yaml.key().rfind("line ", 0), 0u) << yaml.what();
   EXPECT_EQ(yaml.allowed(), "well-formed YAML");
 
   const auto json = input_error_of([] { plan_from_string("{\n\"format\": \"x\"\n\"model\": 1}", true, "p.json"); });

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cereal/archives/binary.hpp>
-#include <cereal/archives/json.hpp>
+#include "../../src/io/rapidjson.hpp"  // cereal's JSON archive, configured as the library configures it
 #include <sstream>
 
 #include "plan_fixtures.hpp"

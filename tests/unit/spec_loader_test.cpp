@@ -368,6 +368,64 @@ TEST_F(SpecLoader, ClusterErrorsNameTheGroup) {
                      "groups[0].device", "gone.yaml");
 }
 
+TEST_F(SpecLoader, RangesKeepEveryComputationFiniteAndNameTheKeyWritten) {
+  // Each once passed validation and then crashed the search, wrapped an
+  // integer, or blamed a key the file did not have.
+  auto gpt = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string text = kGpt;
+    text.replace(text.find(from), from.size(), to);
+    return load_model(write(name, text));
+  };
+  // 4·hidden, the default GPT MLP width, once wrapped and was blamed on
+  // ffn_hidden ('-294967296'), a key not in the file.
+  const InputError hidden = error_of([&] { gpt("a.yaml", "hidden: 256", "hidden: 1000000000"); });
+  EXPECT_EQ(hidden.key(), "hidden");
+  EXPECT_EQ(hidden.value(), "1000000000");
+  EXPECT_EQ(hidden.allowed(), "an integer from 1 to 1048576");
+  EXPECT_INPUT_ERROR(gpt("b.yaml", "layers: 4", "layers: 2147483647"), "layers", "2147483647");
+  EXPECT_INPUT_ERROR(gpt("c.yaml", "vocab: 1000", "vocab: 100000000"), "vocab", "100000000");
+  EXPECT_INPUT_ERROR(load_model(write("d.yaml", "family: generic\nseq_len: 8\nlayers:\n"
+                                                "  - {params: 1e300, forward_gflop: 1, activation_MB: 1, output_MB: 1}\n")),
+                     "layers[0].params", "1e+300");
+
+  const std::string group = "  - {device: a100-40gb, nodes: 1, gpus_per_node: 8";
+  auto cluster = [&](const std::string& name, const std::string& extra, const std::string& top = "") {
+    return load_cluster(write(name, top + "groups:\n" + group + extra + "}\n"));
+  };
+  // 1e-308 GB/s once gave infinite times and a crash in the split search.
+  const InputError bandwidth = error_of([&] { cluster("e.yaml", ", intra_node_GBps: 1e-308"); });
+  EXPECT_EQ(bandwidth.key(), "groups[0].intra_node_GBps");
+  EXPECT_EQ(bandwidth.value(), "1e-308");
+  EXPECT_EQ(bandwidth.allowed(), "a number from 0.001 to 1000000");
+  EXPECT_INPUT_ERROR(cluster("f.yaml", ", inter_node_GBps: 1e300"), "groups[0].inter_node_GBps", "1e+300");
+  EXPECT_INPUT_ERROR(cluster("g.yaml", ", inter_node_latency_us: 1e300"), "groups[0].inter_node_latency_us", "1e+300");
+  EXPECT_INPUT_ERROR(cluster("h.yaml", "", "inter_group_GBps: 1e-9\n"), "inter_group_GBps", "1e-09");
+  // The NIC share per GPU is derived: the key written is named.
+  EXPECT_INPUT_ERROR(cluster("i.yaml", ", nics_per_node: 1, nic_Gbps: 0.001"), "groups[0].nic_Gbps", "0.001");
+  // A device written inline is named by its path inside the cluster.
+  EXPECT_INPUT_ERROR(load_cluster(write("j.yaml", "groups:\n  - {device: {name: x, base: t4, nvlink_GBps: 1e-300}, "
+                                                  "nodes: 1, gpus_per_node: 8}\n")),
+                     "groups[0].device.nvlink_GBps", "1e-300");
+  // nodes x gpus_per_node once wrapped, and the search found "no usable GPUs".
+  const InputError nodes = error_of([&] {
+    load_cluster(write("k.yaml", "groups:\n  - {device: a100-40gb, nodes: 2147483647, gpus_per_node: 8}\n"));
+  });
+  EXPECT_EQ(nodes.key(), "groups[0].nodes");
+  EXPECT_EQ(nodes.allowed(), "an integer from 1 to 524288 (at most 4194304 GPUs in the whole cluster; 8 per node)");
+  // The whole cluster counts: the group that goes past the limit is named.
+  const InputError total = error_of([&] {
+    load_cluster(write("l.yaml", "groups:\n  - {device: a100-40gb, nodes: 524288, gpus_per_node: 8}\n"
+                                 "  - {device: t4, nodes: 1, gpus_per_node: 1}\n"));
+  });
+  EXPECT_EQ(total.key(), "groups[1].nodes");
+  EXPECT_NE(total.allowed().find("no more nodes"), std::string::npos) << total.what();
+
+  EXPECT_INPUT_ERROR(load_training(write("m.yaml", "global_batch: 1000000000\n")), "global_batch", "1000000000");
+  EXPECT_INPUT_ERROR(load_training(write("n.yaml", "global_batch: 8\nmicro_batch_sizes: [1, 100000000]\n")),
+                     "micro_batch_sizes[1]", "100000000");
+  EXPECT_INPUT_ERROR(load_training(write("o.yaml", "global_batch: 8\nheadroom_GiB: 1e300\n")), "headroom_GiB", "1e+300");
+}
+
 TEST_F(SpecLoader, ErrorsInsideAReferencedDeviceFileNameThatFile) {
   const std::string device = write("broken.yaml", "architecture: ampere\nmemory_GiB: lots\n");
   const InputError e = error_of([&] {

@@ -8,12 +8,15 @@
 // entries of different problems must never meet in one table; the file name
 // keeps them apart and the header says which problem the file is for.
 //
-// Format: a cereal portable-binary header — magic, format version, tool
-// version, problem fingerprint, payload size, FNV-1a checksum of the
-// payload — followed by the payload, a cereal portable-binary CacheDelta.
-// A file that fails any check (another format or version, another problem,
-// truncated, checksum mismatch, undecodable) is never trusted: loading
-// reports why in `warning` and starts empty, and the next save replaces it.
+// Format: a cereal binary header — magic, format version, tool version,
+// problem fingerprint, payload size, FNV-1a checksum of the payload —
+// followed by the payload, a cereal binary CacheDelta (this machine's byte
+// order). A file that fails any check (another format or version, another
+// problem, truncated, checksum mismatch, undecodable) is never trusted:
+// loading reports why in `warning` and starts empty, and the next save
+// replaces it. Every length in the file is checked against the file's size
+// before anything is allocated for it (io/bounded_binary_archive.hpp), so a
+// damaged length costs nothing but the refusal.
 //
 // Concurrency: tasks of a job array may load and save the same file at
 // once. Loading holds a shared flock and saving an exclusive one on

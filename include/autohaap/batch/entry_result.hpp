@@ -16,7 +16,8 @@
 //
 // Each sidecar is one JSON object (cereal). Reading a missing, damaged or
 // foreign file gives nothing rather than an error: the entry is then simply
-// run again. Cost: one small file per call. Stateless; thread-safe.
+// run again, and the reason is passed on to be reported (a summary row, a
+// warning). Cost: one small file per call. Stateless; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -52,9 +53,11 @@ struct EntryResult {
 };
 
 std::string entry_result_to_json(const EntryResult& result);
-// Nothing when `text` is not a result document.
-std::optional<EntryResult> entry_result_from_json(const std::string& text);
-// Nothing when the file is missing or not a result document.
-std::optional<EntryResult> read_entry_result(const std::string& path);
+// Nothing when `text` is not a result document (damaged, foreign, nested
+// deeper than JSON inputs may be); `why`, when given, then says why.
+std::optional<EntryResult> entry_result_from_json(const std::string& text, std::string* why = nullptr);
+// Nothing when the file is missing or not a result document; for a file
+// that is there but refused, `why` (when given) says why.
+std::optional<EntryResult> read_entry_result(const std::string& path, std::string* why = nullptr);
 
 }  // namespace autohaap

@@ -20,7 +20,9 @@
 // previous checkpoint. On reading, a file that is not a checkpoint, is
 // truncated, fails its checksum, or was written for other inputs (its
 // fingerprint differs) is refused with InputError naming the file: never
-// silently mixed into a search.
+// silently mixed into a search. Every length in the file, header and
+// payload, is checked against the bytes there before anything is allocated
+// for it (io/bounded_binary_archive.hpp).
 //
 // The fingerprint hashes the problem's fingerprint (batch/fingerprint.hpp:
 // every field of model, cluster, training and measured profiles, and the

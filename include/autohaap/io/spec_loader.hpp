@@ -46,10 +46,59 @@ Problem load_problem(const std::string& model, const std::string& cluster, const
 // kind cannot be told or the file is invalid.
 std::string validate_file(const std::string& path);
 
+// The ranges of the inputs. Each bound lies far beyond any model or machine
+// built so far, and far inside where the cost model's arithmetic stays exact
+// and finite: with every input at its bound, the largest quantities formed
+// (a layer's FLOPs over the whole batch, ~b·s²·h = 2^92; the times they give
+// at the slowest rate allowed, ~1e23 s; GPU counts and micro-batches times
+// layers in 64-bit integers) remain far from overflow, so no later
+// computation can produce an infinity, a NaN or a wrapped integer. Each
+// bound is checked by the validator of its spec below (and by check_plan for
+// the same quantity in a plan file).
+namespace limits {
+// The deepest trained transformers have under 200 layers; the split search
+// is quadratic in layers.
+inline constexpr int kMaxLayers = 10'000;
+// Widest trained: 25,600 (hidden); the default GPT MLP is 4x that.
+inline constexpr int kMaxHidden = 1 << 20;
+inline constexpr int kMaxFfnHidden = 1 << 22;
+// Largest trained vocabularies: ~256k.
+inline constexpr int kMaxVocab = 1 << 24;
+// Tokens per sequence: the longest trained contexts are ~10M.
+inline constexpr int kMaxSeqLen = 1 << 24;
+// Sequences per iteration (and so micro-batches): published batches hold
+// at most tens of thousands of sequences.
+inline constexpr int kMaxGlobalBatch = 1 << 24;
+// GPUs per node: the largest NVLink domain sold has 576.
+inline constexpr int kMaxGpusPerNode = 1 << 10;
+// GPUs per cluster (all groups): the largest clusters built have ~200,000.
+inline constexpr int kMaxClusterGpus = 1 << 22;
+// Bandwidths per GPU and direction (GB/s): 1 MB/s, slower than any link
+// sold, to 1 PB/s, faster than any. The lower bound keeps every transfer
+// time finite (a bandwidth of 1e-308 once gave infinite times and a crash).
+inline constexpr double kMinGBps = 1e-3;
+inline constexpr double kMaxGBps = 1e6;
+// Latencies: up to one second per message.
+inline constexpr double kMaxLatencyUs = 1e6;
+// Dense peak per GPU (TFLOP/s): 1 GFLOP/s to 1 EFLOP/s.
+inline constexpr double kMinTflops = 1e-3;
+inline constexpr double kMaxTflops = 1e6;
+// Memory per GPU, and the headroom kept free of it (GiB): 1 MiB to 1 PiB.
+inline constexpr double kMinMemoryGiB = 1.0 / 1024;
+inline constexpr double kMaxMemoryGiB = 1 << 20;
+// A generic layer, per sequence: parameters, forward GFLOP, MB stored.
+inline constexpr double kMaxLayerParams = 1e15;
+inline constexpr double kMaxLayerGflop = 1e12;
+inline constexpr double kMaxLayerMB = 1e9;
+}  // namespace limits
+
 // The invariants a loaded spec must meet, for specs built in code (catalog
 // entries, specs embedded in other files). `file` names the source in the
-// error; key paths are those of the YAML form.
+// error; key paths are those of the YAML form, under `path` (e.g.
+// "groups[1].device" for a device written inline in a cluster).
 void check_model(const ModelSpec& model, const std::string& file);
-void check_device(const DeviceSpec& device, const std::string& file);
+void check_device(const DeviceSpec& device, const std::string& file, const std::string& path = "");
+void check_cluster(const ClusterSpec& cluster, const std::string& file);
+void check_training(const TrainingSpec& training, const std::string& file);
 
 }  // namespace autohaap

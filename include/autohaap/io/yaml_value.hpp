@@ -100,7 +100,9 @@ std::string describe_int(Bound bound);
 std::string describe_double(Bound bound);
 
 // Parses a whole YAML file; a missing file or malformed YAML becomes an
-// InputError (malformed: key "line L, column C", value = parser message).
+// InputError (malformed: key "line L, column C", value = parser message;
+// nested past the parser's depth limit: value and allowed name the limit).
+// The one way user YAML is parsed.
 YAML::Node load_yaml_file(const std::string& path);
 // The same for text in memory; `source` names it in messages.
 YAML::Node parse_yaml(const std::string& text, const std::string& source);

@@ -1,0 +1,49 @@
+# CLI instance tests of hostile inputs: files no user writes on purpose but a
+# damaged disk, a bad script or a fuzzer does. Each must end in exit 2 (or a
+# plan) with an error that names the file and the limit it broke — never a
+# signal, never a hang. A table of
+#   name | expected exit code | regex the output must match | arguments...
+# The files are written here, at configure time, into the build tree.
+set(_hostile ${CMAKE_CURRENT_BINARY_DIR}/hostile)
+# 300,000 levels: once a stack overflow (exit 139) in every JSON reader.
+string(REPEAT "[" 300000 _open)
+string(REPEAT "]" 300000 _close)
+file(WRITE ${_hostile}/bomb.json "${_open}${_close}")
+file(WRITE ${_hostile}/metis/DeviceType.A100_tp1_bs1.json "${_open}${_close}")
+string(REPEAT "[" 100000 _open)
+string(REPEAT "]" 100000 _close)
+file(WRITE ${_hostile}/bomb.yaml "stages: ${_open}${_close}\n")
+unset(_open)
+unset(_close)
+# Valid YAML, numbers at the edges: each once passed validation.
+file(WRITE ${_hostile}/tiny_bandwidth.yaml
+     "groups:\n  - {device: a100-40gb, nodes: 1, gpus_per_node: 8, intra_node_GBps: 1e-308}\n")
+file(WRITE ${_hostile}/huge_nodes.yaml "groups:\n  - {device: a100-40gb, nodes: 2147483647, gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/wide_hidden.yaml "family: gpt\nlayers: 2\nhidden: 1000000000\nheads: 8\nvocab: 1000\nseq_len: 128\n")
+file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
+file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
+
+set(_json_depth "arrays and objects nested deeper than 64 levels'. allowed: JSON nested at most 64 levels deep")
+set(_hostile_cases
+  "hostile_plan_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|estimate|-m|gpt3-125m|-c|a100x8|--plan|${_hostile}/bomb.json"
+  "hostile_report_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|report|${_hostile}/bomb.json|-o|${_hostile}/never.svg"
+  "hostile_export_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|export|${_hostile}/bomb.json|--to|json"
+  "hostile_metis_json_nesting|2|DeviceType.A100_tp1_bs1.json: got 'line 1, column 65: ${_json_depth}|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/metis|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "hostile_plan_yaml_nesting|2|bomb.yaml: line 1, column [0-9]+: got 'lists and maps nested [0-9]+ levels deep'. allowed: YAML nested less than [0-9]+ levels deep|estimate|-m|gpt3-125m|-c|a100x8|--plan|${_hostile}/bomb.yaml"
+  "hostile_validate_yaml_nesting|2|bomb.yaml: line 1, column [0-9]+: got 'lists and maps nested|validate|${_hostile}/bomb.yaml"
+  "hostile_tiny_bandwidth|2|tiny_bandwidth.yaml: groups.0..intra_node_GBps: got '1e-308'. allowed: a number from 0.001 to 1000000|search|-m|llama3-8b|-c|${_hostile}/tiny_bandwidth.yaml"
+  "hostile_huge_nodes|2|huge_nodes.yaml: groups.0..nodes: got '2147483647'. allowed: an integer from 1 to 524288 .at most 4194304 GPUs|search|-m|gpt3-125m|-c|${_hostile}/huge_nodes.yaml"
+  "hostile_wide_hidden|2|wide_hidden.yaml: hidden: got '1000000000'. allowed: an integer from 1 to 1048576|validate|${_hostile}/wide_hidden.yaml"
+  "hostile_deep_model|2|deep_model.yaml: layers: got '2147483647'. allowed: an integer from 1 to 10000|estimate|-m|${_hostile}/deep_model.yaml|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "hostile_huge_batch|2|huge_batch.yaml: global_batch: got '1000000000'. allowed: an integer from 1 to 16777216|search|-m|gpt3-125m|-c|a100x8|-t|${_hostile}/huge_batch.yaml"
+  "hostile_huge_dp|2|--dp: got '2147483647'. allowed: at most the cluster's 8 GPUs|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|2147483647|--micro-batch|1"
+  "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
+)
+autohaap_cli_cases("cli" ${_hostile_cases})
+# The batch case needs its damaged result file in place on every run (the
+# run itself replaces it).
+add_test(NAME cli_hostile_batch_result_setup
+         COMMAND ${CMAKE_COMMAND} -E copy ${_hostile}/bomb.json
+                 ${_hostile}/batch/results/gpt3-1.3b__a100x8__default.json)
+set_tests_properties(cli_hostile_batch_result_setup PROPERTIES FIXTURES_SETUP hostile_batch LABELS "cli")
+set_tests_properties(cli_hostile_batch_result_nesting PROPERTIES FIXTURES_REQUIRED hostile_batch)
