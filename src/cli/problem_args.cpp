@@ -32,7 +32,7 @@ std::string precision_notes(const Problem& p) {
     const DeviceSpec& d = g.device;
     if (!seen.insert(d.name).second) continue;
     const std::string sixteen = d.has_bf16 ? "BF16" : "FP16";
-    if (precision == Precision::fp8 && d.peak_fp8_tflops <= 0)
+    if (precision == Precision::fp8 && !gemms_in_fp8(precision, d))
       notes += "note: " + d.name + " has no FP8; its stages run their GEMMs in " + sixteen + " at its " + sixteen +
                " peak\n";
     else if ((precision == Precision::bf16 || precision == Precision::fp8) && !d.has_bf16)

@@ -192,7 +192,7 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   x.element_bytes = bytes_per_element(pb.training.precision);
   x.sequence_parallel = pb.training.sequence_parallel && s.tp > 1;
   // A device without FP8 runs an fp8 plan's GEMMs in 16 bits.
-  x.fp8 = pb.training.precision == Precision::fp8 && pb.cluster.groups.at(s.group).device.peak_fp8_tflops > 0;
+  x.fp8 = gemms_in_fp8(pb.training.precision, pb.cluster.groups.at(s.group).device);
   return x;
 }
 

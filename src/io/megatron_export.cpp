@@ -52,9 +52,9 @@ bool device_has_bf16(const Problem& problem, const Plan& plan) {
   return true;
 }
 
-bool device_has_fp8(const Problem& problem, const Plan& plan) {
+bool gemms_in_fp8_everywhere(const Problem& problem, const Plan& plan) {
   for (const StagePlan& s : plan.stages) {
-    if (problem.cluster.groups.at(s.group).device.peak_fp8_tflops <= 0) return false;
+    if (!gemms_in_fp8(problem.training.precision, problem.cluster.groups.at(s.group).device)) return false;
   }
   return true;
 }
@@ -194,7 +194,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   if (tr.precision == Precision::bf16 || tr.precision == Precision::fp8)
     add(device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
   if (tr.precision == Precision::fp16) add("--fp16");
-  if (tr.precision == Precision::fp8 && device_has_fp8(problem, plan)) {
+  if (gemms_in_fp8_everywhere(problem, plan)) {
     // Transformer Engine's recipe as NeMo runs it: E4M3 forward, E5M2
     // gradients, delayed scaling over a 1024-step amax history.
     add("--fp8-format", "hybrid");
@@ -219,7 +219,7 @@ std::string format_megatron_arguments(const Plan& plan, const Problem& problem) 
   if ((precision == Precision::bf16 || precision == Precision::fp8) && !device_has_bf16(problem, plan)) {
     out += "# " + s0.device + " has no BF16: FP16 with loss scaling instead\n";
   }
-  if (precision == Precision::fp8 && !device_has_fp8(problem, plan))
+  if (precision == Precision::fp8 && !gemms_in_fp8_everywhere(problem, plan))
     out += "# " + s0.device + " has no FP8: 16-bit GEMMs, as the estimate assumed\n";
   if (precision == Precision::tf32)
     out += "# tf32: Megatron-LM has no flag; allow TF32 matmuls (NVIDIA_TF32_OVERRIDE=1 or "

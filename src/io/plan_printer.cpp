@@ -54,7 +54,7 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
   if (problem.training.precision == Precision::fp8) {
     for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
       const DeviceSpec& d = problem.cluster.groups.at(plan.stages[i].group).device;
-      if (d.peak_fp8_tflops <= 0)
+      if (!gemms_in_fp8(problem.training.precision, d))
         out += printf_string("stage %d (%s) has no FP8: its GEMMs run in %s\n", i, d.name.c_str(),
                              d.has_bf16 ? "BF16" : "FP16");
     }

@@ -17,11 +17,12 @@
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "plan_fixtures.hpp"
 
 namespace autohaap {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using testing_fixtures::input_error_of;
 
 ModelSpec gpt(int layers, int hidden, int heads, int seq = 2048) {
   return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, 51200, seq,
@@ -118,32 +119,17 @@ TEST(Interleaving, RulesNameTheFlagAndThePlanKey) {
   EXPECT_NO_THROW(make_uniform_plan(p, r));
   // pp = 1: nothing to interleave.
   r.pp = 1;
-  try {
-    make_uniform_plan(p, r);
-    FAIL() << "vpp with one stage accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "--vpp");
-  }
+  EXPECT_EQ(input_error_of([&] { make_uniform_plan(p, r); }).key(), "--vpp");
   // 3 stages of 8 layers split 3, 3, 2 with vpp 3: a stage of 2 layers
   // cannot hold 3 chunks.
   r.pp = 3, r.vpp = 3;
-  try {
-    make_uniform_plan(p, r);
-    FAIL() << "a chunk without layers accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "--vpp");
-  }
+  EXPECT_EQ(input_error_of([&] { make_uniform_plan(p, r); }).key(), "--vpp");
   // 12 micro-batches over 8 stages (1 layer each) with vpp 1 fine; the
   // same plan interleaved is refused in the plan file as `vpp`.
   r.pp = 8, r.vpp = 1;
   Plan plan = make_uniform_plan(p, r);
   plan.vpp = 2;
-  try {
-    check_plan_against(plan, p.model, p.cluster, "plan.yaml");
-    FAIL() << "a 1-layer stage with 2 chunks accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "vpp");
-  }
+  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, "plan.yaml"); }).key(), "vpp");
 }
 
 // ------------------------------------------------------ context parallelism
@@ -454,12 +440,7 @@ TEST(PlanFile, CarriesVppAndCpAndReadsOlderPlansAsOne) {
   // gpus must be tp·cp·dp.
   Plan wrong = plan;
   wrong.stages[0].gpus = 4;
-  try {
-    check_plan(wrong, "w.yaml");
-    FAIL() << "gpus != tp·cp·dp accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "stages[0].gpus");
-  }
+  EXPECT_EQ(input_error_of([&] { check_plan(wrong, "w.yaml"); }).key(), "stages[0].gpus");
 }
 
 TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
@@ -467,22 +448,12 @@ TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
   p.training.global_batch = 8;
   UniformPlanRequest r;
   r.tp = 1, r.pp = 1, r.dp = 1, r.cp = 3, r.micro_batch_per_replica = 1;
-  try {
-    make_uniform_plan(p, r);
-    FAIL() << "cp 3 on 2048 tokens accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "--cp");
-  }
+  EXPECT_EQ(input_error_of([&] { make_uniform_plan(p, r); }).key(), "--cp");
   r.cp = 4;
   Plan plan = make_uniform_plan(p, r);
   plan.stages[0].cp = 3;
   plan.stages[0].gpus = 3;
-  try {
-    check_plan_against(plan, p.model, p.cluster, "p.yaml");
-    FAIL() << "cp 3 accepted in a plan";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "stages[0].cp");
-  }
+  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, "p.yaml"); }).key(), "stages[0].cp");
 }
 
 }  // namespace

@@ -7,9 +7,24 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "autohaap/error.hpp"
 #include "autohaap/plan.hpp"
 
 namespace autohaap::testing_fixtures {
+
+// The InputError `f` throws; a test failure (and an empty error) when it
+// throws none.
+inline InputError input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no InputError thrown";
+  return InputError("", "", "", "");
+}
 
 inline StagePlan make_stage(int group, const char* device, int first_gpu, int tp, int dp, int begin, int end,
                             Recompute recompute) {
@@ -66,6 +81,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.global_batch, b.global_batch);
   EXPECT_EQ(a.micro_batch_size, b.micro_batch_size);
   EXPECT_EQ(a.num_micro_batches, b.num_micro_batches);
+  EXPECT_EQ(a.vpp, b.vpp);
   EXPECT_EQ(a.zero, b.zero);
   ASSERT_EQ(a.stages.size(), b.stages.size());
   for (std::size_t i = 0; i < a.stages.size(); ++i) {
@@ -77,6 +93,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
     EXPECT_EQ(x.first_gpu, y.first_gpu);
     EXPECT_EQ(x.gpus, y.gpus);
     EXPECT_EQ(x.tp, y.tp);
+    EXPECT_EQ(x.cp, y.cp);
     EXPECT_EQ(x.dp, y.dp);
     EXPECT_EQ(x.layer_begin, y.layer_begin);
     EXPECT_EQ(x.layer_end, y.layer_end);

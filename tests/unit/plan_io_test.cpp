@@ -21,19 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_fixtures::expect_same_plan;
+using testing_fixtures::input_error_of;
 using testing_fixtures::sample_plan;
 
 // The InputError `f` throws; fails the test if it throws nothing.
-InputError input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no InputError thrown";
-  return InputError("", "", "", "");
-}
-
 // `text` with its one occurrence of `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);

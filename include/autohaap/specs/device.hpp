@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "autohaap/specs/training.hpp"
+
 namespace autohaap {
 
 // One point of the achievable-GEMM-efficiency curve: a dense matrix multiply
@@ -62,5 +64,12 @@ double gemm_efficiency(const DeviceSpec& device, double gflop);
 double gemm_efficiency_at(const DeviceSpec& device, double gflop, double peak_tflops);
 
 const char* to_string(Architecture a);
+
+// Whether a stage on `device` runs its linear-layer GEMMs in FP8: fp8
+// training on a device with FP8 tensor cores. Elsewhere an fp8 plan runs
+// them in 16 bits (BF16, or FP16 without BF16).
+inline bool gemms_in_fp8(Precision precision, const DeviceSpec& device) {
+  return precision == Precision::fp8 && device.peak_fp8_tflops > 0;
+}
 
 }  // namespace autohaap
