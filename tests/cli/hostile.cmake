@@ -24,6 +24,12 @@ file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden:
 file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
 file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT01 and then nothing a checkpoint holds\n")
+# 4,194,304 micro-batches: once a 500 MB picture, or bad_alloc.
+file(READ ${CMAKE_CURRENT_SOURCE_DIR}/data/report/uniform_4stage.yaml _plan)
+string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
+string(REPLACE "num_micro_batches: 128" "num_micro_batches: 4194304" _plan "${_plan}")
+file(WRITE ${_hostile}/long_iteration.yaml "${_plan}")
+unset(_plan)
 # Five node groups: an initialization of minutes. What is wrong with an
 # input or an output must be said before it, so these cases have a timeout.
 file(WRITE ${_hostile}/five_groups.yaml "groups:
@@ -53,11 +59,12 @@ set(_hostile_cases
   "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
   "hostile_unwritable_out_before_search|2|no_such_dir/plan.json: got 'cannot create a temporary file in .*No such file or directory'. allowed: a writable path|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|-o|${_hostile}/no_such_dir/plan.json"
   "hostile_damaged_checkpoint_before_search|2|damaged.checkpoint: checkpoint: got 'a damaged or truncated checkpoint|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|--checkpoint|${_hostile}/damaged.checkpoint"
+  "hostile_report_long_iteration|0|report written to .*long.svg .svg: 4 stages, 4194304 micro-batches|report|${_hostile}/long_iteration.yaml|-o|${_hostile}/long.svg"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
 )
 autohaap_cli_cases("cli" ${_hostile_cases})
 set_tests_properties(cli_hostile_unwritable_out_before_search cli_hostile_damaged_checkpoint_before_search
-                     PROPERTIES TIMEOUT 30)
+                     cli_hostile_report_long_iteration PROPERTIES TIMEOUT 30)
 # The batch case needs its damaged result file in place on every run (the
 # run itself replaces it).
 add_test(NAME cli_hostile_batch_result_setup
