@@ -3,6 +3,7 @@
 // 2 invalid input, 3 no feasible plan, 4 interrupted / time limit.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <vector>
 
@@ -12,6 +13,10 @@
 int main(int argc, char** argv) {
   using namespace autohaap;
   using namespace autohaap::cli;
+  // Output reaches a terminal, a pipe or a log line by line as it is
+  // produced (std::cout writes through C's stdout): a job killed after its
+  // grace period (Slurm: SIGTERM, then SIGKILL) keeps all it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
 
   CLI::App app{"AutoHAAP: heterogeneity-aware asymmetric partitioning for LLM training.\n"
                "Without a command: a search on the built-in default (llama3-8b on a mixed A100+V100 cluster)."};

@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/dist/distributed_search.hpp"
@@ -24,6 +26,7 @@
 #include "autohaap/dist/rank_report.hpp"
 #include "autohaap/report/report_writer.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_printer.hpp"
@@ -117,14 +120,24 @@ Problem load_search_problem(const SearchArgs& a) {
   Problem problem = load_problem_args(pa);
   if (a.threads < 0) throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) or more");
   if (a.top < 1) throw InputError("command line", "--top", std::to_string(a.top), "1 or more");
-  if (a.time_limit < 0) throw InputError("command line", "--time-limit", std::to_string(a.time_limit), "seconds >= 0");
-  if (!(a.exchange_interval > 0))
-    throw InputError("command line", "--exchange-interval", std::to_string(a.exchange_interval), "seconds > 0");
-  if (!(a.checkpoint_interval > 0))
-    throw InputError("command line", "--checkpoint-interval", std::to_string(a.checkpoint_interval), "seconds > 0");
+  // Written as the user wrote them: NaN and infinity fail every test here
+  // (a NaN time limit once meant no limit).
+  auto seconds = [](const char* flag, double v, bool zero_allowed) {
+    std::ostringstream text;
+    text << v;
+    if (!(std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0)))
+      throw InputError("command line", flag, text.str(),
+                       zero_allowed ? "a number of seconds >= 0 (0: none)" : "a number of seconds > 0");
+  };
+  seconds("--time-limit", a.time_limit, true);
+  seconds("--exchange-interval", a.exchange_interval, false);
+  seconds("--checkpoint-interval", a.checkpoint_interval, false);
   if (!a.checkpoint.empty() && a.strategy != "autohaap")
     throw InputError("command line", "--checkpoint", a.checkpoint, "only with --strategy autohaap");
   if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
+  // What is written after the search must be writable before it starts.
+  for (const std::string* path : {&a.out, &a.report, &a.checkpoint})
+    if (!path->empty()) check_writable(*path);
   return problem;
 }
 

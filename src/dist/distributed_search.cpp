@@ -218,6 +218,16 @@ class Driver {
   bool set_up(DistributedResult& out) {
     std::optional<SearchCheckpoint> restored;
     const std::string inputs = describe_search(problem_, options_.search.strategy, options_.search.top_k);
+    fingerprint_ = search_fingerprint(problem_, cost_.parameters(), options_.search.strategy, options_.search.top_k);
+    // A damaged or foreign checkpoint is refused before the initialization,
+    // which may take minutes; its skeleton list is compared after it.
+    auto read = [&] {
+      if (root() && checkpointing()) restored = read_checkpoint(options_.checkpoint_path, fingerprint_, inputs);
+    };
+    if (auto failure = group_.first_failure(read)) {
+      out.failure = failure;
+      return false;
+    }
     auto local = [&] {
       if (hook_.fires(group_.rank(), "input"))
         throw InputError("AUTOHAAP_TEST_FAIL_RANK", "", std::to_string(hook_.rank),
@@ -232,17 +242,12 @@ class Driver {
         for (const Plan& plan : uniform_plans(cost_, options_.search.top_k, evaluated)) incumbent_.offer(plan);
         if (root()) seed_evaluated_ = evaluated;
       });
-      fingerprint_ = search_fingerprint(problem_, cost_.parameters(), options_.search.strategy,
-                                        options_.search.top_k);
       digest_ = skeleton_list_digest(prepared_.skeletons);
-      if (root() && checkpointing()) {
-        restored = read_checkpoint(options_.checkpoint_path, fingerprint_, inputs);
-        if (restored && (restored->skeletons != prepared_.skeletons.size() || restored->list_digest != digest_))
-          throw InputError(options_.checkpoint_path, "checkpoint",
-                           "a checkpoint whose skeleton list differs from this search's (another autohaap version?)",
-                           "a checkpoint written by this version for this search; remove the file or choose "
-                           "another --checkpoint path");
-      }
+      if (restored && (restored->skeletons != prepared_.skeletons.size() || restored->list_digest != digest_))
+        throw InputError(options_.checkpoint_path, "checkpoint",
+                         "a checkpoint whose skeleton list differs from this search's (another autohaap version?)",
+                         "a checkpoint written by this version for this search; remove the file or choose "
+                         "another --checkpoint path");
     };
     if (auto failure = group_.first_failure(local)) {
       out.failure = failure;

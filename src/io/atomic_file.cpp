@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "autohaap/error.hpp"
 
@@ -100,9 +101,9 @@ void sync_directory(const std::string& path, const std::filesystem::path& dir) {
   }
 }
 
-}  // namespace
-
-void write_file_atomically(const std::string& path, std::string_view contents) {
+// The folder `path` is written in and the file's base name; InputError for
+// a name that cannot be a file.
+std::pair<std::filesystem::path, std::string> target_of(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) fail_write(path, "an empty file name");
   const fs::path target(path);
@@ -110,7 +111,21 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   if (base.empty() || base == "." || base == "..") fail_write(path, "a directory name, not a file name");
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
+  return {dir, base};
+}
 
+}  // namespace
+
+void check_writable(const std::string& path) {
+  const auto [dir, base] = target_of(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail_write(path, "a directory, not a file name");
+  // What write_file_atomically does first; the file is removed again.
+  create_temporary(path, dir, base);
+}
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  const auto [dir, base] = target_of(path);
   TemporaryFile tmp = create_temporary(path, dir, base);
 
   // Replacing a file should not change who may read it.

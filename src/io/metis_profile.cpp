@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <system_error>
 #include <tuple>
 
@@ -17,6 +18,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/spec_loader.hpp"
 
 namespace autohaap {
 namespace {
@@ -195,6 +197,12 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   const rj::Value& exec = r.member(doc, "", "execution_time", "an object with layer_compute_total_ms");
   f.layer_ms = r.numbers(r.member(exec, "execution_time", "layer_compute_total_ms", "a list of milliseconds"),
                          "execution_time.layer_compute_total_ms", true);
+  for (std::size_t l = 0; l < f.layer_ms.size(); ++l) {
+    if (f.layer_ms[l] > limits::kMaxOpLatencyMs)
+      throw InputError(f.path, "execution_time.layer_compute_total_ms[" + std::to_string(l) + "]",
+                       (std::ostringstream() << f.layer_ms[l]).str(),
+                       "at most " + std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)) + " ms");
+  }
   for (const char* key : {"total_time_ms", "forward_backward_time_ms", "batch_generator_time_ms",
                           "layernorm_grads_all_reduce_time_ms", "embedding_grads_all_reduce_time_ms",
                           "optimizer_time_ms"}) {

@@ -8,6 +8,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/spec_loader.hpp"
 
 namespace autohaap {
 namespace {
@@ -86,9 +87,11 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     try {
       std::size_t used = 0;
       ms = std::stod(c[5], &used);
-      if (used != c[5].size() || !(ms > 0)) throw std::invalid_argument("");
+      // Not inf, not nan (which stod reads): a latency the cost model can add up.
+      if (used != c[5].size() || !(ms > 0 && ms <= limits::kMaxOpLatencyMs)) throw std::invalid_argument("");
     } catch (const std::exception&) {
-      throw InputError(path, where + ".latency_ms", c[5], "a positive number of milliseconds");
+      throw InputError(path, where + ".latency_ms", c[5],
+                       "a number of milliseconds above 0 and at most " + std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)));
     }
     key.layer = (c.size() == 7 && !c[6].empty()) ? (c[6] == "-1" ? -1 : integer(6, 0)) : -1;
     table.add(key, ms * 1e-3);

@@ -25,6 +25,8 @@ constexpr double kTimelineRight = kWidth - kIdleWidth;
 // Above this many passes, boxes carry no tooltip or number: they would be
 // too thin to read and would only make the file heavy.
 constexpr std::size_t kDetailedPassLimit = 2048;
+// Width of the band that stands for the elided middle of a long schedule.
+constexpr double kElisionBandWidth = 60;
 
 constexpr const char* kFont = "font-family=\"Helvetica, Arial, sans-serif\"";
 constexpr const char* kLaneColour = "#ececec";
@@ -136,7 +138,14 @@ struct Layout {
   double row_height = 0;
   double box_inset = 0;
   double scale = 1;  // px per second
-  double x(double t) const { return kTimelineLeft + t * scale; }
+  // An elided stretch [cut_from, cut_to) of the schedule is drawn as a band
+  // band_px wide (0: none); the time on either side is to scale.
+  double cut_from = 0, cut_to = 0, band_px = 0;
+  double x(double t) const {
+    if (band_px <= 0 || t <= cut_from) return kTimelineLeft + t * scale;
+    if (t >= cut_to) return kTimelineLeft + (t - (cut_to - cut_from)) * scale + band_px;
+    return kTimelineLeft + cut_from * scale + band_px * (t - cut_from) / (cut_to - cut_from);
+  }
   double row_top(int i) const { return rows_top + i * row_height; }
   double box_top(int i) const { return row_top(i) + box_inset; }
   double box_bottom(int i) const { return row_top(i) + row_height - box_inset; }
@@ -259,15 +268,23 @@ void sends(std::string& out, const Timeline& t, const Layout& L) {
 
 void time_axis(std::string& out, const Timeline& t, const Layout& L, double y, double grid_top) {
   const double span = t.iteration_s > 0 ? t.iteration_s : 1;
-  const double step = nice_step(span / 10);
+  const double cut = L.band_px > 0 ? L.cut_to - L.cut_from : 0;  // not to scale
+  const double step = nice_step((span - cut) / 10);
   const int decimals = decimals_for(step);
   out += "<g class=\"time-axis\" " + std::string(kFont) + " font-size=\"11\" text-anchor=\"middle\">\n";
   out += line(kTimelineLeft, y, kTimelineRight, y, "stroke=\"#333333\"");
-  for (int k = 0; k * step <= span * (1 + 1e-9); ++k) {
-    const double x = L.x(k * step);
+  auto tick = [&](double time) {
+    const double x = L.x(time);
     out += line(x, grid_top, x, y, "stroke=\"#ffffff\" stroke-width=\"1\" class=\"grid\"");
     out += line(x, y, x, y + 5, "stroke=\"#333333\"");
-    out += text(x, y + 18, fixed(k * step, decimals));
+    out += text(x, y + 18, fixed(time, decimals));
+  };
+  // Ticks on either side of an elided stretch, at their real times.
+  const double first_gap = cut > 0 ? L.cut_from : span;
+  for (long long k = 0; k * step <= first_gap * (1 + 1e-9); ++k) tick(k * step);
+  if (cut > 0) {
+    for (long long k = static_cast<long long>(std::ceil(L.cut_to / step)); k * step <= span * (1 + 1e-9); ++k)
+      tick(k * step);
   }
   out += text(kTimelineRight + 40, y + 18, "time (s)", "text-anchor=\"middle\"");
   out += "</g>\n";
@@ -301,23 +318,50 @@ struct Picture {
 double draw_timeline(std::string& out, const Picture& pic, double top) {
   const int p = pic.stages();
   const Timeline& timeline = pic.timeline;
-  const bool detailed = 2 * static_cast<std::size_t>(p) * pic.plan.num_micro_batches <= kDetailedPassLimit;
+  std::size_t passes = 0;
+  for (const StageTimeline& st : timeline.stages) passes += st.ops.size();
+  const bool detailed = passes <= kDetailedPassLimit;
   Layout L;
   L.rows_top = top + 16;
   L.row_height = std::clamp(600.0 / p, 14.0, 44.0);
   L.box_inset = L.row_height >= 24 ? 5 : L.row_height * 0.18;
-  L.scale = (kTimelineRight - kTimelineLeft) / (timeline.iteration_s > 0 ? timeline.iteration_s : 1);
+  const double span = timeline.iteration_s > 0 ? timeline.iteration_s : 1;
+  const auto& elided = timeline.elided;
+  if (elided && elided->to_s > elided->from_s) {
+    // The stretch between the cut's two sides, however long, is one band.
+    L.cut_from = elided->from_s;
+    L.cut_to = elided->to_s;
+    L.band_px = kElisionBandWidth;
+    L.scale = (kTimelineRight - kTimelineLeft - L.band_px) / std::max(span - (L.cut_to - L.cut_from), 1e-300);
+  } else {
+    L.scale = (kTimelineRight - kTimelineLeft) / span;
+  }
 
-  out += text(20, top,
-              "1F1B schedule of one iteration: " + std::to_string(pic.plan.num_micro_batches) +
-                  " micro-batches, one box per forward and backward; grey lane = idle (pipeline bubble)",
-              "font-size=\"14\" font-weight=\"bold\"");
+  std::string title = "1F1B schedule of one iteration: " + std::to_string(pic.plan.num_micro_batches) +
+                      " micro-batches, one box per forward and backward; grey lane = idle (pipeline bubble)";
+  if (elided) title += "; " + std::to_string(elided->micro_batches) + " in the middle elided";
+  out += text(20, top, title, "font-size=\"14\" font-weight=\"bold\"");
   // Lanes first, so idle time reads as the grey showing between boxes.
   out += "<g class=\"lanes\" fill=\"" + std::string(kLaneColour) + "\">\n";
   for (int i = 0; i < p; ++i) {
     out += rect(kTimelineLeft, L.box_top(i), kTimelineRight - kTimelineLeft, L.box_bottom(i) - L.box_top(i));
   }
   out += "</g>\n";
+  if (elided) {
+    // Said in the picture: what the band (or, when the cut leaves no gap,
+    // the schedule) leaves out, and at what pace it runs.
+    const double x0 = L.band_px > 0 ? L.x(L.cut_from) : L.x(elided->to_s) - kElisionBandWidth / 2;
+    const double w = L.band_px > 0 ? L.band_px : kElisionBandWidth;
+    const double y0 = L.box_top(0), y1 = L.box_bottom(p - 1);
+    out += "<g class=\"elided\" data-micro-batches=\"" + std::to_string(elided->micro_batches) + "\">\n";
+    if (L.band_px > 0) out += rect(x0, y0, w, y1 - y0, "fill=\"#ffffff\" stroke=\"#999999\" stroke-dasharray=\"4 3\"");
+    out += text(x0 + w / 2, (y0 + y1) / 2, "… " + std::to_string(elided->micro_batches) + " micro-batches elided …",
+                "font-size=\"10\" text-anchor=\"middle\" transform=\"rotate(-90 " + px(x0 + w / 2) + " " +
+                    px((y0 + y1) / 2) + ")\"");
+    out += "<title>" + std::to_string(elided->micro_batches) + " micro-batches elided: the steady state, one every " +
+           fixed(elided->period_s, 4) + " s (" + fixed(elided->to_s - elided->from_s, 2) + " s not drawn)</title>\n";
+    out += "</g>\n";
+  }
   const double axis_y = L.row_top(p) + 4;
   time_axis(out, timeline, L, axis_y, L.rows_top);
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+
+#include "autohaap/error.hpp"
 
 namespace autohaap {
 
@@ -25,9 +28,11 @@ std::vector<std::pair<PassKind, int>> one_f_one_b_order(int stage, int num_stage
   return order;
 }
 
-Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m) {
+namespace {
+
+// Every pass of m micro-batches, one by one.
+Timeline simulate_all(const std::vector<StageEstimate>& est, int m) {
   const int p = static_cast<int>(est.size());
-  if (p < 1 || m < 1) throw std::invalid_argument("simulate_1f1b: needs at least one stage and one micro-batch");
 
   Timeline t;
   t.num_micro_batches = m;
@@ -94,6 +99,57 @@ Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m) {
     tail = std::max(tail, est[i].dp_sync_s + est[i].optimizer_s);
   }
   t.iteration_s = t.pipeline_s + tail;
+  return t;
+}
+
+}  // namespace
+
+Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m, std::size_t max_passes) {
+  const int p = static_cast<int>(est.size());
+  if (p < 1 || m < 1) throw std::invalid_argument("simulate_1f1b: needs at least one stage and one micro-batch");
+  if (p > kMaxTimelineStages)
+    throw InputError("", "stages", std::to_string(p) + " pipeline stages",
+                     "at most " + std::to_string(kMaxTimelineStages) + " for a schedule (a report draws each as a row)");
+  const int cut_at = p + kEdgeMicroBatches;  // stage 0's forward of this micro-batch starts the cut
+  const int simulated = 2 * cut_at;
+  if (2 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m) <= max_passes || m <= simulated)
+    return simulate_all(est, m);
+
+  Timeline t = simulate_all(est, simulated);
+  const Timeline longer = simulate_all(est, simulated + 1);
+  const int skipped = m - simulated;
+  const double period = longer.pipeline_s - t.pipeline_s;
+  const double shift = skipped * period;
+  double cut = 0;
+  for (const PipelineOp& op : t.stages[0].ops) {
+    if (op.kind == PassKind::forward && op.micro_batch == cut_at) cut = op.start_s;
+  }
+  Timeline::Elision e;
+  e.micro_batches = skipped;
+  e.period_s = period;
+  e.to_s = cut + shift;
+  for (int i = 0; i < p; ++i) {
+    StageTimeline& s = t.stages[i];
+    for (PipelineOp& op : s.ops) {
+      if (op.start_s < cut) {
+        e.from_s = std::max(e.from_s, op.send_end_s);
+        continue;
+      }
+      op.micro_batch += skipped;
+      op.start_s += shift;
+      op.end_s += shift;
+      op.send_end_s += shift;
+    }
+    // Each micro-batch keeps a stage busy the same time.
+    s.busy_s += skipped * (longer.stages[i].busy_s - s.busy_s);
+    s.sync_start_s += shift;
+    s.sync_end_s += shift;
+    s.optimizer_end_s += shift;
+  }
+  t.pipeline_s += shift;
+  t.iteration_s += shift;
+  t.num_micro_batches = m;
+  t.elided = e;
   return t;
 }
 

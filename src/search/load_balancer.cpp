@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -230,12 +231,13 @@ class Reach {
 // The split search of one skeleton (see the header for the method).
 class SplitSearch {
  public:
-  SplitSearch(BalancerStageTable& table, double bound)
+  SplitSearch(BalancerStageTable& table, double bound, const std::function<bool()>& stop = {})
       : table_(table),
         L_(table.layers()),
         p_(table.stages()),
         m_(table.micro_batches()),
         bound_(bound),
+        stop_(stop),
         reach_t_(table),
         reach_s_(table) {}
 
@@ -425,7 +427,13 @@ class SplitSearch {
     sync_lower_ = sync_lower;
   }
 
-  enum class Outcome { found, above_bound, infeasible };
+  enum class Outcome { found, above_bound, infeasible, stopped };
+
+  // The caller's stop, asked between thresholds; once true, every loop ends.
+  bool stopping() {
+    if (!stopped_ && stop_ && stop_()) stopped_ = true;
+    return stopped_;
+  }
 
   // The steady-state term (m - 1) * T; with one micro-batch there is none.
   double steady(double T) const { return m_ > 1 ? (m_ - 1) * T : 0.0; }
@@ -446,6 +454,7 @@ class SplitSearch {
     }
     set_threshold(T);
     while (!feasible(reach_t_, nullptr)) {
+      if (stopping()) return Outcome::stopped;
       T = next_event(reach_t_, time, nullptr);
       if (T == kInf) return Outcome::infeasible;
       set_threshold(T);
@@ -462,6 +471,7 @@ class SplitSearch {
     // loop ends once that bound exceeds the best split found, or aborts once
     // it exceeds the caller's bound and nothing found beats that either.
     while (T < kInf) {
+      if (stopping()) return Outcome::stopped;
       const double lower = steady(T) + sum_lower_ + sync_lower_;
       if (lower > limit()) break;
       if (hopeless(lower)) return Outcome::above_bound;
@@ -470,8 +480,10 @@ class SplitSearch {
       if (T == kInf) break;
       set_threshold(T);
     }
+    if (stopping()) return Outcome::stopped;
     if (best_split_.empty()) return Outcome::infeasible;
     polish();
+    if (stopping()) return Outcome::stopped;
     return best_ <= bound_ * (1 + kSlack) ? Outcome::found : Outcome::above_bound;
   }
 
@@ -485,7 +497,7 @@ class SplitSearch {
     reach_s_.clear();
     double S = sync_lower_;
     grow(reach_s_, S, sync, &reach_t_);
-    while (steady(T) + S + sum_t <= limit()) {
+    while (steady(T) + S + sum_t <= limit() && !stopping()) {
       // For identical layers a cheap count test skips hopeless thresholds.
       const bool possible = !table_.identical() || feasible(reach_s_, &reach_t_);
       if (possible && dp(reach_t_, &reach_s_) < kInf) consider(split_);
@@ -500,7 +512,7 @@ class SplitSearch {
   void polish() {
     std::vector<int> ends = best_split_;
     double value = best_;
-    for (int round = 0; round < 4 * p_; ++round) {
+    for (int round = 0; round < 4 * p_ && !stopping(); ++round) {
       bool improved = false;
       for (int k = 0; k + 1 < p_; ++k) {
         for (int delta : {-1, +1}) {
@@ -552,6 +564,8 @@ class SplitSearch {
   BalancerStageTable& table_;
   int L_, p_, m_;
   double bound_;
+  std::function<bool()> stop_;
+  bool stopped_ = false;
   Reach reach_t_, reach_s_;
   double sum_lower_ = 0, sync_lower_ = 0;
   double best_ = kInf;
@@ -740,7 +754,7 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
   return (sum + (m - 1) * bottleneck) * (1 - 1e-12);
 }
 
-BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) const {
+BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -749,7 +763,7 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
   if (p < 1 || p > L || num_micro_batches(problem, skeleton) < 1) return infeasible;
 
   BalancerStageTable table(*this, skeleton, nullptr);
-  SplitSearch search(table, bound);
+  SplitSearch search(table, bound, stop);
 
   // Lower bounds of the sum term (from per-layer speeds, as in lower_bound)
   // and of the sync term (every stage holds at least one layer).
@@ -782,6 +796,9 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound) cons
       return result;
     case SplitSearch::Outcome::above_bound:
       result.status = BalanceResult::Status::above_bound;
+      return result;
+    case SplitSearch::Outcome::stopped:
+      result.status = BalanceResult::Status::stopped;
       return result;
     case SplitSearch::Outcome::found:
       break;

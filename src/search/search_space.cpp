@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <string>
+
+#include "autohaap/error.hpp"
 
 namespace autohaap {
 namespace {
@@ -57,6 +60,17 @@ std::vector<std::vector<int>> ordered_subsets(int groups) {
 
 SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
   const auto& groups = problem.cluster.groups;
+  // Ordered non-empty subsets of n groups: sum over k of n! / (n - k)!.
+  std::uint64_t orders = 0, run = 1;
+  for (std::uint64_t k = 0; k < groups.size(); ++k) {
+    run = saturating_mul(run, groups.size() - k);
+    orders = saturating_add(orders, run);
+  }
+  if (orders > kMaxGroupOrders)
+    throw InputError(problem.cluster.name, "groups", std::to_string(groups.size()) + " node groups",
+                     "at most 10 node groups in one search: the orders of the pipeline's groups grow as n! (10 groups: "
+                     "9,864,100 orders; " + std::to_string(groups.size()) + ": " + std::to_string(orders) +
+                         "); merge groups of one device type");
   for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(g, groups[g]));
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = problem.training.micro_batch_sizes;

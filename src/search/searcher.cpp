@@ -1,6 +1,8 @@
 #include "autohaap/search/searcher.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <limits>
 
 #include "autohaap/error.hpp"
@@ -142,16 +144,49 @@ bool by_bound(const Skeleton& a, const Skeleton& b) {
   return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
 }
 
+// Keeps the `count` skeletons of least (bound, id) in `list` once it holds
+// twice that many: the best `count` of everything ever added stay, in any
+// order of adding.
+void keep_best(std::vector<Skeleton>& list, std::size_t count) {
+  if (list.size() < 2 * count) return;
+  std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(count), list.end(), by_bound);
+  list.resize(count);
+}
+
+// run(task, part) for tasks [0, n) in parallel, a block at a time, each
+// task with a Part of its own; after each block, merge(part) in task order.
+// Memory is one block's parts, not one per task (many node groups make
+// tens of millions of tasks), and `stop` is asked between blocks (a block
+// takes well under a second). Returns false when stopped.
+template <class Part, class Run, class Merge>
+bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge) {
+  const std::size_t block = 1024 * static_cast<std::size_t>(parallel::current_threads());
+  for (std::size_t begin = 0; begin < n; begin += block) {
+    if (stop()) return false;
+    std::vector<Part> parts(std::min(block, n - begin));
+    parallel::for_each(parts.size(), [&](std::size_t k) { run(begin + k, parts[k]); });
+    for (Part& part : parts) merge(part);
+  }
+  return true;
+}
+
 // The probes: per (order, B), the skeletons whose groups all take their
 // r-th fastest layout (r = 0, 1, ...), memory-valid, of finite bound; the
-// `count` best bounds over all tasks, by (bound, id).
+// `count` best bounds over all tasks, by (bound, id). Sets `stopped` (and
+// returns what it has) when `stop` says so.
 std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPruner& memory,
-                                      const LoadBalancer& balancer, std::size_t count) {
+                                      const LoadBalancer& balancer, std::size_t count,
+                                      const std::function<bool()>& stop, std::atomic<bool>& stopped) {
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());
   const int layers = space.problem().model.layers;
-  std::vector<std::vector<Skeleton>> parts(orders.size() * static_cast<std::size_t>(num_b));
-  parallel::for_each(parts.size(), [&](std::size_t task) {
+  std::vector<Skeleton> all;
+  auto run = [&](std::size_t task, std::vector<Skeleton>& out) {
+    if (stopped.load(std::memory_order_relaxed)) return;
+    if (stop()) {
+      stopped.store(true);
+      return;
+    }
     const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
     PruneReport scratch;
     const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
@@ -171,7 +206,6 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
       }
     }
     std::vector<int> layout_index(n), previous;
-    auto& out = parts[task];
     for (std::size_t r = 0; r < widest; ++r) {
       int stages = 0;
       for (std::size_t j = 0; j < n; ++j) {
@@ -190,11 +224,14 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
       std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count), out.end(), by_bound);
       out.resize(count);
     }
-  });
-  std::vector<Skeleton> all;
-  for (auto& part : parts) {
-    for (auto& s : part) all.push_back(std::move(s));
-  }
+  };
+  auto merge = [&](std::vector<Skeleton>& out) {
+    for (auto& s : out) all.push_back(std::move(s));
+    keep_best(all, count);
+  };
+  if (!for_each_task_in_blocks<std::vector<Skeleton>>(orders.size() * static_cast<std::size_t>(num_b), stop, run,
+                                                      merge))
+    stopped.store(true);
   const std::size_t keep = std::min(count, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
   all.resize(keep);
@@ -216,7 +253,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 
   std::atomic<std::int64_t> kept{0};
   std::atomic<bool> overflow{false}, stopped{false};
-  auto must_stop = [&] {
+  // Asked in every loop of the initialization (per task, per probe, every
+  // few thousand skeletons walked), so a time limit or a signal stops it
+  // within about a second, whatever the size of the space.
+  const std::function<bool()> must_stop = [&] {
     if (overflow.load(std::memory_order_relaxed)) return true;
     if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return true;
     return options.deadline_s > 0 && options.clock && options.clock() > options.deadline_s;
@@ -235,7 +275,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<Plan> plans(probes.size());
     std::vector<char> fits(probes.size(), 0);
     parallel::for_each(probes.size(), [&](std::size_t i) {
-      const BalanceResult r = balancer.balance(probes[i]);
+      if (stopped.load(std::memory_order_relaxed)) return;
+      if (must_stop()) {
+        stopped.store(true);
+        return;
+      }
+      const BalanceResult r = balancer.balance(probes[i], kInf, must_stop);
+      if (r.status == BalanceResult::Status::stopped) stopped.store(true);
       if (r.status != BalanceResult::Status::found) return;
       plans[i] = make_plan(problem, probes[i], r.split.layer_end, r.split.recompute);
       plans[i].predicted = cost.estimate(plans[i]);
@@ -262,17 +308,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // prefix reaches at most its own rate plus each later position's fastest
   // layout. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
-  auto stream = [&](double threshold, const std::function<void(Part&, Skeleton&&)>& keep) {
+  auto stream = [&](double threshold, const std::function<void(Part&, Skeleton&&)>& keep,
+                    const std::function<void(Part&)>& merge) {
     const double keep_below = threshold * (1 + kBoundSlack);
-    std::vector<Part> parts(orders.size() * static_cast<std::size_t>(num_b));
-    parallel::for_each(parts.size(), [&](std::size_t task) {
+    auto run = [&](std::size_t task, Part& part) {
       if (stopped.load(std::memory_order_relaxed)) return;
       if (must_stop()) {
         stopped.store(true);
         return;
       }
       const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
-      Part& part = parts[task];
       PruneReport scratch;
       const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
       const std::size_t n = t.ok.size();
@@ -307,8 +352,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       };
       walk.stop = must_stop;
       if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
-    });
-    return parts;
+    };
+    if (!for_each_task_in_blocks<Part>(orders.size() * static_cast<std::size_t>(num_b), must_stop, run, merge))
+      stopped.store(true);
   };
 
   // Probes, deterministic (no bound shared while streaming), so every rank
@@ -318,33 +364,40 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // balance first anyway.
   const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 16;
   if (options.top_k > 0) {
-    balance_probes(probe_skeletons(space, memory, balancer, probe_count));
-    if (prepared.threshold_s < kInf) {
-      std::vector<Part> best = stream(prepared.threshold_s, [&](Part& part, Skeleton&& s) {
-        part.kept.push_back(std::move(s));
-        if (part.kept.size() >= 2 * probe_count) {
-          std::nth_element(part.kept.begin(), part.kept.begin() + static_cast<std::ptrdiff_t>(probe_count),
-                           part.kept.end(), by_bound);
-          part.kept.resize(probe_count);
-        }
-      });
-      std::vector<Skeleton> all;
-      for (auto& part : best) {
-        for (auto& s : part.kept) all.push_back(std::move(s));
-      }
-      const std::size_t keep = std::min(probe_count, all.size());
-      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
-      all.resize(keep);
-      if (!stopped.load()) balance_probes(all);
+    balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
+    if (prepared.threshold_s < kInf && !stopped.load()) {
+      std::vector<Skeleton> best;
+      stream(
+          prepared.threshold_s,
+          [&](Part& part, Skeleton&& s) {
+            part.kept.push_back(std::move(s));
+            keep_best(part.kept, probe_count);
+          },
+          [&](Part& part) {
+            for (auto& s : part.kept) best.push_back(std::move(s));
+            keep_best(best, probe_count);
+          });
+      const std::size_t keep = std::min(probe_count, best.size());
+      std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
+      best.resize(keep);
+      if (!stopped.load()) balance_probes(best);
     }
   }
 
-  std::vector<Part> parts = stream(prepared.threshold_s, [&](Part& part, Skeleton&& s) {
-    part.kept.push_back(std::move(s));
-    if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons) {
-      overflow.store(true);
-    }
-  });
+  prepared.prune.considered = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  stream(
+      prepared.threshold_s,
+      [&](Part& part, Skeleton&& s) {
+        part.kept.push_back(std::move(s));
+        if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons) {
+          overflow.store(true);
+        }
+      },
+      [&](Part& part) {
+        prepared.prune.merge(part.report);
+        for (auto& s : part.kept) prepared.skeletons.push_back(std::move(s));
+      });
 
   if (overflow.load()) {
     throw InputError("", "search space",
@@ -353,12 +406,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                      "at most max_skeletons (raise it, or describe fewer node groups or micro-batch sizes)");
   }
   prepared.stopped = stopped.load();
-  prepared.prune.considered = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
-  for (auto& part : parts) {
-    prepared.prune.merge(part.report);
-    for (auto& s : part.kept) prepared.skeletons.push_back(std::move(s));
-  }
   std::sort(prepared.skeletons.begin(), prepared.skeletons.end(), by_bound);
   prepared.prune.kept = static_cast<std::int64_t>(prepared.skeletons.size());
   return prepared;
@@ -370,7 +417,7 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   const LoadBalancer balancer(cost, memory, &cache);
   std::atomic<std::int64_t> balanced{0}, evaluated{0}, above{0}, no_split{0};
   std::atomic<bool> stopped{false};
-  auto must_stop = [&] {
+  const std::function<bool()> must_stop = [&] {
     if (control.cancel && control.cancel->load(std::memory_order_relaxed)) return true;
     return control.deadline_s > 0 && control.clock && control.clock() > control.deadline_s;
   };
@@ -384,7 +431,13 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
     // Sorted by lower bound: this skeleton and all later ones cannot beat
     // the K-th best plan (slack: a tie must still be searched).
     if (s.lower_bound_s > bound * (1 + 1e-9)) return false;
-    const BalanceResult r = balancer.balance(s, bound);
+    const BalanceResult r = balancer.balance(s, bound, must_stop);
+    if (r.status == BalanceResult::Status::stopped) {
+      // Stopped inside the balance: this skeleton is not done (a resumed
+      // search balances it again).
+      stopped.store(true);
+      return false;
+    }
     const bool estimated = r.status == BalanceResult::Status::found;
     switch (r.status) {
       case BalanceResult::Status::found: {
@@ -400,6 +453,8 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
       case BalanceResult::Status::no_feasible_split:
         no_split.fetch_add(1, std::memory_order_relaxed);
         break;
+      case BalanceResult::Status::stopped:
+        break;  // returned above
     }
     balanced.fetch_add(1, std::memory_order_relaxed);
     if (control.on_skeleton) control.on_skeleton(estimated);

@@ -22,6 +22,39 @@ file(WRITE ${_hostile}/huge_nodes.yaml "groups:\n  - {device: a100-40gb, nodes: 
 file(WRITE ${_hostile}/wide_hidden.yaml "family: gpt\nlayers: 2\nhidden: 1000000000\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
+file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
+file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT01 and then nothing a checkpoint holds\n")
+file(WRITE ${_hostile}/eight_groups.yaml "groups:
+  - {device: h100-sxm, nodes: 2, gpus_per_node: 8}
+  - {device: a100-80gb, nodes: 2, gpus_per_node: 8}
+  - {device: a100-40gb, nodes: 2, gpus_per_node: 8}
+  - {device: v100-32gb, nodes: 2, gpus_per_node: 8}
+  - {device: l40s, nodes: 2, gpus_per_node: 8}
+  - {device: h200, nodes: 2, gpus_per_node: 8}
+  - {device: a800, nodes: 2, gpus_per_node: 8}
+  - {device: mi300x, nodes: 2, gpus_per_node: 8}
+")
+set(_groups "groups:\n")
+foreach(d h100-sxm a100-80gb a100-40gb v100-32gb l40s h200 a800 mi300x h800 v100-16gb t4)
+  string(APPEND _groups "  - {device: ${d}, nodes: 2, gpus_per_node: 8}\n")
+endforeach()
+file(WRITE ${_hostile}/eleven_groups.yaml "${_groups}")
+unset(_groups)
+# 4,194,304 micro-batches: once a 500 MB picture, or bad_alloc.
+file(READ ${CMAKE_CURRENT_SOURCE_DIR}/data/report/uniform_4stage.yaml _plan)
+string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
+string(REPLACE "num_micro_batches: 128" "num_micro_batches: 4194304" _plan "${_plan}")
+file(WRITE ${_hostile}/long_iteration.yaml "${_plan}")
+unset(_plan)
+# Five node groups: an initialization of minutes. What is wrong with an
+# input or an output must be said before it, so these cases have a timeout.
+file(WRITE ${_hostile}/five_groups.yaml "groups:
+  - {device: h100-sxm, nodes: 2, gpus_per_node: 8}
+  - {device: a100-80gb, nodes: 2, gpus_per_node: 8}
+  - {device: a100-40gb, nodes: 2, gpus_per_node: 8}
+  - {device: v100-32gb, nodes: 2, gpus_per_node: 8}
+  - {device: l40s, nodes: 2, gpus_per_node: 8}
+")
 
 set(_json_depth "arrays and objects nested deeper than 64 levels'. allowed: JSON nested at most 64 levels deep")
 set(_hostile_cases
@@ -37,9 +70,25 @@ set(_hostile_cases
   "hostile_deep_model|2|deep_model.yaml: layers: got '2147483647'. allowed: an integer from 1 to 10000|estimate|-m|${_hostile}/deep_model.yaml|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_huge_batch|2|huge_batch.yaml: global_batch: got '1000000000'. allowed: an integer from 1 to 16777216|search|-m|gpt3-125m|-c|a100x8|-t|${_hostile}/huge_batch.yaml"
   "hostile_huge_dp|2|--dp: got '2147483647'. allowed: at most the cluster's 8 GPUs|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|2147483647|--micro-batch|1"
+  "hostile_profile_inf_latency|2|inf_latency.csv: row 2.latency_ms: got 'inf'. allowed: a number of milliseconds above 0|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/inf_latency.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
+  "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
+  "hostile_unwritable_out_before_search|2|no_such_dir/plan.json: got 'cannot create a temporary file in .*No such file or directory'. allowed: a writable path|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|-o|${_hostile}/no_such_dir/plan.json"
+  "hostile_damaged_checkpoint_before_search|2|damaged.checkpoint: checkpoint: got 'a damaged or truncated checkpoint|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|--checkpoint|${_hostile}/damaged.checkpoint"
+  "hostile_report_long_iteration|0|report written to .*long.svg .svg: 4 stages, 4194304 micro-batches|report|${_hostile}/long_iteration.yaml|-o|${_hostile}/long.svg"
+  "hostile_startup_time_limit|4|== AutoHAAP summary ==\nstatus +: (interrupted-no-plan)?(time-limit-best-so-far)?\n|search|-m|llama3-8b|-c|${_hostile}/eight_groups.yaml|--time-limit|2"
+  "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
 )
 autohaap_cli_cases("cli" ${_hostile_cases})
+set_tests_properties(cli_hostile_unwritable_out_before_search cli_hostile_damaged_checkpoint_before_search
+                     cli_hostile_report_long_iteration PROPERTIES TIMEOUT 30)
+# Initialization honours --time-limit and SIGTERM within about a second.
+set_tests_properties(cli_hostile_startup_time_limit PROPERTIES TIMEOUT 15)
+add_test(NAME cli_hostile_sigterm_during_startup
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/sigterm_during_startup.sh $<TARGET_FILE:autohaap>
+                 ${_hostile}/eight_groups.yaml ${_hostile}/sigterm)
+set_tests_properties(cli_hostile_sigterm_during_startup PROPERTIES LABELS "cli" TIMEOUT 30)
 # The batch case needs its damaged result file in place on every run (the
 # run itself replaces it).
 add_test(NAME cli_hostile_batch_result_setup

@@ -124,6 +124,33 @@ TEST_F(AtomicFile, UnwritableDirectoryIsAClearError) {
   fs::permissions(dir_ / "locked", fs::perms::owner_all);
 }
 
+TEST_F(AtomicFile, CheckWritableSaysWhatAWriteWouldAndTouchesNothing) {
+  // For outputs written after long work: the same error before it starts.
+  check_writable((dir_ / "plan.json").string());
+  EXPECT_TRUE(entries().empty());  // neither the file nor a temporary one
+  const std::string missing = (dir_ / "no-such-dir" / "plan.json").string();
+  try {
+    check_writable(missing);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), missing);
+    EXPECT_EQ(e.allowed(), "a writable path");
+    EXPECT_NE(e.value().find("No such file or directory"), std::string::npos) << e.what();
+  }
+  fs::create_directories(dir_ / "out");
+  try {
+    check_writable((dir_ / "out").string());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.value(), "a directory, not a file name");
+  }
+  EXPECT_THROW(check_writable(""), InputError);
+  write_file_atomically((dir_ / "kept").string(), "old");
+  check_writable((dir_ / "kept").string());
+  std::ifstream in(dir_ / "kept");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old");
+}
+
 TEST_F(AtomicFile, ReadingMissingFilesAndDirectoriesFailsClearly) {
   const std::string missing = (dir_ / "absent.yaml").string();
   try {

@@ -163,6 +163,16 @@ TEST_F(MetisProfileErrors, NegativeTime) {
   EXPECT_EQ(e.allowed(), "a positive number");
 }
 
+TEST_F(MetisProfileErrors, TimesPastTheBoundAreRefused) {
+  // Finite, yet summed over every micro-batch and layer no longer would be.
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
+               "\"layer_compute_total_ms\": [\n      1e300,");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.layer_compute_total_ms[0]");
+  EXPECT_EQ(e.value(), "1e+300");
+  EXPECT_EQ(e.allowed(), "at most 1000000000 ms");
+}
+
 TEST_F(MetisProfileErrors, ListShorterThanNumLayers) {
   write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
                "\"layer_compute_total_ms\": [\n");

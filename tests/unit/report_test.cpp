@@ -15,6 +15,7 @@
 #include "autohaap/report/html_report.hpp"
 #include "autohaap/report/report_writer.hpp"
 #include "autohaap/report/svg_report.hpp"
+#include "autohaap/report/timeline.hpp"
 
 namespace autohaap {
 namespace {
@@ -125,6 +126,26 @@ TEST(SvgReport, ManyMicroBatchesStayLight) {
   EXPECT_EQ(count(svg, "class=\"bwd\""), 8u * 256);
   EXPECT_EQ(count(svg, "<title>"), 1u);  // the document's own title only
   EXPECT_LT(svg.size(), 200u * 2 * 8 * 256);
+}
+
+TEST(SvgReport, ALongIterationIsDrawnInPartAndSaysSo) {
+  // 16,777,216 micro-batches once made a 500 MB picture or bad_alloc: now
+  // the start and end of the schedule and a band for the middle.
+  Plan plan = mixed_plan();
+  plan.global_batch = 1 << 24;
+  plan.micro_batch_size = 8;
+  plan.num_micro_batches = 1 << 21;
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, plan);
+  EXPECT_LT(svg.size(), 2'000'000u);
+  EXPECT_LE(count(svg, "class=\"fwd\""), 3u * 2 * (3 + kEdgeMicroBatches));
+  EXPECT_NE(svg.find("micro-batches, one box per forward and backward; grey lane = idle (pipeline bubble); " +
+                     std::to_string((1 << 21) - 2 * (3 + kEdgeMicroBatches)) + " in the middle elided"),
+            std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"elided\""), 1u);
+  EXPECT_NE(svg.find("data-mb=\"2097151\""), std::string::npos);  // the last micro-batch, by its number
+  EXPECT_NE(svg.find("data-micro-batches=\"2097152\""), std::string::npos);
 }
 
 TEST(SvgReport, SmallSchedulesCarryTooltips) {

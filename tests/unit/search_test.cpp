@@ -3,10 +3,16 @@
 // depend on threads, and an impossible problem must say why.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <limits>
 #include <numeric>
+#include <thread>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/search/incumbent.hpp"
+#include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "search_fixtures.hpp"
@@ -354,6 +360,85 @@ TEST(Search, InitializationHonoursTheDeadline) {
   const PreparedSearch prepared = prepare_search(cost, memory, cache, options);
   EXPECT_TRUE(prepared.stopped);
   EXPECT_TRUE(prepared.skeletons.empty());
+}
+
+// Eight node groups of 16 GPUs: 109,600 group orders. Initialization once
+// ran 20-50 s (ten groups: minutes and gigabytes) before it asked whether
+// to stop.
+Problem eight_group_problem() {
+  Problem p{catalog_model("llama3-8b"), {}, TrainingSpec{}, {}};
+  p.cluster.name = "eight-groups";
+  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "l40s", "h200", "a800", "mi300x"}) {
+    NodeGroup g = make_node_group(catalog_device(device), 2, 8);
+    p.cluster.groups.push_back(g);
+  }
+  p.cluster.inter_group_GBps = kDefaultInterGroupGBps;
+  p.cluster.inter_group_latency_us = kDefaultInterGroupLatencyUs;
+  return p;
+}
+
+TEST(Search, InitializationStopsWithinASecondOfACancel) {
+  const Problem problem = eight_group_problem();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  std::atomic<bool> cancel{false};
+  PrepareOptions options;
+  options.top_k = 1;
+  options.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const PreparedSearch prepared = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, options); });
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  canceller.join();
+  EXPECT_TRUE(prepared.stopped);
+  EXPECT_LT(wall, 0.3 + 1.5) << "a stop must be seen within about a second";
+}
+
+TEST(Search, ABalanceStopsWhenAskedAndProvesNothing) {
+  const Problem problem = random_problem(411);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  const PreparedSearch prepared = prepare_search(cost, memory, cache);
+  ASSERT_FALSE(prepared.skeletons.empty());
+  const LoadBalancer balancer(cost, memory, &cache);
+  int asked = 0;
+  const BalanceResult r = balancer.balance(prepared.skeletons.front(), std::numeric_limits<double>::infinity(), [&] {
+    ++asked;
+    return true;
+  });
+  EXPECT_GT(asked, 0);
+  EXPECT_EQ(r.status, BalanceResult::Status::stopped);
+  EXPECT_EQ(balancer.balance(prepared.skeletons.front()).status, BalanceResult::Status::found);
+}
+
+TEST(Search, AStopInsideABalanceLeavesItsSkeletonUndone) {
+  // The deadline passes while the first skeleton is being balanced: the
+  // share stops there, and that skeleton is not counted as done (a resumed
+  // search must balance it again).
+  const Problem problem = random_problem(411);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  const PreparedSearch prepared = prepare_search(cost, memory, cache);
+  std::vector<std::size_t> positions(prepared.skeletons.size());
+  std::iota(positions.begin(), positions.end(), std::size_t{0});
+  Incumbent incumbent(1);
+  int calls = 0, balanced = 0;
+  ShareControl control;
+  control.deadline_s = 1;
+  control.clock = [&] { return calls++ == 0 ? 0.0 : 10.0; };  // past the deadline after the first look
+  control.on_skeleton = [&](bool) { ++balanced; };
+  const ShareOutcome out = parallel::with_threads(
+      1, [&] { return search_share(cost, memory, cache, prepared.skeletons, positions, incumbent, control); });
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(out.done, 0);
+  EXPECT_EQ(balanced, 0);
+  EXPECT_TRUE(incumbent.plans().empty());
 }
 
 TEST(Search, SharesSearchedApartMergeToTheSameAnswer) {

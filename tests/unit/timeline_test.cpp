@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "autohaap/report/timeline.hpp"
@@ -155,6 +156,70 @@ TEST(Timeline, RealPlanStaysCloseToTheCostModel) {
   const double formula = CostModel::iteration_time_1f1b(est, plan.num_micro_batches);
   EXPECT_NEAR(t.pipeline_s, formula - tail, 0.02 * formula);
   EXPECT_NEAR(t.iteration_s, model.estimate(plan).iteration_time_s, 0.02 * formula);
+}
+
+TEST(Timeline, ALongIterationIsSimulatedInPartAndSaysSo) {
+  // 16,777,216 micro-batches: once a pass each, gigabytes and minutes. Now
+  // the start and the end of the schedule, the middle elided.
+  const std::vector<StageEstimate> est(4, stage(1, 2));
+  const int m = 1 << 24;
+  const Timeline t = simulate_1f1b(est, m);
+  ASSERT_TRUE(t.elided);
+  const int simulated = 2 * (4 + kEdgeMicroBatches);
+  EXPECT_EQ(t.elided->micro_batches, m - simulated);
+  EXPECT_DOUBLE_EQ(t.elided->period_s, 3.0);
+  EXPECT_LT(t.elided->from_s, t.elided->to_s);
+  // Equal stages: exactly (m + p - 1)(f + b), as the cost model says.
+  EXPECT_DOUBLE_EQ(t.pipeline_s, (m + 4 - 1) * 3.0);
+  EXPECT_DOUBLE_EQ(t.idle_fraction(3), 1 - 3.0 * m / t.pipeline_s);
+  EXPECT_EQ(t.num_micro_batches, m);
+  for (const StageTimeline& s : t.stages) {
+    EXPECT_LE(s.ops.size(), 2u * simulated);
+    EXPECT_EQ(s.ops.back().micro_batch, m - 1);  // the real indices at the end
+    EXPECT_DOUBLE_EQ(s.busy_s, 3.0 * m);
+    for (const PipelineOp& op : s.ops)  // nothing drawn inside the cut
+      EXPECT_TRUE(op.send_end_s <= t.elided->from_s || op.start_s >= t.elided->to_s);
+  }
+}
+
+TEST(Timeline, AnElidedScheduleEndsAsTheFullOneDoes) {
+  // Unequal stages with sends: the end of the cut schedule is the full
+  // simulation's end, pass for pass.
+  const std::vector<StageEstimate> est = {stage(0.3, 0.7, 0.05), stage(0.5, 1.1, 0.12), stage(0.2, 0.4, 0.09),
+                                          stage(0.6, 1.0, 0.04, 0.2, 0.1)};
+  const int m = 5000;
+  const Timeline cut = simulate_1f1b(est, m, 1000);
+  const Timeline full = simulate_1f1b(est, m, std::size_t{1} << 30);
+  ASSERT_TRUE(cut.elided);
+  ASSERT_FALSE(full.elided);
+  EXPECT_NEAR(cut.iteration_s, full.iteration_s, 1e-9 * full.iteration_s);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(cut.stages[i].busy_s, full.stages[i].busy_s, 1e-9 * full.stages[i].busy_s);
+    const std::vector<PipelineOp>& a = cut.stages[i].ops;
+    const std::vector<PipelineOp>& b = full.stages[i].ops;
+    for (std::size_t k = 1; k <= 2 * kEdgeMicroBatches; ++k) {  // the last passes
+      const PipelineOp& x = a[a.size() - k];
+      const PipelineOp& y = b[b.size() - k];
+      EXPECT_EQ(x.micro_batch, y.micro_batch);
+      EXPECT_EQ(x.kind, y.kind);
+      EXPECT_NEAR(x.start_s, y.start_s, 1e-9 * full.iteration_s);
+    }
+    for (std::size_t k = 0; k < 2 * kEdgeMicroBatches; ++k) {  // the first ones are exact
+      EXPECT_EQ(a[k].micro_batch, b[k].micro_batch);
+      EXPECT_DOUBLE_EQ(a[k].start_s, b[k].start_s);
+    }
+  }
+}
+
+TEST(Timeline, TooManyStagesForAScheduleAreRefusedByName) {
+  const std::vector<StageEstimate> est(kMaxTimelineStages + 1, stage(1, 2));
+  try {
+    simulate_1f1b(est, 1000);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "stages");
+    EXPECT_EQ(e.value(), "129 pipeline stages");
+  }
 }
 
 TEST(Timeline, RejectsEmptyInput) {

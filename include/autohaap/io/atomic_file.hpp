@@ -23,6 +23,13 @@ namespace autohaap {
 // umask. A symbolic link at `path` is replaced by the file, not followed.
 void write_file_atomically(const std::string& path, std::string_view contents);
 
+// Throws the InputError write_file_atomically would throw for a file
+// `path` that cannot be written (its folder missing or read-only, `path` a
+// folder), without touching `path`: for outputs written only after long
+// work, so that a mistyped -o costs nothing. Creates and removes a
+// temporary file in the folder, as a write would.
+void check_writable(const std::string& path);
+
 // The whole contents of a regular file; InputError if it is missing, a
 // directory or unreadable.
 std::string read_file(const std::string& path);

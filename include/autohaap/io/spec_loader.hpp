@@ -86,6 +86,9 @@ inline constexpr double kMaxTflops = 1e6;
 // Memory per GPU, and the headroom kept free of it (GiB): 1 MiB to 1 PiB.
 inline constexpr double kMinMemoryGiB = 1.0 / 1024;
 inline constexpr double kMaxMemoryGiB = 1 << 20;
+// A measured latency of one operation (ms), from a profile: up to 1e9 (11
+// days), so that a pass over every micro-batch and layer stays finite.
+inline constexpr double kMaxOpLatencyMs = 1e9;
 // A generic layer, per sequence: parameters, forward GFLOP, MB stored.
 inline constexpr double kMaxLayerParams = 1e15;
 inline constexpr double kMaxLayerGflop = 1e12;

@@ -18,11 +18,26 @@
 // whole pipeline (gradient clipping needs the global norm), as in the cost
 // model.
 //
-// Pure and thread-safe. Cost: each of the 2 · p · m passes is scheduled
-// once; the event loop sweeps the p stages O(p + m) times (a sweep
-// schedules every pass whose input has arrived).
+// Bounded: an iteration of more than kMaxTimelinePasses passes (2 · p · m)
+// is not simulated pass by pass. Then the schedule of m_s = 2 · (p +
+// kEdgeMicroBatches) micro-batches is, cut at the start of stage 0's
+// forward of micro-batch p + kEdgeMicroBatches (by then the pipeline is
+// full and runs in its steady state): what runs before the cut is exactly
+// the real schedule's start; what runs after it is the real schedule's end,
+// shifted by the m − m_s micro-batches between, each adding the steady
+// state's period (measured: the pipeline of m_s + 1 micro-batches less that
+// of m_s). Timeline::elided says so. Totals (pipeline and iteration length,
+// busy time) are those of all m micro-batches.
+//
+// Pure and thread-safe. Cost: each of the 2 · p · min(m, m_s + 1) passes
+// simulated is scheduled once (twice when elided); the event loop sweeps
+// the p stages O(p + m) times (a sweep schedules every pass whose input has
+// arrived). Memory O(p · min(m, m_s)), never per micro-batch of a long
+// iteration.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
@@ -41,8 +56,20 @@ struct PipelineOp {
   double send_end_s = 0;  // the send that follows ends (== end_s when nothing is sent)
 };
 
+// Past this many passes (2 · stages · micro-batches) an iteration is
+// simulated and drawn in part (see above): 65,536 boxes draw in well under
+// a second and keep a picture in the megabytes.
+inline constexpr std::size_t kMaxTimelinePasses = std::size_t{1} << 16;
+// Micro-batches kept past the warm-up before the cut, and before the
+// drain after it.
+inline constexpr int kEdgeMicroBatches = 16;
+// Pipeline stages a timeline is simulated for: warm-up and drain need p
+// micro-batches each, so even an elided schedule keeps O(p²) passes, and a
+// picture draws each stage as a row. Real pipelines have at most 64-128.
+inline constexpr int kMaxTimelineStages = 128;
+
 struct StageTimeline {
-  std::vector<PipelineOp> ops;  // in execution order: 2 m entries
+  std::vector<PipelineOp> ops;  // in execution order: 2 m entries (fewer when elided)
   double busy_s = 0;            // compute + sends
   double sync_start_s = 0;      // gradient synchronization, then the optimizer step
   double sync_end_s = 0;
@@ -58,6 +85,18 @@ struct Timeline {
   double iteration_s = 0;  // pipeline_s + the longest sync + optimizer tail
   int num_micro_batches = 0;
 
+  // Set when the middle of a long iteration is not in `ops`: the passes
+  // running in [from_s, to_s) of the pipeline (none drawn there), the
+  // steady state of `micro_batches` micro-batches, one every period_s.
+  // Ops that start at or after to_s carry their real times and indices.
+  struct Elision {
+    int micro_batches = 0;
+    double from_s = 0;  // the last pass before the cut ends (with its send)
+    double to_s = 0;    // the first pass after it starts
+    double period_s = 0;
+  };
+  std::optional<Elision> elided;
+
   // Fraction of the pipeline phase stage i is idle (the bubble, 0..1).
   double idle_fraction(int stage) const;
 };
@@ -68,7 +107,10 @@ std::vector<std::pair<PassKind, int>> one_f_one_b_order(int stage, int num_stage
 // Simulates 1F1B from per-stage estimates. Boundary transfer times are
 // recovered from each stage's p2p_s, which counts the boundary before it
 // and the one after it. Requires at least one stage and one micro-batch.
-Timeline simulate_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches);
+// Past `max_passes` passes the middle of the iteration is elided (above).
+// More than kMaxTimelineStages stages: InputError (key "stages").
+Timeline simulate_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches,
+                       std::size_t max_passes = kMaxTimelinePasses);
 
 // The plan's timeline under the cost model.
 Timeline plan_timeline(const CostModel& model, const Plan& plan);

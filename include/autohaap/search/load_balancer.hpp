@@ -40,6 +40,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -65,6 +66,7 @@ struct BalanceResult {
     found,              // split holds the skeleton's best split
     above_bound,        // proven: no split beats the caller's bound
     no_feasible_split,  // no split fits every stage's memory
+    stopped,            // the caller's stop came first: nothing is known
   };
   Status status = Status::no_feasible_split;
   BalancedSplit split;
@@ -91,8 +93,11 @@ class LoadBalancer {
   // The skeleton's best split, if its iteration time is <= bound (ties with
   // an incumbent count as found). The bound only decides whether the search
   // may give up early; the split found never depends on it, so results do
-  // not depend on the order skeletons are searched in.
-  BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity()) const;
+  // not depend on the order skeletons are searched in. `stop`, when given,
+  // is asked between thresholds (a long model's balance takes seconds): once
+  // true, the result is `stopped`.
+  BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity(),
+                        const std::function<bool()>& stop = {}) const;
 
   // One given split, each stage's recompute derived (the fastest that fits),
   // scored through the cache: what a tuning step that moves layers costs —

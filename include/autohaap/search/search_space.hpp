@@ -26,6 +26,9 @@
 // Cost: construction O(group orders * groups + layouts); decode O(groups).
 // Group orders grow as groups! (8 groups: 109,600), so the space is meant
 // for clusters of a handful of node groups, as real mixed clusters are.
+// Above kMaxGroupOrders (10 groups: 9,864,100 orders, about 1 GB and a
+// second to build; 11 would take ten times that) construction throws
+// InputError naming the groups, before allocating anything.
 #pragma once
 
 #include <cereal/types/vector.hpp>
@@ -78,6 +81,9 @@ struct GroupLayout {
   int tp = 1;
   int dp = 1;
 };
+
+// The most group orders a search space holds (see above).
+inline constexpr std::uint64_t kMaxGroupOrders = 10'000'000;
 
 class SearchSpace {
  public:

@@ -1,0 +1,61 @@
+// Measured-profile CSV files: rows load as latencies in seconds, and a
+// latency the cost model could not add up — infinite, NaN, zero, negative,
+// or past the documented bound — is an InputError naming the row and column.
+#include "autohaap/io/profile_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "autohaap/error.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ProfileLoader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("autohaap_profile_loader_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& latency) {
+    const fs::path p = dir_ / "p.csv";
+    std::ofstream(p) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                     << "a100-40gb,layer,1,2,2048,1.5\n"
+                     << "a100-40gb,mlp,1,2,2048," << latency << "\n";
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+TEST_F(ProfileLoader, RowsBecomeLatenciesInSeconds) {
+  const ProfileTable t = load_profile_csv(write("0.25"));
+  EXPECT_DOUBLE_EQ(*t.lookup(ProfileKey{"a100-40gb", "layer", 1, 2, 2048, -1}), 1.5e-3);
+  EXPECT_DOUBLE_EQ(*t.lookup(ProfileKey{"a100-40gb", "mlp", 1, 2, 2048, 7}), 0.25e-3);
+}
+
+TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
+  // `inf` once loaded and `estimate` wrote Infinity into its JSON.
+  for (const char* bad : {"inf", "Infinity", "nan", "0", "-1", "1e300", "1.5ms"}) {
+    const std::string path = write(bad);
+    try {
+      load_profile_csv(path);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), path);
+      EXPECT_EQ(e.key(), "row 3.latency_ms");
+      EXPECT_EQ(e.value(), bad);
+      EXPECT_EQ(e.allowed(), "a number of milliseconds above 0 and at most 1000000000");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace autohaap
