@@ -35,7 +35,7 @@ struct StateBytes {
 StateBytes state_bytes(const TrainingSpec& t, int dp) {
   const bool fp32 = full_precision(t.precision);
   const double w = fp32 ? 4 : 2;
-  const double moments = t.optimizer == Optimizer::adam ? 8 : 4;  // Adam: m and v; SGD: momentum
+  const double moments = optimizer_moment_bytes(t.optimizer);
   const double g = bytes_per_element(grad_precision(t));
   auto shard = [&](int stage) { return t.zero >= stage ? static_cast<double>(dp) : 1.0; };
   StateBytes b{w / shard(3), g / shard(2), (moments + (fp32 ? 0 : 4)) / shard(1)};
@@ -52,12 +52,13 @@ double static_bytes_per_param(const StateBytes& b) { return b.weights + b.gradie
 // optimizers reduce at once.
 constexpr double kDeepSpeedReduceBucket = 5e8;
 
-// Optimizer step: a streaming pass over the shard this GPU owns. Adam reads
-// the gradient, reads and writes master weights, m and v, and writes the
-// 16-bit weights: g + 8 + 8 + 8 + 2 bytes per parameter, g the gradient's
-// element size; SGD with momentum g + 8 + 8 + 2.
+// Optimizer step: a streaming pass over the shard this GPU owns. It reads
+// the gradient (g bytes, its element size), reads and writes the fp32
+// master weights (8) and the moments (2 x their bytes), and writes the
+// 16-bit weights (2): Adam g + 26, 8-bit Adam g + 14, SGD with momentum
+// g + 18 bytes per parameter.
 double optimizer_bytes_per_param(const TrainingSpec& t) {
-  return bytes_per_element(grad_precision(t)) + (t.optimizer == Optimizer::adam ? 26 : 18);
+  return bytes_per_element(grad_precision(t)) + 8 + 2 * optimizer_moment_bytes(t.optimizer) + 2;
 }
 
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
@@ -361,6 +362,8 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
   if (tr.runtime == Runtime::deepspeed && (tr.zero == 1 || tr.zero == 2) && dp > 1)
     m.runtime += kDeepSpeedReduceBucket * 2;
   m.allocator = parameters_.allocator_fragmentation * (m.activations + m.logits);
+  if (tr.runtime == Runtime::deepspeed)
+    m.allocator += parameters_.deepspeed_state_fragmentation * (m.weights + m.gradients + m.optimizer);
   m.headroom = tr.headroom_GiB * kGiB;
   return m;
 }

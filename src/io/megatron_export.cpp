@@ -201,7 +201,10 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     add("--fp8-amax-history-len", "1024");
     add("--fp8-amax-compute-algo", "max");
   }
-  add("--optimizer", tr.optimizer == Optimizer::adam ? "adam" : "sgd");
+  // Megatron-LM's --optimizer takes adam or sgd; 8-bit Adam is
+  // Megatron-DeepSpeed's --use-bnb-optimizer on top of adam.
+  add("--optimizer", tr.optimizer == Optimizer::sgd ? "sgd" : "adam");
+  if (tr.optimizer == Optimizer::adam8bit) add("--use-bnb-optimizer");
   return a;
 }
 

@@ -72,7 +72,8 @@ std::string format_memory_table(const CostModel& model, const Plan& plan) {
                          m.runtime / kGiB, m.allocator / kGiB, m.headroom / kGiB, m.total() / kGiB);
   }
   out += "runtime: CUDA context and NCCL buffers; allocator: caching-allocator fragmentation of activations and "
-         "logits; headroom: the training file's safety margin (headroom_GiB)\n";
+         "logits (under deepspeed, of its optimizer's states too); headroom: the training file's safety margin "
+         "(headroom_GiB)\n";
   return out;
 }
 

@@ -74,7 +74,7 @@ const std::vector<std::pair<std::string, Precision>> kPrecisions = {
 // (TF32 is a matmul input format; its tensors are stored as fp32).
 const std::vector<std::pair<std::string, Precision>> kGradPrecisions = {
     {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp32", Precision::fp32}};
-const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adam", Optimizer::adam}, {"sgd", Optimizer::sgd}};
+const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adam", Optimizer::adam}, {"sgd", Optimizer::sgd}, {"adam8bit", Optimizer::adam8bit}};
 const std::vector<std::pair<std::string, Recompute>> kRecomputes = {
     {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
 const std::vector<std::pair<std::string, Runtime>> kRuntimes = {

@@ -50,6 +50,7 @@ const char* to_string(Optimizer o) {
   switch (o) {
     case Optimizer::adam: return "adam";
     case Optimizer::sgd: return "sgd";
+    case Optimizer::adam8bit: return "adam8bit";
   }
   return "?";
 }
@@ -73,6 +74,15 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
 bool full_precision(Precision p) { return p == Precision::fp32 || p == Precision::tf32; }
 
 int bytes_per_element(Precision p) { return full_precision(p) ? 4 : 2; }
+
+double optimizer_moment_bytes(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return 8;
+    case Optimizer::adam8bit: return 2;
+    case Optimizer::sgd: return 4;
+  }
+  return 8;
+}
 
 Precision grad_precision(const TrainingSpec& t) {
   if (t.grad_reduce_dtype) return *t.grad_reduce_dtype;

@@ -24,22 +24,38 @@ struct CostParameters {
   double per_layer_overhead_s = 20e-6;
 
   // --- memory the framework holds besides the model's tensors -------------
-  // CUDA context with the kernels of cuBLAS/cuDNN/PyTorch loaded: about
-  // 0.5-1 GiB per process on A100/H100 with CUDA 11-12 (PyTorch "CUDA
-  // semantics" notes; nvidia-smi of an idle process after the first GEMM).
-  double cuda_context_GiB = 0.75;
+  // CUDA context with the kernels of cuBLAS/cuDNN/PyTorch loaded: 1113 MiB
+  // measured by BigScience on V100 16GB and 32GB alike (PyTorch 1.x, CUDA
+  // 11, all kernels loaded eagerly; bigscience-workshop/bigscience
+  // train/tr3-1B3-baseline notes, tests/data/measured_runs.csv). CUDA's
+  // lazy module loading (11.7+) makes it smaller; this errs on the side of
+  // not fitting.
+  double cuda_context_GiB = 1.1;
   // NCCL buffers per communicator this GPU belongs to: NCCL_BUFFSIZE (4 MiB)
   // for each of the Simple/LL128 protocols, per channel and ring neighbour
   // (NCCL environment-variable documentation), with 16-32 channels on
   // NVLink: ~0.4 GiB per communicator.
   double nccl_GiB_per_communicator = 0.4;
   // PyTorch's caching allocator keeps freed blocks for reuse; the memory it
-  // reserves exceeds what live tensors use by the fragmentation of the
-  // short-lived ones (activations, logits): typically 10-20% of them
-  // (PyTorch CUDA memory-management notes; expandable segments exist to cut
-  // it). Static buffers (weights, gradient buffer, optimizer states) are
-  // allocated once and do not fragment.
-  double allocator_fragmentation = 0.15;
+  // reserves (what nvidia-smi shows) exceeds what live tensors use by the
+  // fragmentation of the short-lived ones (activations, logits): 10% of
+  // them (PyTorch CUDA memory-management notes; expandable segments exist
+  // to cut it). Megatron-Core's and FSDP's static buffers (weights,
+  // gradient buffer, optimizer states) are allocated once, contiguously,
+  // and do not fragment.
+  double allocator_fragmentation = 0.10;
+  // DeepSpeed's ZeRO-1/2 and BF16 optimizers build their flat 16-bit and
+  // fp32 buffers by copying parameters that already exist, let autograd
+  // allocate a gradient per parameter during the backward, interleaved
+  // with activations, and allocate the fp32 gradient partition afresh at
+  // every step (runtime/zero/stage_1_and_2.py, runtime/bf16_optimizer.py):
+  // the pool also holds freed state-sized blocks that later allocations
+  // reuse only in part. Reserved over live state: 15%, the median ratio of
+  // the measured nvidia-smi peaks of both published DeepSpeed sources in
+  // tests/data/measured_runs.csv (BLOOM's A100 sweeps, 68 runs, and
+  // BigScience's V100 runs, 28) to the memory counted without it; one
+  // figure for both, not per run.
+  double deepspeed_state_fragmentation = 0.15;
 };
 
 }  // namespace autohaap

@@ -18,7 +18,10 @@ namespace autohaap {
 // et al. 2022, "FP8 Formats for Deep Learning"); attention, the LM head and
 // element-wise work stay 16-bit.
 enum class Precision { bf16, fp16, fp32, tf32, fp8 };
-enum class Optimizer { adam, sgd };
+// adam8bit: Adam with its two moments stored in 8 bits, block-wise
+// quantized (Dettmers et al. 2022, "8-bit Optimizers via Block-wise
+// Quantization"; bitsandbytes, Megatron-DeepSpeed's --use-bnb-optimizer).
+enum class Optimizer { adam, sgd, adam8bit };
 enum class Recompute { none, selective, full };
 // The training framework, for what it allocates and sends beyond the
 // model's tensors (cost/cost_model.cpp: gradient buffers, buckets, the
@@ -80,6 +83,10 @@ std::optional<Recompute> parse_recompute(std::string_view name);
 int bytes_per_element(Precision p);
 // fp32 and tf32: every tensor in 32 bits, no separate master copy.
 bool full_precision(Precision p);
+// Bytes of optimizer moments per parameter: Adam's m and v in fp32 (8), in
+// 8 bits (2; the per-block fp32 scales, one per 2048 elements, are
+// negligible), SGD's momentum (4).
+double optimizer_moment_bytes(Optimizer o);
 // The gradient element type in effect (TrainingSpec::grad_reduce_dtype).
 Precision grad_precision(const TrainingSpec& t);
 // The pipeline send mode in effect (TrainingSpec::pipeline_p2p).
