@@ -221,6 +221,35 @@ TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
   EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 3e6 * (2 * 2 + 4));
 }
 
+TEST(CostModel, EightBitAdamAndDeepSpeedsAllocatorReserve) {
+  // 8-bit Adam keeps m and v in one byte each (Dettmers et al. 2022): bf16
+  // training holds 2 + 4 + (4 master + 2 moments) = 12 bytes a parameter,
+  // and its step streams g + 8 + 2·2 + 2 bytes (Adam: g + 8 + 2·8 + 2).
+  Problem p = generic_problem(1.0);
+  const double params = 1e6 + 3e6;
+  const StageShape shape{0, 1, 2, Recompute::none};
+  p.training.optimizer = Optimizer::adam8bit;
+  MemoryBreakdown m = CostModel(p).stage_memory(shape, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.optimizer, 6 * params);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
+  const double step_8bit = CostModel(p).stage(plan, 0).optimizer_s;
+  p.training.optimizer = Optimizer::adam;
+  const double step_adam = CostModel(p).stage(plan, 0).optimizer_s;
+  EXPECT_NEAR(step_8bit / step_adam, (4.0 + 14) / (4.0 + 26), 1e-12);  // fp32 gradients: g = 4
+
+  // Under DeepSpeed the caching allocator's reserve covers its optimizer's
+  // states as well as the activations; under Megatron the activations only.
+  const CostParameters c;
+  m = CostModel(p).stage_memory(shape, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.allocator, c.allocator_fragmentation * (m.activations + m.logits));
+  p.training.runtime = Runtime::deepspeed;
+  m = CostModel(p).stage_memory(shape, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.allocator, c.allocator_fragmentation * (m.activations + m.logits) +
+                                    c.deepspeed_state_fragmentation * (m.weights + m.gradients + m.optimizer));
+}
+
 TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
   // Two groups; stage 0 in group 0, stage 1 in group 1: the activation
   // crosses the inter-group fabric (12.5 GB/s per GPU, 20 us) at the network efficiency.

@@ -88,6 +88,14 @@ TEST(MegatronExport, LlamaAndRecomputeFlags) {
   const Args sel = megatron_arguments(uniform(pb, 4, 2, 1, 1, Recompute::selective), pb);
   EXPECT_EQ(value(sel, "--recompute-granularity"), "selective");
   EXPECT_EQ(value(sel, "--recompute-method"), "<absent>");
+  EXPECT_EQ(value(a, "--optimizer"), "adam");
+  EXPECT_EQ(value(a, "--use-bnb-optimizer"), "<absent>");
+  // 8-bit Adam is Megatron-DeepSpeed's bitsandbytes flag on top of adam.
+  Problem eight = pb;
+  eight.training.optimizer = Optimizer::adam8bit;
+  const Args e = megatron_arguments(full, eight);
+  EXPECT_EQ(value(e, "--optimizer"), "adam");
+  EXPECT_EQ(value(e, "--use-bnb-optimizer"), "");
 }
 
 TEST(MegatronExport, UnevenEdgeStagesUseDecoderFirstAndLast) {

@@ -485,6 +485,7 @@ TEST_F(SpecLoader, TrainingErrors) {
   EXPECT_INPUT_ERROR(load_training(write("g.yaml", "global_batch: 8\nrecompute: [none, partial]\n")), "recompute[1]",
                      "partial");
   EXPECT_INPUT_ERROR(load_training(write("h.yaml", "global_batch: 8\noptimizer: lamb\n")), "optimizer", "lamb");
+  EXPECT_EQ(load_training(write("h8.yaml", "global_batch: 8\noptimizer: adam8bit\n")).optimizer, Optimizer::adam8bit);
   EXPECT_INPUT_ERROR(load_training(write("i.yaml", "global_batch: 8\nheadroom_GiB: -1\n")), "headroom_GiB", "-1");
   EXPECT_INPUT_ERROR(load_training(write("j.yaml", "global_batch: 0\n")), "global_batch", "0");
   EXPECT_INPUT_ERROR(load_training(write("l.yaml", "global_batch: 8\npipeline_p2p: broadcast\n")), "pipeline_p2p",
