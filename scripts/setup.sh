@@ -3,8 +3,12 @@
 # those that are missing: quiet and quick when everything is present.
 #   scripts/setup.sh            what building and running needs
 #   scripts/setup.sh --test     also what the whole test suite needs: a local
-#                               Slurm (slurmctld, slurmd, munge) and Chromium
-#                               (renders reports); --slurm is the same
+#                               Slurm (slurmctld, slurmd, munge), Chromium
+#                               (renders reports) and what --fuzz adds;
+#                               --slurm is the same
+#   scripts/setup.sh --fuzz     also clang with libFuzzer and the sanitizer
+#                               runtimes, and llvm-symbolizer for their
+#                               reports (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -14,8 +18,11 @@ packages=(
   libtbb-dev libcereal-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev
 )
+fuzz_packages=(clang libclang-rt-dev llvm)
 if [[ "${1:-}" == "--test" || "${1:-}" == "--slurm" ]]; then
-  packages+=(slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev chromium)
+  packages+=(slurm-wlm slurm-wlm-basic-plugins munge libpmix-dev chromium "${fuzz_packages[@]}")
+elif [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=("${fuzz_packages[@]}")
 fi
 
 missing=()

@@ -34,8 +34,8 @@ class Canonicalizer : public rj::BaseReaderHandler<rj::UTF8<>, Canonicalizer> {
   bool StartArray() { return open() && writer_.StartArray(); }
   bool EndObject(rj::SizeType n) { return --depth_, writer_.EndObject(n); }
   bool EndArray(rj::SizeType n) { return --depth_, writer_.EndArray(n); }
-  bool Key(const char* s, rj::SizeType n, bool) { return writer_.Key(s, n); }
-  bool String(const char* s, rj::SizeType n, bool) { return writer_.String(s, n); }
+  bool Key(const char* s, rj::SizeType n, bool) { return without_nul(s, n) && writer_.Key(s, n); }
+  bool String(const char* s, rj::SizeType n, bool) { return without_nul(s, n) && writer_.String(s, n); }
   bool Null() { return writer_.Null(); }
   bool Bool(bool b) { return writer_.Bool(b); }
 
@@ -67,6 +67,16 @@ class Canonicalizer : public rj::BaseReaderHandler<rj::UTF8<>, Canonicalizer> {
     refused_at = stream_.Tell();
     refusal = "arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
     allowed = "JSON nested at most " + std::to_string(kMaxJsonDepth) + " levels deep";
+    return false;
+  }
+
+  // Readers take strings as C strings (cereal's archive among them): a
+  // NUL inside one would end it there, silently.
+  bool without_nul(const char* s, rj::SizeType n) {
+    if (std::memchr(s, '\0', n) == nullptr) return true;
+    refused_at = stream_.Tell();
+    refusal = "a string with a NUL character (\\u0000)";
+    allowed = "strings without NUL characters";
     return false;
   }
 

@@ -5,8 +5,10 @@
 // checked_json() reads the text once, without recursion, and refuses
 //   - arrays and objects nested deeper than kMaxJsonDepth (nothing that
 //     walks a document afterwards — cereal's archive, the renderer of a
-//     value in an error message — can then run out of stack), and
-//   - numbers outside the range of a double;
+//     value in an error message — can then run out of stack),
+//   - numbers outside the range of a double, and
+//   - strings and keys holding a NUL character (\u0000), which every
+//     reader, taking strings as C strings, would cut short there;
 // then hands on the document with every number in the form rapidjson's own
 // writer gives it. Numbers are converted exactly (std::from_chars), never
 // by rapidjson's digit-string paths, which on long or extreme numbers
@@ -36,7 +38,8 @@ std::string text_position(std::string_view text, std::size_t offset);
 // `text` as every reader here may parse it, or InputError(file, "",
 // "line L, column C: <what>", <what is allowed>) for a syntax error
 // ("well-formed JSON"), nesting deeper than kMaxJsonDepth ("JSON nested at
-// most 64 levels deep") or a number out of a double's range.
+// most 64 levels deep"), a number out of a double's range or a NUL in a
+// string ("strings without NUL characters").
 std::string checked_json(std::string_view text, const std::string& file);
 
 // checked_json, parsed into `doc`. Returns the checked text, for a second

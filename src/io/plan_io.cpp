@@ -535,8 +535,20 @@ void check_plan(const Plan& plan, const std::string& file) {
       throw InputError(file, key, std::to_string(value),
                        "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   };
-  if (plan.model.empty()) throw InputError(file, "model", "", "a model name");
-  if (plan.cluster.empty()) throw InputError(file, "cluster", "", "a cluster name");
+  // A name is written back into JSON plans, whose readers end a string at
+  // a NUL (io/json_input.hpp): one with a NUL would not read back.
+  auto without_nul = [&](const std::string& key, const std::string& value, const std::string& what) {
+    if (value.find('\0') == std::string::npos) return;
+    std::string shown = value;
+    std::replace(shown.begin(), shown.end(), '\0', '?');
+    throw InputError(file, key, shown, what + " without NUL characters");
+  };
+  auto name = [&](const std::string& key, const std::string& value, const std::string& what) {
+    if (value.empty()) throw InputError(file, key, "", what);
+    without_nul(key, value, what);
+  };
+  name("model", plan.model, "a model name");
+  name("cluster", plan.cluster, "a cluster name");
   within("global_batch", plan.global_batch, 1, limits::kMaxGlobalBatch);
   within("micro_batch_size", plan.micro_batch_size, 1, limits::kMaxGlobalBatch);
   within("num_micro_batches", plan.num_micro_batches, 1, limits::kMaxGlobalBatch);
@@ -549,7 +561,7 @@ void check_plan(const Plan& plan, const std::string& file) {
 
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
-    if (s.device.empty()) throw InputError(file, stage_key(i, "device"), "", "a device name");
+    name(stage_key(i, "device"), s.device, "a device name");
     within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
     within(stage_key(i, "first_gpu"), s.first_gpu, 0, limits::kMaxClusterGpus - 1);
     within(stage_key(i, "gpus"), s.gpus, 1, limits::kMaxClusterGpus);
@@ -574,6 +586,7 @@ void check_plan(const Plan& plan, const std::string& file) {
   one_per_stage("predicted.stage_memory_GiB", plan.predicted.stage_memory_GiB.size());
 
   const SearchStats& search = plan.search;
+  without_nul("search.strategy", search.strategy, "a strategy name");
   at_least("search.evaluated", search.evaluated, 0);
   at_least("search.pruned", search.pruned, 0);
   at_least("search.cache_hits", search.cache_hits, 0);

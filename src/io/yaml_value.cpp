@@ -88,6 +88,9 @@ bool YamlValue::as_bool() const {
 
 std::string YamlValue::as_string() const {
   if (!node_.IsScalar() || node_.Scalar().empty()) fail("a non-empty string");
+  // A NUL ("\0" in a quoted scalar) would end the string in every JSON
+  // file it is written to (io/json_input.hpp).
+  if (node_.Scalar().find('\0') != std::string::npos) fail("a string without NUL characters");
   return node_.Scalar();
 }
 

@@ -363,6 +363,33 @@ TEST(PlanIo, BadJsonNamesTheKeyAndValue) {
   EXPECT_EQ(not_a_stage.value(), "5");
 }
 
+TEST(PlanIo, NamesWithANulAreRefusedInBothFormats) {
+  // A YAML plan with a NUL in a name (a raw byte or "\0") was accepted; the
+  // JSON written for it then read back cut short at the NUL ("\u0000").
+  using namespace std::string_literals;
+  const std::vector<std::pair<std::string, std::string>> yaml_names = {
+      {"device: a100-80gb", "device: \"a1\\000-80gb\""},
+      {"device: a100-80gb", "device: a1\0\x30-80gb"s},
+      {"model: gpt3-1.3b", "model: \"gpt3\\0\""},
+      {"cluster: mixed-a100-v100", "cluster: \"\\0\""},
+  };
+  for (const auto& [from, to] : yaml_names) {
+    SCOPED_TRACE(to);
+    const auto e = input_error_of([&] { plan_from_string(replaced(kHandWrittenYaml, from, to), false, "p.yaml"); });
+    EXPECT_NE(e.allowed().find("without NUL characters"), std::string::npos) << e.what();
+  }
+  // In JSON any string with a NUL is refused where it stands, not cut short.
+  const auto json = input_error_of([&] {
+    plan_from_string(replaced(kHandWrittenJson, R"("a100-80gb")", R"("a100-80gb\u0000")"), true, "p.json");
+  });
+  EXPECT_EQ(json.value(), "line 10, column 33: a string with a NUL character (\\u0000)");
+  EXPECT_EQ(json.allowed(), "strings without NUL characters");
+  // A plan built in code is held to the same rule, its strategy name too.
+  Plan plan = sample_plan();
+  plan.search.strategy = "auto\0haap"s;
+  EXPECT_EQ(input_error_of([&] { check_plan(plan, "p"); }).key(), "search.strategy");
+}
+
 TEST(PlanIo, OptionalSectionsAreCheckedWhenPresent) {
   const Plan plan = sample_plan();
   for (bool json : {true, false}) {

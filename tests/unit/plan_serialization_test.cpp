@@ -9,6 +9,7 @@
 #include "../../src/io/rapidjson.hpp"  // cereal's JSON archive, configured as the library configures it
 #include <sstream>
 
+#include "autohaap/io/bounded_binary_archive.hpp"
 #include "plan_fixtures.hpp"
 
 namespace autohaap {
@@ -71,6 +72,40 @@ TEST(PlanSerialization, TruncatedBinaryIsAnArchiveError) {
   Plan back;
   cereal::BinaryInputArchive in(truncated);
   EXPECT_THROW(in(back), cereal::Exception);
+}
+
+TEST(PlanSerialization, ABoolStoredAsAnotherByteIsAnArchiveError) {
+  // A checkpoint made to match its checksum once gave a plan whose `fits`
+  // held the byte 151: a bool of no value, undefined behaviour when read.
+  auto bytes_of = [](bool fits) {
+    Plan plan = sample_plan();
+    plan.predicted.fits = fits;
+    std::ostringstream out;
+    {
+      cereal::BinaryOutputArchive archive(out);
+      archive(plan);
+    }
+    return out.str();
+  };
+  const std::string yes = bytes_of(true), no = bytes_of(false);
+  ASSERT_EQ(yes.size(), no.size());
+  std::size_t at = 0;
+  while (at < yes.size() && yes[at] == no[at]) ++at;
+  ASSERT_LT(at, yes.size());
+
+  Plan back;
+  BoundedBinaryInputArchive good(yes);
+  good(back);
+  EXPECT_TRUE(back.predicted.fits);
+  std::string damaged = yes;
+  damaged[at] = static_cast<char>(151);
+  try {
+    BoundedBinaryInputArchive archive(damaged);
+    archive(back);
+    ADD_FAILURE() << "accepted";
+  } catch (const cereal::Exception& e) {
+    EXPECT_EQ(std::string(e.what()), "plan: predicted.fits: expected true or false");
+  }
 }
 
 TEST(PlanSerialization, FieldErrorsComposeTheirKeyPath) {

@@ -182,6 +182,15 @@ TEST_F(SpecLoader, DuplicateKeyIsRejected) {
                      "global_batch");
 }
 
+TEST_F(SpecLoader, StringsWithANulAreRefused) {
+  // A name with a NUL ("\0" in a quoted scalar) ends up in the plan the
+  // search writes, whose JSON would not read back.
+  const std::string model = "name: \"ti\\0ny\"\nfamily: gpt\nlayers: 4\nhidden: 256\nheads: 8\nvocab: 1000\n";
+  EXPECT_INPUT_ERROR(load_model(write("m.yaml", model)), "name", std::string("ti\0ny", 5));
+  EXPECT_INPUT_ERROR(load_training(write("t.yaml", "global_batch: 8\nprecision: \"bf16\\0\"\n")), "precision",
+                     std::string("bf16\0", 5));
+}
+
 TEST_F(SpecLoader, EmptyFileIsNotAMap) {
   EXPECT_INPUT_ERROR(load_training(write("empty.yaml", "")), "", "null");
 }

@@ -13,7 +13,7 @@
 // The bound: every element takes at least one byte in the archive, so a
 // list of N elements needs N bytes; what a load allocates is at most the
 // largest element's in-memory size times the input's size. Reading past the
-// end is the same exception. Cost: as cereal's BinaryInputArchive. Not
+// end, or a bool stored as a byte other than 0 or 1, is the same exception. Cost: as cereal's BinaryInputArchive. Not
 // thread-safe (one archive per reader); the bytes must outlive it.
 #pragma once
 
@@ -61,8 +61,20 @@ class BoundedBinaryInputArchive
 
 // The serialization functions cereal looks for, as for its binary archive.
 template <class T>
-inline std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(BoundedBinaryInputArchive& ar, T& t) {
+inline std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>> CEREAL_LOAD_FUNCTION_NAME(
+    BoundedBinaryInputArchive& ar, T& t) {
   ar.loadBinary(std::addressof(t), sizeof(t));
+}
+
+// A bool is one byte, 0 or 1: any other byte copied into one would be a
+// bool of no value (undefined behaviour wherever it is read).
+inline void CEREAL_LOAD_FUNCTION_NAME(BoundedBinaryInputArchive& ar, bool& t) {
+  static_assert(sizeof(bool) == 1);
+  unsigned char byte = 0;
+  ar.loadBinary(&byte, 1);
+  if (byte > 1)
+    throw cereal::Exception("a bool of value " + std::to_string(byte) + " at byte " + std::to_string(ar.position() - 1));
+  t = byte == 1;
 }
 
 template <class T>

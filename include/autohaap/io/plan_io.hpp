@@ -51,7 +51,8 @@ void write_plan(const Plan& plan, const std::string& path, int gpus_per_node_hin
 void write_plan(const Plan& plan, const std::string& path, const ClusterSpec& cluster);
 
 // The rules a plan must satisfy on its own (what reading enforces), for
-// plans built in code: names non-empty, batch numbers >= 1, zero in 0..3, at
+// plans built in code: names non-empty and without NUL characters (the
+// search's strategy may be empty), batch numbers >= 1, zero in 0..3, at
 // least one stage, group/first_gpu >= 0, tp/dp/gpus >= 1, gpus == tp*dp,
 // layers [a, b) with 0 <= a < b, one predicted entry per stage where given,
 // search counts >= 0 and ranks/threads >= 1. Throws InputError.

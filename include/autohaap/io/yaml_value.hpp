@@ -44,7 +44,7 @@ class YamlValue {
   int as_int(Bound bound = Bound::any) const;
   double as_double(Bound bound = Bound::any) const;
   bool as_bool() const;
-  std::string as_string() const;   // a non-empty scalar
+  std::string as_string() const;   // a non-empty scalar without NUL characters
   YamlObject as_object() const;
   std::vector<YamlValue> as_list() const;  // any length; elements carry path[i]
 
