@@ -267,7 +267,8 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
         g.at("inter_node_GBps", "").fail("either inter_node_GBps or nics_per_node with nic_Gbps, not both");
       const YamlValue nics = g.at("nics_per_node", describe_int(Bound::positive));
       const YamlValue gbit = g.at("nic_Gbps", describe_double(Bound::positive));
-      n.inter_node_GBps = nics.as_int(Bound::positive) * gbit.as_double(Bound::positive) / 8.0 / n.gpus_per_node;
+      n.inter_node_GBps =
+          nic_share_GBps(nics.as_int(Bound::positive), gbit.as_double(Bound::positive), n.gpus_per_node);
       // The share per GPU is what the cost model uses: its range, named by
       // the keys written.
       if (!(n.inter_node_GBps >= limits::kMinGBps && n.inter_node_GBps <= limits::kMaxGBps))

@@ -92,11 +92,11 @@ std::optional<Scored> score(const CsvRow& r) {
   p.cluster.groups = {make_node_group(catalog_device(r.at("gpu")), std::max(1, gpus / gpn), std::min(gpus, gpn))};
   p.cluster.inter_group_GBps = kDefaultInterGroupGBps;
   // The node's NICs where the source states them (node_nic_Gbps, Gb/s per
-  // node: BLOOM's Jean Zay A100 nodes have 4 Omni-Path 100 Gb/s links,
-  // BigScience tr11-176B-ml README "Hardware"), shared by its GPUs as a
-  // cluster file's nics_per_node x nic_Gbps; else the device's default.
+  // node in all: BLOOM's Jean Zay A100 nodes have 4 Omni-Path 100 Gb/s
+  // links, BigScience tr11-176B-ml README "Hardware"), shared by its GPUs as
+  // a cluster file's nics_per_node x nic_Gbps; else the device's default.
   if (const double nic = number(r, "node_nic_Gbps"); nic > 0)
-    p.cluster.groups[0].inter_node_GBps = nic / 8.0 / p.cluster.groups[0].gpus_per_node;
+    p.cluster.groups[0].inter_node_GBps = nic_share_GBps(1, nic, p.cluster.groups[0].gpus_per_node);
 
   TrainingSpec& t = p.training;
   t.global_batch = std::stoi(r.at("global_batch"));

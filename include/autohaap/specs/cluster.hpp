@@ -23,6 +23,13 @@ struct NodeGroup {
   int gpus() const { return nodes * gpus_per_node; }
 };
 
+// A node's NICs as bought (nics_per_node x nic_Gbps, gigabits per second
+// each) shared by its GPUs: the per-GPU, per-direction share in GB/s that
+// NodeGroup::inter_node_GBps holds.
+inline double nic_share_GBps(int nics_per_node, double nic_Gbps, int gpus_per_node) {
+  return nics_per_node * nic_Gbps / 8.0 / gpus_per_node;
+}
+
 struct ClusterSpec {
   std::string name;
   std::vector<NodeGroup> groups;    // non-empty
