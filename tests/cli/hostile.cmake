@@ -24,37 +24,31 @@ file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden:
 file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
 file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT01 and then nothing a checkpoint holds\n")
-file(WRITE ${_hostile}/eight_groups.yaml "groups:
-  - {device: h100-sxm, nodes: 2, gpus_per_node: 8}
-  - {device: a100-80gb, nodes: 2, gpus_per_node: 8}
-  - {device: a100-40gb, nodes: 2, gpus_per_node: 8}
-  - {device: v100-32gb, nodes: 2, gpus_per_node: 8}
-  - {device: l40s, nodes: 2, gpus_per_node: 8}
-  - {device: h200, nodes: 2, gpus_per_node: 8}
-  - {device: a800, nodes: 2, gpus_per_node: 8}
-  - {device: mi300x, nodes: 2, gpus_per_node: 8}
-")
-set(_groups "groups:\n")
-foreach(d h100-sxm a100-80gb a100-40gb v100-32gb l40s h200 a800 mi300x h800 v100-16gb t4)
-  string(APPEND _groups "  - {device: ${d}, nodes: 2, gpus_per_node: 8}\n")
-endforeach()
-file(WRITE ${_hostile}/eleven_groups.yaml "${_groups}")
-unset(_groups)
+# Many node groups of 2 nodes x 8 GPUs: an initialization of minutes.
+function(autohaap_write_groups file)
+  set(text "groups:\n")
+  foreach(d ${ARGN})
+    string(APPEND text "  - {device: ${d}, nodes: 2, gpus_per_node: 8}\n")
+  endforeach()
+  file(WRITE ${_hostile}/${file} "${text}")
+endfunction()
+set(_devices h100-sxm a100-80gb a100-40gb v100-32gb l40s h200 a800 mi300x h800 v100-16gb t4)
+list(SUBLIST _devices 0 8 _eight)
+autohaap_write_groups(eight_groups.yaml ${_eight})
+autohaap_write_groups(eleven_groups.yaml ${_devices})
 # 4,194,304 micro-batches: once a 500 MB picture, or bad_alloc.
 file(READ ${CMAKE_CURRENT_SOURCE_DIR}/data/report/uniform_4stage.yaml _plan)
 string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
 string(REPLACE "num_micro_batches: 128" "num_micro_batches: 4194304" _plan "${_plan}")
 file(WRITE ${_hostile}/long_iteration.yaml "${_plan}")
 unset(_plan)
-# Five node groups: an initialization of minutes. What is wrong with an
-# input or an output must be said before it, so these cases have a timeout.
-file(WRITE ${_hostile}/five_groups.yaml "groups:
-  - {device: h100-sxm, nodes: 2, gpus_per_node: 8}
-  - {device: a100-80gb, nodes: 2, gpus_per_node: 8}
-  - {device: a100-40gb, nodes: 2, gpus_per_node: 8}
-  - {device: v100-32gb, nodes: 2, gpus_per_node: 8}
-  - {device: l40s, nodes: 2, gpus_per_node: 8}
-")
+# Five node groups: what is wrong with an input or an output must be said
+# before their initialization, so these cases have a timeout.
+list(SUBLIST _devices 0 5 _five)
+autohaap_write_groups(five_groups.yaml ${_five})
+unset(_devices)
+unset(_eight)
+unset(_five)
 
 set(_json_depth "arrays and objects nested deeper than 64 levels'. allowed: JSON nested at most 64 levels deep")
 set(_hostile_cases
