@@ -92,6 +92,7 @@ namespace {
 // CUDA cores for fp32, the 16-bit tensor cores otherwise.
 double matmul_peak_tflops(const DeviceSpec& d, Precision p, const OpWork& op) {
   if (op.fp8_gemm) return d.peak_fp8_tflops;
+  if (op.cuda_cores) return d.peak_fp32_tflops;
   switch (p) {
     case Precision::fp32: return d.peak_fp32_tflops;
     case Precision::tf32: return d.peak_tf32_tflops > 0 ? d.peak_tf32_tflops : d.peak_fp32_tflops;

@@ -14,6 +14,14 @@ int mlp_matrices(const ModelSpec& m) { return m.family == ModelFamily::llama ? 3
 
 }  // namespace
 
+bool attention_on_tensor_cores(const ModelSpec& m, const BatchShape& x) {
+  return (static_cast<long long>(m.head_dim()) * x.element_bytes) % 16 == 0;
+}
+
+bool fused_attention_possible(const ModelSpec& m, const BatchShape& x) {
+  return m.flash_attention && x.element_bytes == 2;
+}
+
 double layer_params(const ModelSpec& m, int layer) {
   if (is_generic(m)) return m.generic_layers.at(layer).params;
   const double h = m.hidden, f = m.ffn_hidden;
@@ -77,7 +85,7 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
   const double h = m.hidden, f = m.ffn_hidden, a = m.heads, kv = kv_dim(m);
   // This GPU's tokens: seq_len / cp of each of its b sequences.
   const double cp = x.cp, tokens = b * s / cp;
-  const bool flash = m.flash_attention && x.fused_attention_possible();
+  const bool flash = fused_attention_possible(m, x);
   // GEMM (M x K) by (K x N): 2·M·K·N FLOPs, e·(MK + KN + MN) bytes.
   auto gemm = [&](const char* name, double M, double K, double N) {
     const double flops = 2 * M * K * N;
@@ -95,6 +103,7 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     double bytes = e * (3 * tokens * h / t + b * s * kv * 2 / t);
     if (!flash) bytes += e * 2 * b * (a / t) * (s / cp) * s;  // the s x s scores go through HBM
     w.ops[1] = {"attn_core", flops, bytes, flops};
+    w.ops[1].cuda_cores = !flash && !attention_on_tensor_cores(m, x);
     if (flash) {
       w.ops[1].backward_ratio = 2.5;
       w.ops[1].fused_attention = true;
@@ -189,7 +198,7 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   const double ffn_tensors = m.family == ModelFamily::llama ? 3 : 2;
   const double mlp = 2 + linear_input + 2 * (ffn_tensors - 1) * f / h + linear_input * f / h + (dropout ? 1 : 0);
   const double linear_part = (attn + mlp) * sbh;                    // 34·sbh for GPT
-  const bool flash = m.flash_attention && x.fused_attention_possible();
+  const bool flash = fused_attention_possible(m, x);
   const double score_part = flash ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * x.seq_len * b;
   const double element_scale = x.element_bytes / 2.0;               // the formula counts 16-bit elements
   switch (recompute) {

@@ -81,6 +81,44 @@ TEST(LayerWork, LlamaForwardFlopsCountGqaAndSwiGlu) {
   EXPECT_DOUBLE_EQ(layer_forward_flops(m, 0, b, 8192), expected);
 }
 
+TEST(LayerWork, AttentionGemmsOverUnalignedHeadsRunOnCudaCores) {
+  // hidden 1728: 16 heads of 108 (216 bytes a row at 16 bits, not whole
+  // 16-byte vectors) against 12 heads of 144 (288 bytes).
+  ModelSpec unaligned = gpt(2, 1728, 16), aligned = gpt(2, 1728, 12);
+  unaligned.flash_attention = aligned.flash_attention = false;
+  const BatchShape x{2, 2048, 1, 2, false};
+  EXPECT_FALSE(attention_on_tensor_cores(unaligned, x));
+  EXPECT_TRUE(attention_on_tensor_cores(aligned, x));
+  EXPECT_TRUE(layer_forward_work(unaligned, 0, x).ops[1].cuda_cores);
+  EXPECT_FALSE(layer_forward_work(aligned, 0, x).ops[1].cuda_cores);
+  // The linear layers' GEMMs stay on tensor cores; fused attention pads the
+  // head dimension itself.
+  for (int op : {0, 2, 3}) EXPECT_FALSE(layer_forward_work(unaligned, 0, x).ops[op].cuda_cores);
+  ModelSpec flash = unaligned;
+  flash.flash_attention = true;
+  EXPECT_FALSE(layer_forward_work(flash, 0, x).ops[1].cuda_cores);
+
+  // Hand calculation on a flat device (eff 0.5; 100 TFLOP/s on tensor
+  // cores, 6.25 on CUDA cores; 1600 GB/s achieved): each op takes the
+  // longer of its FLOPs and its bytes; the attention core of the unaligned
+  // model at the CUDA-core peak.
+  Problem p;
+  p.model = unaligned;
+  const DeviceSpec d = flat_device(100, 0.5);
+  p.cluster = ClusterSpec{"c", {group(d, 1, 8)}, 12.5, 20};
+  p.training.global_batch = 8;
+  p.training.precision = Precision::fp16;
+  const CostModel cm(p);
+  const LayerWork w = layer_forward_work(unaligned, 0, x);
+  double expected = 0;
+  for (int i = 0; i < LayerWork::kOps; ++i) {
+    const double peak = i == 1 ? 100e12 / 16 : 100e12;
+    expected += std::max(w.ops[i].flops / (peak * 0.5), w.ops[i].bytes / (2000e9 * 0.8));
+  }
+  const Timing t = cm.layer_timing(StageShape{0, 1, 1, Recompute::none}, 2, 0);
+  EXPECT_NEAR(t.forward_s, expected + cm.parameters().per_layer_overhead_s, 1e-12);
+}
+
 TEST(LayerWork, ActivationMemoryFollowsKorthikanti) {
   const ModelSpec m = gpt(2, 1024, 16);
   const double s = 2048, b = 2, h = 1024, a = 16;

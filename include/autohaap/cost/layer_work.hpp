@@ -44,6 +44,9 @@ struct OpWork {
   // over its efficiency at the whole sequence; 1 otherwise.
   double attention_block_efficiency = 1.0;
   bool fp8_gemm = false;         // a linear layer's GEMM, run in FP8 (BatchShape::fp8)
+  // A GEMM tensor cores cannot run (attention_on_tensor_cores): priced at
+  // the device's fp32 CUDA-core peak.
+  bool cuda_cores = false;
 };
 
 // Forward work of one layer on one GPU, split into the ops a measured
@@ -80,10 +83,26 @@ struct BatchShape {
   // kept as their FP8 casts; the casts and their transposes are extra
   // memory-bound work. Set only where the stage's device has FP8.
   bool fp8 = false;
-  // FlashAttention's kernels take 16-bit inputs; fp32/tf32 training runs
-  // standard attention.
-  bool fused_attention_possible() const { return element_bytes == 2; }
 };
+
+// Tensor-core GEMM kernels read their operands in 16-byte vectors, so each
+// row must start on a 16-byte boundary. Standard attention's batched GEMMs
+// (Q·K^T over head_dim, P·V into head_dim) get that only when head_dim
+// elements fill whole 16-byte vectors (a multiple of 8 at 16 bits); else
+// cuBLAS runs them on CUDA cores, at the fp32 rate PyTorch's 16-bit GEMMs
+// accumulate in (NVIDIA Deep Learning Performance Guide, "Matrix
+// Multiplication Background", Tensor Core Requirements: 16-byte alignment).
+// Measured: BLOOM's 2022 shape sweeps on A100 ran the head_dim-108 shapes
+// (hidden 13824, 128 heads) 23-28% slower than the same runs at 96 heads
+// (head_dim 144) (tests/data/measured_runs.csv, bloom_prequel_0223_nheads
+// and 0226_nheads: bloom-pq-054, 086, 089, 091).
+bool attention_on_tensor_cores(const ModelSpec& model, const BatchShape& shape);
+
+// Whether the layer runs fused (flash) attention: the model asks for it and
+// the inputs are 16-bit (FlashAttention's kernels take fp16/bf16; fp32 and
+// tf32 training run standard attention, the s x s scores through HBM).
+// FlashAttention pads other head dimensions to a multiple of 8 itself.
+bool fused_attention_possible(const ModelSpec& model, const BatchShape& shape);
 
 // Parameters of transformer/generic layer `layer` (0-based).
 double layer_params(const ModelSpec& model, int layer);
