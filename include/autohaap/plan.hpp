@@ -45,6 +45,13 @@ struct MemoryBreakdown {
   }
 };
 
+// Where a stage's compute times come from, best first: every op measured
+// by a profile; some scaled from a profile's measurements of other
+// configurations (cost/profile_correction.hpp); some from the analytic
+// roofline alone.
+enum class TimeSource { measured, corrected, analytic };
+const char* to_string(TimeSource source);
+
 struct StageEstimate {
   double forward_s = 0;       // one micro-batch: compute + tp communication
   double backward_s = 0;      // incl. recompute forward
@@ -53,6 +60,7 @@ struct StageEstimate {
   double optimizer_s = 0;     // optimizer step per iteration
   MemoryBreakdown memory;
   double capacity_bytes = 0;  // device memory
+  TimeSource time_source = TimeSource::analytic;  // the least measured of its layers and edges
   double time_s() const { return forward_s + backward_s; }
   bool fits() const { return memory.total() <= capacity_bytes; }
 };

@@ -68,7 +68,9 @@ bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
 }  // namespace
 
 CostModel::CostModel(const Problem& problem, CostParameters parameters)
-    : problem_(problem), parameters_(parameters) {}
+    : problem_(problem), parameters_(parameters) {
+  if (!problem_.profiles.empty()) correction_ = fit_profile_correction();
+}
 
 double CostModel::in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp) {
   if (vpp <= 1) return std::max(1, std::min(num_stages - stage_index, num_micro_batches));
@@ -136,42 +138,83 @@ struct WorkTime {
   double forward = 0, backward = 0, selective_replay = 0;
   double attention_forward = 0, attention_backward = 0;  // the attention core's share (hides cp's ring)
   bool whole_layer_measured = false;  // a profiled whole layer: includes its tp communication
+  // A whole layer the profile measured elsewhere: its measured / analytic
+  // factors, applied to the analytic layer with its tp communication.
+  double layer_factor_forward = 1, layer_factor_backward = 1;
+  TimeSource source = TimeSource::measured;
+};
+
+TimeSource worse(TimeSource a, TimeSource b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; }
+
+// Profiles as the cost model reads them: the measured table and what it
+// says about the points it did not measure.
+struct Measurements {
+  const ProfileTable& table;
+  const ProfileCorrection& correction;
 };
 
 }  // namespace
 
-// Forward/backward time of one layer's (or edge's) ops, each taken from the
-// profile table when measured, else from the roofline; an unmeasured
-// backward is the op's backward_ratio times its forward (layer_work.hpp).
-static WorkTime work_time(const Problem& pb, const DeviceSpec& d, const LayerWork& w, const BatchShape& x,
-                          int layer) {
+// Forward/backward time of one layer's (or edge's) ops. Each is taken from
+// the profile table where measured; else from the roofline, scaled by the
+// profile's correction factor for that device and op where it has one
+// (cost/profile_correction.hpp). An unmeasured backward of a measured
+// forward is the op's backward_ratio times it (layer_work.hpp). A whole
+// measured `layer` (transformer layers only) replaces the parts.
+static WorkTime work_time(const Measurements& ms, Precision precision, const DeviceSpec& d, const LayerWork& w,
+                          const BatchShape& x, int layer, bool is_layer) {
   WorkTime out;
   ProfileKey key{d.name, "", x.tp, static_cast<int>(std::lround(x.sequences)), x.seq_len, layer};
-  const bool profiled = !pb.profiles.empty();
-  if (profiled) {
+  // Profiles time whole sequences: a context-parallel GPU's share of one
+  // is not what they measured (their factors still apply).
+  const bool profiled = !ms.table.empty() && x.cp == 1;
+  if (is_layer && profiled) {
     key.op = "layer";
-    if (auto f = pb.profiles.lookup(key)) {
+    if (auto f = ms.table.lookup(key)) {
       out.forward = *f;
       key.op = "layer_backward";
-      auto b = pb.profiles.lookup(key);
+      auto b = ms.table.lookup(key);
       out.backward = b ? *b : 2 * *f;
       out.selective_replay = w.selective_op >= 0 ? out.forward * 0.1 : 0.0;
       out.whole_layer_measured = true;
       return out;
     }
   }
+  bool layer_corrected = false;
+  if (is_layer && !ms.correction.empty()) {
+    if (auto f = ms.correction.factor(d.name, "layer")) {
+      layer_corrected = true;
+      out.layer_factor_forward = *f;
+      out.layer_factor_backward = ms.correction.factor(d.name, "layer_backward").value_or(*f);
+    }
+  }
+  // Per-op factors apply where the whole layer has none.
+  const bool correcting = !ms.correction.empty() && !layer_corrected;
   for (int i = 0; i < LayerWork::kOps; ++i) {
     const OpWork& op = w.ops[i];
     if (op.flops <= 0 && op.bytes <= 0) continue;
     double f = -1, b = -1;
+    TimeSource source = TimeSource::measured;
     if (profiled) {
       key.op = op.name;
-      if (auto v = pb.profiles.lookup(key)) f = *v;
+      if (auto v = ms.table.lookup(key)) f = *v;
       key.op = std::string(op.name) + "_backward";
-      if (auto v = pb.profiles.lookup(key)) b = *v;
+      if (auto v = ms.table.lookup(key)) b = *v;
     }
-    if (b < 0) b = f >= 0 ? op.backward_ratio * f : roofline_s(d, pb.training.precision, op, true);
-    if (f < 0) f = roofline_s(d, pb.training.precision, op, false);
+    if (b < 0 && f >= 0) b = op.backward_ratio * f;
+    if (b < 0) {
+      b = roofline_s(d, precision, op, true);
+      const auto c = correcting ? ms.correction.factor(d.name, std::string(op.name) + "_backward") : std::nullopt;
+      b *= c.value_or(1.0);
+      source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
+    }
+    if (f < 0) {
+      f = roofline_s(d, precision, op, false);
+      const auto c = correcting ? ms.correction.factor(d.name, op.name) : std::nullopt;
+      f *= c.value_or(1.0);
+      source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
+    }
+    out.source = worse(out.source, source);
     out.forward += f;
     out.backward += b;
     if (i == w.selective_op) out.selective_replay = f;
@@ -232,21 +275,26 @@ static Link cp_link(const NodeGroup& g, const StageShape& s, const CostParameter
   return collective_link(g, s.cp, std::max(1, std::min(s.cp, g.gpus_per_node / s.tp)), c);
 }
 
+// Tensor parallelism: two all-reduces of the b·s·h layer activations in the
+// forward (after attention and after the MLP) and two in the backward
+// (Shoeybi et al. 2019, Megatron-LM, Fig. 4); with sequence parallelism the
+// same volume moves as all-gather + reduce-scatter (Korthikanti et al. 2022).
+// Per pass (forward or backward) of one layer.
+static double tensor_parallel_s(const Problem& pb, const NodeGroup& g, const CostParameters& c,
+                                const StageShape& shape, const BatchShape& x, int layer) {
+  if (shape.tp <= 1) return 0;
+  const double bytes = layer_output_bytes(pb.model, layer, x.sequences, x.seq_len, x.element_bytes) / x.cp;
+  return 2 * ring_allreduce_s(bytes, shape.tp, tp_link(g, c));
+}
+
 Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int layer) const {
   const NodeGroup& g = problem_.cluster.groups.at(shape.group);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
-  const WorkTime w = work_time(problem_, g.device, layer_forward_work(problem_.model, layer, x), x, layer);
+  const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+                               layer_forward_work(problem_.model, layer, x), x, layer, /*is_layer=*/true);
 
-  // Tensor parallelism: two all-reduces of the b·s·h layer activations in the
-  // forward (after attention and after the MLP) and two in the backward
-  // (Shoeybi et al. 2019, Megatron-LM, Fig. 4); with sequence parallelism the
-  // same volume moves as all-gather + reduce-scatter (Korthikanti et al. 2022).
-  // A measured whole layer at tp > 1 already contains these all-reduces.
-  double tp_comm = 0;
-  if (shape.tp > 1 && !w.whole_layer_measured) {
-    const double bytes = layer_output_bytes(problem_.model, layer, x.sequences, x.seq_len, x.element_bytes) / x.cp;
-    tp_comm = 2 * ring_allreduce_s(bytes, shape.tp, tp_link(g, parameters_));
-  }
+  // A measured whole layer at tp > 1 already contains its tp all-reduces.
+  const double tp_comm = w.whole_layer_measured ? 0.0 : tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
   // Context parallelism: cp - 1 ring steps each pass a K,V block to the next
   // GPU in the forward, and K,V plus their gradients in the backward; each
   // step's transfer overlaps that step's attention (Transformer Engine's
@@ -261,8 +309,9 @@ Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int lay
   }
   const double overhead = parameters_.per_layer_overhead_s;
   Timing t;
-  t.forward_s = w.forward + tp_comm + cp_forward + overhead;
-  t.backward_s = w.backward + tp_comm + cp_backward + overhead;
+  t.forward_s = (w.forward + tp_comm) * w.layer_factor_forward + cp_forward + overhead;
+  t.backward_s = (w.backward + tp_comm) * w.layer_factor_backward + cp_backward + overhead;
+  t.source = w.source;
   if (shape.recompute == Recompute::full) t.backward_s += t.forward_s;              // replay the whole forward
   if (shape.recompute == Recompute::selective) t.backward_s += w.selective_replay;  // replay the attention core
   return t;
@@ -271,18 +320,66 @@ Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int lay
 Timing CostModel::edge_timing(const StageShape& shape, int micro_batch, bool first, bool last) const {
   const NodeGroup& g = problem_.cluster.groups.at(shape.group);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
-  Timing t;
+  Timing t;  // no edge: nothing unmeasured
   if (first) {
-    const WorkTime w = work_time(problem_, g.device, embedding_forward_work(problem_.model, x), x, -1);
+    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+                                 embedding_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
+    t.source = worse(t.source, w.source);
   }
   if (last) {
-    const WorkTime w = work_time(problem_, g.device, head_forward_work(problem_.model, x), x, -1);
+    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+                                 head_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
+    t.source = worse(t.source, w.source);
   }
   return t;
+}
+
+// Each measured point against the analytic time of the same op, shape and
+// device (with a whole layer's tp communication, which its measurement
+// contains). Points of devices outside the cluster, of another sequence
+// length or of layers the model does not have cannot be compared and are
+// left out.
+ProfileCorrection CostModel::fit_profile_correction() const {
+  static const ProfileTable kNoProfiles;
+  static const ProfileCorrection kNoCorrection;
+  const Measurements analytic{kNoProfiles, kNoCorrection};
+  const std::string backward_suffix = "_backward";
+  ProfileCorrection out;
+  for (const auto& [key, measured] : problem_.profiles.entries()) {
+    if (key.seq_len != problem_.seq_len() || key.layer >= problem_.model.layers) continue;
+    int group = -1;
+    for (std::size_t i = 0; i < problem_.cluster.groups.size() && group < 0; ++i)
+      if (problem_.cluster.groups[i].device.name == key.device) group = static_cast<int>(i);
+    if (group < 0) continue;
+    const NodeGroup& g = problem_.cluster.groups[group];
+    const StageShape shape{group, key.tp, 1, Recompute::none, 1};
+    const BatchShape x = batch_shape(problem_, shape, key.micro_batch);
+    const int layer = std::max(0, key.layer);
+    const bool backward = key.op.size() > backward_suffix.size() &&
+                          key.op.compare(key.op.size() - backward_suffix.size(), backward_suffix.size(),
+                                         backward_suffix) == 0;
+    const std::string op = backward ? key.op.substr(0, key.op.size() - backward_suffix.size()) : key.op;
+    const Precision precision = problem_.training.precision;
+    double analytic_s = -1;
+    if (op == "layer") {
+      const WorkTime w = work_time(analytic, precision, g.device, layer_forward_work(problem_.model, layer, x), x,
+                                   layer, /*is_layer=*/true);
+      analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
+    } else {
+      for (const LayerWork& w : {layer_forward_work(problem_.model, layer, x), embedding_forward_work(problem_.model, x),
+                                 head_forward_work(problem_.model, x)})
+        for (const OpWork& o : w.ops)
+          if (analytic_s < 0 && op == o.name && (o.flops > 0 || o.bytes > 0))
+            analytic_s = roofline_s(g.device, precision, o, backward);
+    }
+    if (analytic_s > 0) out.add_point(key.device, key.op, measured, analytic_s);
+  }
+  out.finish();
+  return out;
 }
 
 LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, int layer) const {
@@ -402,16 +499,19 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   const TrainingSpec& tr = problem_.training;
 
   StageEstimate e;
+  TimeSource source = TimeSource::measured;
   double params = 0;
   for (int l = s.layer_begin; l < s.layer_end; ++l) {
     const Timing t = layer_timing(shape, B, l);
     e.forward_s += t.forward_s;
     e.backward_s += t.backward_s;
+    source = worse(source, t.source);
     params += layer_params(problem_.model, l);
   }
   const Timing edge = edge_timing(shape, B, first, last);
   e.forward_s += edge.forward_s;
   e.backward_s += edge.backward_s;
+  e.time_source = worse(source, edge.source);
   if (first) params += embedding_params(problem_.model);
   if (last) params += head_params(problem_.model, first);
   params /= s.tp;

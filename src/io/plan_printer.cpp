@@ -45,6 +45,17 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
                          e.forward_s * 1e3, e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
                          e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
   }
+  // With measured profiles: where each stage's times come from, and the
+  // factors that scaled the unmeasured ones (cost/profile_correction.hpp).
+  if (!model.problem().profiles.empty()) {
+    out += "stage times:";
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i)
+      out += printf_string(" %d %s", i, to_string(model.stage(plan, i).time_source));
+    out += " (measured: every op profiled; corrected: the roofline times a profile's measured / analytic factor)\n";
+    for (const CorrectionFactor& c : model.profile_correction().factors())
+      out += printf_string("profile correction %s %s: x%.3f, median of %d measured points (x%.3f..x%.3f)\n",
+                           c.device.c_str(), c.op.c_str(), c.factor, c.points, c.min_ratio, c.max_ratio);
+  }
   if (plan.vpp > 1)
     out += printf_string("interleaved 1F1B: %d chunks per stage; fwd/bwd are all of a stage's chunks for one "
                          "micro-batch, send all of its chunks' transfers\n",

@@ -214,6 +214,54 @@ TEST(CostModel, MeasuredProfileOverridesRoofline) {
   EXPECT_NEAR(t1.backward_s, 0.030 + overhead, 1e-12);  // per-layer measured backward
 }
 
+TEST(CostModel, UnmeasuredConfigurationsTakeTheProfilesMeasuredOverAnalyticFactor) {
+  // Analytic layer at 2 sequences per replica: 200 GFLOP at 50 TFLOP/s =
+  // 4 ms forward, 8 ms backward. Measured: 12 ms and 30 ms, factors 3 and
+  // 3.75. At 4 sequences (not measured) the roofline's 8 and 16 ms are
+  // scaled by them: 24 and 60 ms.
+  Problem p = generic_problem(100.0);
+  p.profiles.add(ProfileKey{"flat", "layer", 1, 2, 512, -1}, 0.012);
+  p.profiles.add(ProfileKey{"flat", "layer_backward", 1, 2, 512, -1}, 0.030);
+  const CostModel cm(p);
+  const double overhead = cm.parameters().per_layer_overhead_s;
+  ASSERT_EQ(cm.profile_correction().factors().size(), 2u);
+  EXPECT_NEAR(*cm.profile_correction().factor("flat", "layer"), 3.0, 1e-12);
+  EXPECT_NEAR(*cm.profile_correction().factor("flat", "layer_backward"), 3.75, 1e-12);
+  EXPECT_FALSE(cm.profile_correction().factor("other-device", "layer").has_value());
+
+  const Timing measured = cm.layer_timing(StageShape{0, 1, 1, Recompute::none}, 2, 0);
+  EXPECT_NEAR(measured.forward_s, 0.012 + overhead, 1e-12);
+  EXPECT_EQ(measured.source, TimeSource::measured);
+  const Timing corrected = cm.layer_timing(StageShape{0, 1, 1, Recompute::none}, 4, 0);
+  EXPECT_NEAR(corrected.forward_s, 0.024 + overhead, 1e-12);
+  EXPECT_NEAR(corrected.backward_s, 0.060 + overhead, 1e-12);
+  EXPECT_EQ(corrected.source, TimeSource::corrected);
+
+  // Without profiles every time is analytic.
+  const CostModel plain(generic_problem(100.0));
+  EXPECT_EQ(plain.layer_timing(StageShape{0, 1, 1, Recompute::none}, 4, 0).source, TimeSource::analytic);
+  EXPECT_TRUE(plain.profile_correction().empty());
+}
+
+TEST(CostModel, AMeasuredWholeLayerIsNotTakenForTheEmbeddingOrTheHead) {
+  Problem p;
+  p.model = gpt(2, 1024, 16);
+  p.model.seq_len = 512;
+  const DeviceSpec d = flat_device(100, 0.5);
+  p.cluster = ClusterSpec{"c", {group(d, 1, 4)}, 12.5, 20};
+  p.training.global_batch = 8;
+  const CostModel analytic(p);
+  p.profiles.add(ProfileKey{"flat", "layer", 1, 2, 512, -1}, 0.5);  // every layer, far from the roofline
+  const CostModel profiled(p);
+  const StageShape shape{0, 1, 1, Recompute::none};
+  // The edges have no measurement of their own and the profile measured no
+  // edge op: they stay analytic, uncorrected.
+  const Timing a = analytic.edge_timing(shape, 2, true, true), b = profiled.edge_timing(shape, 2, true, true);
+  EXPECT_DOUBLE_EQ(b.forward_s, a.forward_s);
+  EXPECT_EQ(b.source, TimeSource::analytic);
+  EXPECT_NEAR(profiled.layer_timing(shape, 2, 1).forward_s, 0.5 + profiled.parameters().per_layer_overhead_s, 1e-12);
+}
+
 TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
   // bf16 training keeps an fp32 gradient buffer: 18 bytes per parameter
   // (2 weights + 4 gradients + 12 Adam states; Megatron-LM's distributed

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autohaap/cost/cost_parameters.hpp"
+#include "autohaap/cost/profile_correction.hpp"
 #include "autohaap/plan.hpp"
 #include "autohaap/specs/problem.hpp"
 
@@ -31,6 +32,7 @@ struct StageShape {
 struct Timing {
   double forward_s = 0;
   double backward_s = 0;  // includes the recompute forward
+  TimeSource source = TimeSource::measured;  // the least measured of its ops (no ops: measured)
   double total() const { return forward_s + backward_s; }
 };
 
@@ -47,6 +49,10 @@ class CostModel {
 
   const Problem& problem() const { return problem_; }
   const CostParameters& parameters() const { return parameters_; }
+  // What the problem's profiles say about the configurations they did not
+  // measure: per (device, op), measured / analytic at the measured points
+  // (empty without profiles). Fitted once, here.
+  const ProfileCorrection& profile_correction() const { return correction_; }
 
   // --- per layer -------------------------------------------------------
   // One layer on one GPU of a stage with this shape; `micro_batch` is B,
@@ -86,8 +92,11 @@ class CostModel {
   double hardware_flops_per_iteration(const Plan& plan) const;
 
  private:
+  ProfileCorrection fit_profile_correction() const;
+
   const Problem& problem_;
   CostParameters parameters_;
+  ProfileCorrection correction_;
 };
 
 }  // namespace autohaap
