@@ -347,7 +347,6 @@ ProfileCorrection CostModel::fit_profile_correction() const {
   static const ProfileTable kNoProfiles;
   static const ProfileCorrection kNoCorrection;
   const Measurements analytic{kNoProfiles, kNoCorrection};
-  const std::string backward_suffix = "_backward";
   ProfileCorrection out;
   for (const auto& [key, measured] : problem_.profiles.entries()) {
     if (key.seq_len != problem_.seq_len() || key.layer >= problem_.model.layers) continue;
@@ -359,13 +358,14 @@ ProfileCorrection CostModel::fit_profile_correction() const {
     const StageShape shape{group, key.tp, 1, Recompute::none, 1};
     const BatchShape x = batch_shape(problem_, shape, key.micro_batch);
     const int layer = std::max(0, key.layer);
-    const bool backward = key.op.size() > backward_suffix.size() &&
-                          key.op.compare(key.op.size() - backward_suffix.size(), backward_suffix.size(),
-                                         backward_suffix) == 0;
-    const std::string op = backward ? key.op.substr(0, key.op.size() - backward_suffix.size()) : key.op;
+    const auto [op, backward] = split_backward(key.op);
     const Precision precision = problem_.training.precision;
     double analytic_s = -1;
-    if (op == "layer") {
+    if (op == "optimizer") {
+      // The whole model's step on one GPU of a tp group, without ZeRO.
+      analytic_s = total_params(problem_.model) / key.tp * optimizer_bytes_per_param(problem_.training) /
+                   (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
+    } else if (op == "layer") {
       const WorkTime w = work_time(analytic, precision, g.device, layer_forward_work(problem_.model, layer, x), x,
                                    layer, /*is_layer=*/true);
       analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
@@ -585,6 +585,8 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   }
   const double owned = params / (tr.zero >= 1 ? replicas : 1);
   e.optimizer_s = owned * optimizer_bytes_per_param(tr) / (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
+  // A profile's measured step, where it has one, sets the rate of this device.
+  if (!correction_.empty()) e.optimizer_s *= correction_.factor(g.device.name, "optimizer").value_or(1.0);
 
   e.memory = stage_memory(shape, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
   e.capacity_bytes = capacity_bytes(s.group);

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
+#include "autohaap/cost/profile_table.hpp"
 #include "autohaap/plan.hpp"
 
 namespace autohaap {
 
 namespace {
-constexpr const char* kBackwardSuffix = "_backward";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -39,9 +39,7 @@ void ProfileCorrection::finish() {
 
 std::optional<double> ProfileCorrection::factor(const std::string& device, const std::string& op) const {
   if (auto it = factors_.find({device, op}); it != factors_.end()) return it->second.factor;
-  const std::string suffix = kBackwardSuffix;
-  if (op.size() > suffix.size() && op.compare(op.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return factor(device, op.substr(0, op.size() - suffix.size()));
+  if (const auto [base, backward] = split_backward(op); backward) return factor(device, std::string(base));
   return std::nullopt;
 }
 

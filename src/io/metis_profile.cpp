@@ -132,6 +132,7 @@ struct MetisFile {
   int num_layers = 0;
   std::vector<double> param_bytes;  // per entry: embedding, layers, head
   std::vector<double> layer_ms;
+  double optimizer_ms = -1;  // execution_time.optimizer_time_ms; -1: not given
 };
 
 // A profile times layers of one shape: its layers must have the model's
@@ -197,17 +198,21 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   const rj::Value& exec = r.member(doc, "", "execution_time", "an object with layer_compute_total_ms");
   f.layer_ms = r.numbers(r.member(exec, "execution_time", "layer_compute_total_ms", "a list of milliseconds"),
                          "execution_time.layer_compute_total_ms", true);
-  for (std::size_t l = 0; l < f.layer_ms.size(); ++l) {
-    if (f.layer_ms[l] > limits::kMaxOpLatencyMs)
-      throw InputError(f.path, "execution_time.layer_compute_total_ms[" + std::to_string(l) + "]",
-                       (std::ostringstream() << f.layer_ms[l]).str(),
+  // Latencies the cost model can add up (io/limits.hpp).
+  auto bounded = [&](double ms, const std::string& key) {
+    if (ms > limits::kMaxOpLatencyMs)
+      throw InputError(f.path, key, (std::ostringstream() << ms).str(),
                        "at most " + std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)) + " ms");
-  }
+    return ms;
+  };
+  for (std::size_t l = 0; l < f.layer_ms.size(); ++l)
+    bounded(f.layer_ms[l], "execution_time.layer_compute_total_ms[" + std::to_string(l) + "]");
   for (const char* key : {"total_time_ms", "forward_backward_time_ms", "batch_generator_time_ms",
-                          "layernorm_grads_all_reduce_time_ms", "embedding_grads_all_reduce_time_ms",
-                          "optimizer_time_ms"}) {
+                          "layernorm_grads_all_reduce_time_ms", "embedding_grads_all_reduce_time_ms"}) {
     if (const rj::Value* v = r.optional(exec, key)) r.number(*v, Reader::join("execution_time", key), false);
   }
+  if (const rj::Value* v = r.optional(exec, "optimizer_time_ms"))
+    f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", false), "execution_time.optimizer_time_ms");
   if (const rj::Value* mem = r.optional(doc, "execution_memory")) {
     for (const char* key : {"total_memory", "total_memory_mb"}) {
       if (const rj::Value* v = r.optional(*mem, key)) r.number(*v, Reader::join("execution_memory", key), false);
@@ -246,6 +251,7 @@ void add_entries(ProfileTable& table, const MetisFile& f, const std::string& dev
   // this entry (each has its own "layer" entry in this configuration).
   table.add(ProfileKey{device, "elementwise", f.tp, f.bs, seq, -1}, 0.0);
   table.add(ProfileKey{device, "elementwise_backward", f.tp, f.bs, seq, -1}, 0.0);
+  if (f.optimizer_ms >= 0) table.add(ProfileKey{device, "optimizer", f.tp, f.bs, seq, -1}, f.optimizer_ms * 1e-3);
 }
 
 }  // namespace

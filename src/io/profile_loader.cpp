@@ -13,9 +13,6 @@
 namespace autohaap {
 namespace {
 
-constexpr std::array<const char*, 8> kOps = {"layer",   "attn_qkv",  "attn_core", "attn_out",
-                                             "mlp",     "elementwise", "embedding", "lm_head"};
-
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells;
   std::string cell;
@@ -29,17 +26,6 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return cells;
 }
 
-bool known_op(const std::string& op) {
-  std::string base = op;
-  const std::string suffix = "_backward";
-  if (base.size() > suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    base.resize(base.size() - suffix.size());
-  }
-  for (const char* k : kOps) {
-    if (base == k) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -76,9 +62,10 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     key.device = c[0];
     if (!is_catalog_device(key.device)) throw InputError(path, where + ".device", key.device, "a catalog device name");
     key.op = c[1];
-    if (!known_op(key.op)) {
-      throw InputError(path, where + ".op", key.op,
-                       "layer attn_qkv attn_core attn_out mlp elementwise embedding lm_head, optionally with _backward");
+    if (!is_profile_op(key.op)) {
+      std::string allowed;
+      for (const char* op : kProfileOps) allowed += std::string(allowed.empty() ? "" : " ") + op;
+      throw InputError(path, where + ".op", key.op, allowed + ", optionally with _backward");
     }
     key.tp = integer(2, 1);
     key.micro_batch = integer(3, 1);

@@ -44,8 +44,10 @@ TEST(MetisProfile, DeviceNamesFollowMetisAndTheCatalog) {
 TEST(MetisProfile, LayerTimesSplitOneThirdForward) {
   const ProfileTable t = load_metis_profiles(kProfiles, problem_125m());
   // 5 files x 14 entries x forward/backward; A100 and V100 files each cover two catalog variants.
-  // (plus the head's elementwise part, measured within the head).
-  EXPECT_EQ(t.size(), 5u * 2 * (14 * 2 + 2));
+  // (plus the head's elementwise part, measured within the head, and the
+  // optimizer step).
+  EXPECT_EQ(t.size(), 5u * 2 * (14 * 2 + 2 + 1));
+  EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "optimizer", 1, 1, -1)), 6.0e-3);
   EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "layer", 1, 1, 3)), 2.4e-3 / 3);
   EXPECT_DOUBLE_EQ(*t.lookup(key("a100-80gb", "layer_backward", 1, 1, 11)), 2 * 2.4e-3 / 3);
   EXPECT_DOUBLE_EQ(*t.lookup(key("a100-40gb", "layer", 1, 2, 0)), 4.5e-3 / 3);
@@ -241,7 +243,7 @@ TEST_F(MetisProfileErrors, ExactDeviceFileOverridesTheMetisName) {
 TEST_F(MetisProfileErrors, OtherFilesAreIgnored) {
   copy("DeviceType.A100_tp1_bs1.json");
   write("README.txt", "profiled on 2024-05-01\n");
-  EXPECT_EQ(load_metis_profiles(dir_.string(), problem_125m()).size(), 2u * (14 * 2 + 2));
+  EXPECT_EQ(load_metis_profiles(dir_.string(), problem_125m()).size(), 2u * (14 * 2 + 2 + 1));
 }
 
 TEST(MetisProfile, MissingDirectoryIsInputError) {

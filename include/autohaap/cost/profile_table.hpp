@@ -6,16 +6,43 @@
 //   layer        whole transformer / generic layer (overrides the ops below)
 //   attn_qkv attn_core attn_out mlp elementwise   parts of a transformer layer
 //   embedding lm_head                              edge ops on the first / last stage
+//   optimizer    the optimizer step of the whole model on one GPU of tp T
+//                (micro_batch and seq_len as measured, not used): its ratio
+//                to the analytic step scales every stage's (ProfileCorrection)
 // Files: CSV with header `device,op,tp,micro_batch,seq_len,latency_ms[,layer]`
 // (io/profile_loader.hpp). Lookup is exact; no interpolation.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace autohaap {
+
+// The op names a profile may time (forward; "<op>_backward" for the
+// backward pass), in the order messages list them.
+inline constexpr std::array<const char*, 9> kProfileOps = {"layer", "attn_qkv", "attn_core", "attn_out", "mlp",
+                                                           "elementwise", "embedding", "lm_head", "optimizer"};
+inline constexpr std::string_view kBackwardSuffix = "_backward";
+
+// "mlp_backward" -> {"mlp", true}; "mlp" -> {"mlp", false}.
+inline std::pair<std::string_view, bool> split_backward(std::string_view op) {
+  if (op.size() > kBackwardSuffix.size() && op.substr(op.size() - kBackwardSuffix.size()) == kBackwardSuffix)
+    return {op.substr(0, op.size() - kBackwardSuffix.size()), true};
+  return {op, false};
+}
+
+// Whether `op` is one of kProfileOps, optionally with the backward suffix.
+inline bool is_profile_op(std::string_view op) {
+  const std::string_view base = split_backward(op).first;
+  for (const char* k : kProfileOps)
+    if (base == k) return true;
+  return false;
+}
 
 struct ProfileKey {
   std::string device;

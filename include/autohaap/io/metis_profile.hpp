@@ -26,7 +26,7 @@
 // model.parameters.total_parameters_bytes,
 // execution_time.{total_time_ms, forward_backward_time_ms,
 // batch_generator_time_ms, layernorm_grads_all_reduce_time_ms,
-// embedding_grads_all_reduce_time_ms, optimizer_time_ms},
+// embedding_grads_all_reduce_time_ms},
 // execution_memory.{total_memory, total_memory_mb, layer_memory_total_mb}.
 // Other keys are ignored, as Metis's own loader does.
 //
@@ -36,14 +36,17 @@
 // measures forward and backward together; the split is forward = 1/3,
 // backward = 2/3 (a backward pass does the two GEMMs of the input and the
 // weight gradients for each forward GEMM; Narayanan et al. 2021, Sec. 5.1).
+// execution_time.optimizer_time_ms, where given, becomes the op "optimizer"
+// (the whole model's step on one GPU of the tp group): its ratio to the
+// analytic step sets the device's optimizer rate (ProfileCorrection).
 //
 // What the cost model does not take from Metis, and why: per-layer memory
 // and total memory (the cost model derives memory from the shapes, per
 // recompute mode and pipeline position, which one measured number per layer
-// cannot give); optimizer, all-reduce and batch-generator times (the cost
-// model derives optimizer and gradient-sync time per stage from its
-// parameters and links; Metis's are whole-model numbers of one
-// configuration); parameter bytes (checked for length only). Metis's last
+// cannot give); all-reduce and batch-generator times (the cost model
+// derives gradient-sync time per stage from its parameters and links;
+// Metis's are whole-model numbers of one configuration, with no record of
+// the links they crossed); parameter bytes (checked for length only). Metis's last
 // entry times the whole head — final norm, LM head and loss — so it becomes
 // "lm_head" and the head's "elementwise" part is recorded as 0 (only edge
 // work looks it up: every transformer layer has its own measured "layer"
