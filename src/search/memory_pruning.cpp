@@ -6,11 +6,10 @@
 #include <limits>
 
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/units.hpp"
 
 namespace autohaap {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct RuleText {
   const char* name;

@@ -12,12 +12,11 @@
 
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/units.hpp"
 #include "strategies.hpp"
 
 namespace autohaap::strategy {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct Option {
   GroupLayout layout;
