@@ -46,6 +46,30 @@ RecomputeChoice fastest_that_fits(const Problem& problem, int stages) {
   return RecomputeChoice{std::vector<std::vector<Recompute>>(stages, modes), true};
 }
 
+// What a test needs to balance the first `per_seed` skeletons of seeded
+// random problems.
+struct Case {
+  const Problem& problem;
+  const CostModel& cost;
+  const MemoryPruner& memory;
+  const LoadBalancer& balancer;
+  const Skeleton& skeleton;
+};
+void each_case(std::uint32_t first_seed, std::uint32_t last_seed, std::size_t per_seed,
+               const std::function<void(const Case&)>& visit) {
+  for (std::uint32_t seed = first_seed; seed <= last_seed; ++seed) {
+    const Problem problem = random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+    for (std::size_t k = 0; k < list.skeletons.size() && k < per_seed; ++k) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " skeleton " + std::to_string(list.skeletons[k].id));
+      visit(Case{problem, cost, memory, balancer, list.skeletons[k]});
+    }
+  }
+}
+
 TEST(StageCostTable, MustFitPicksTheFastestModeThatFitsAndFixedIgnoresMemory) {
   int recomputed = 0, infeasible = 0;
   // Less and less memory: some ranges need recompute, some fit in no mode
@@ -93,87 +117,73 @@ TEST(StageCostTable, MustFitPicksTheFastestModeThatFitsAndFixedIgnoresMemory) {
 
 TEST(ThresholdSplit, LeastFeasibleBottleneckIsTheBruteForceOne) {
   int compared = 0;
-  for (std::uint32_t seed = 1; seed <= 8; ++seed) {
-    const Problem problem = random_problem(seed);
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
-    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
-    for (std::size_t k = 0; k < list.skeletons.size() && k < 10; ++k) {
-      const Skeleton& s = list.skeletons[k];
-      const int p = s.num_stages(), L = problem.model.layers;
-      std::atomic<std::int64_t> estimates{0};
-      StageCostTable table(cost, &memory, nullptr, estimates, s, balancer.identical_layers(s),
-                           fastest_that_fits(problem, p));
-      // Brute force: over every split whose ranges all fit, the least
-      // slowest pace.
-      double truth = kInf;
-      every_split(L, p, [&](const std::vector<int>& ends) {
-        double worst = 0;
-        int begin = 0;
-        for (int i = 0; i < p; ++i) {
-          const auto& c = table.at(i, begin, ends[i]);
-          worst = c.feasible ? std::max(worst, c.pace()) : kInf;
-          if (worst == kInf) return;
-          begin = ends[i];
-        }
-        truth = std::min(truth, worst);
-      });
-      ThresholdSplit split(table);
-      const ThresholdSplit::Start start = split.least_feasible_bottleneck({});
-      if (truth == kInf) {
-        EXPECT_EQ(start.status, ThresholdSplit::Start::Status::infeasible);
-        continue;
-      }
-      ASSERT_EQ(start.status, ThresholdSplit::Start::Status::found) << "seed " << seed << " skeleton " << s.id;
-      EXPECT_EQ(start.T, truth) << "seed " << seed << " skeleton " << s.id;
-      // The split the DP returns under it keeps every stage at or below T.
-      ASSERT_LT(split.min_sum(split.bottleneck_reach(), nullptr), kInf);
+  each_case(1, 8, 10, [&](const Case& c) {
+    const Skeleton& s = c.skeleton;
+    const int p = s.num_stages(), L = c.problem.model.layers;
+    std::atomic<std::int64_t> estimates{0};
+    StageCostTable table(c.cost, &c.memory, nullptr, estimates, s, c.balancer.identical_layers(s),
+                         fastest_that_fits(c.problem, p));
+    // Brute force: over every split whose ranges all fit, the least
+    // slowest pace.
+    double truth = kInf;
+    every_split(L, p, [&](const std::vector<int>& ends) {
+      double worst = 0;
       int begin = 0;
       for (int i = 0; i < p; ++i) {
-        EXPECT_LE(table.at(i, begin, split.split()[i]).pace(), start.T);
-        begin = split.split()[i];
+        const auto& range = table.at(i, begin, ends[i]);
+        worst = range.feasible ? std::max(worst, range.pace()) : kInf;
+        if (worst == kInf) return;
+        begin = ends[i];
       }
-      ++compared;
+      truth = std::min(truth, worst);
+    });
+    ThresholdSplit split(table);
+    const ThresholdSplit::Start start = split.least_feasible_bottleneck({});
+    if (truth == kInf) {
+      EXPECT_EQ(start.status, ThresholdSplit::Start::Status::infeasible);
+      return;
     }
-  }
+    ASSERT_EQ(start.status, ThresholdSplit::Start::Status::found);
+    EXPECT_EQ(start.T, truth);
+    // The split the DP returns under it keeps every stage at or below T.
+    ASSERT_LT(split.min_sum(split.bottleneck_reach(), nullptr), kInf);
+    int begin = 0;
+    for (int i = 0; i < p; ++i) {
+      EXPECT_LE(table.at(i, begin, split.split()[i]).pace(), start.T);
+      begin = split.split()[i];
+    }
+    ++compared;
+  });
   EXPECT_GT(compared, 20);
 }
 
 TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
   int compared = 0;
-  for (std::uint32_t seed = 20; seed <= 26; ++seed) {
-    const Problem problem = random_problem(seed);
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
-    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
-    for (std::size_t k = 0; k < list.skeletons.size() && k < 6; ++k) {
-      const Skeleton& s = list.skeletons[k];
-      const int p = s.num_stages(), L = problem.model.layers;
-      // Without recompute (the fastest mode) and memory ignored: the sum of
-      // paces of every split is at least the bound.
-      std::atomic<std::int64_t> estimates{0};
-      StageCostTable table(cost, nullptr, nullptr, estimates, s, balancer.identical_layers(s),
-                           RecomputeChoice{std::vector<std::vector<Recompute>>(p, {Recompute::none}), false});
-      const StageSpeeds speeds = stage_speeds(cost, nullptr, Recompute::none, s, balancer.identical_layers(s));
-      const double bound = sum_term_lower_bound(speeds, L);
-      EXPECT_GT(bound, 0);
-      every_split(L, p, [&](const std::vector<int>& ends) {
-        double sum = 0;
-        int begin = 0;
-        for (int i = 0; i < p; ++i) {
-          sum += table.at(i, begin, ends[i]).pace();
-          begin = ends[i];
-        }
-        EXPECT_LE(bound, sum * (1 + 1e-12));
-      });
-      // The whole bound is what the balancer reports.
-      EXPECT_EQ(iteration_lower_bound(speeds, memory.capacities(s), L, num_micro_batches(problem, s)),
-                balancer.lower_bound(s));
-      ++compared;
-    }
-  }
+  each_case(20, 26, 6, [&](const Case& c) {
+    const Skeleton& s = c.skeleton;
+    const int p = s.num_stages(), L = c.problem.model.layers;
+    // Without recompute (the fastest mode) and memory ignored: the sum of
+    // paces of every split is at least the bound.
+    std::atomic<std::int64_t> estimates{0};
+    StageCostTable table(c.cost, nullptr, nullptr, estimates, s, c.balancer.identical_layers(s),
+                         RecomputeChoice{std::vector<std::vector<Recompute>>(p, {Recompute::none}), false});
+    const StageSpeeds speeds = stage_speeds(c.cost, nullptr, Recompute::none, s, c.balancer.identical_layers(s));
+    const double bound = sum_term_lower_bound(speeds, L);
+    EXPECT_GT(bound, 0);
+    every_split(L, p, [&](const std::vector<int>& ends) {
+      double sum = 0;
+      int begin = 0;
+      for (int i = 0; i < p; ++i) {
+        sum += table.at(i, begin, ends[i]).pace();
+        begin = ends[i];
+      }
+      EXPECT_LE(bound, sum * (1 + 1e-12));
+    });
+    // The whole bound is what the balancer reports.
+    EXPECT_EQ(iteration_lower_bound(speeds, c.memory.capacities(s), L, num_micro_batches(c.problem, s)),
+              c.balancer.lower_bound(s));
+    ++compared;
+  });
   EXPECT_GT(compared, 10);
 }
 
