@@ -4,6 +4,9 @@
 // published Megatron-LM configuration with the same model as the search.
 #pragma once
 
+#include <optional>
+
+#include "autohaap/error.hpp"
 #include "autohaap/plan.hpp"
 #include "autohaap/specs/problem.hpp"
 
@@ -20,9 +23,20 @@ struct UniformPlanRequest {
 };
 
 // Places stage i on the next tp·cp·dp free GPUs of the cluster, group by group
-// in cluster order; a stage never spans two groups. Throws InputError (key
-// named after the flag) when the request cannot be placed or does not divide.
+// in cluster order; a stage never spans two groups. Each stage meets the
+// stage rule (specs/parallel_rules.hpp) on its node group. Throws InputError
+// (key named after the flag) when the request cannot be placed or does not
+// divide.
 Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& request);
+
+// The same without throwing: the plan, or the InputError make_uniform_plan
+// would throw (for callers that try many requests, such as the export's
+// nearest Megatron plan).
+struct UniformPlanResult {
+  std::optional<Plan> plan;
+  std::optional<InputError> refused;
+};
+UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRequest& request);
 
 // Even split of `layers` over `stages` as each stage's end layer: the first
 // (layers % stages) stages get one more (Megatron-LM's split when it divides).

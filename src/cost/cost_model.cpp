@@ -6,11 +6,10 @@
 
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/layer_work.hpp"
+#include "autohaap/units.hpp"
 
 namespace autohaap {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Bytes per parameter kept by mixed-precision training (Rajbhandari et al.
 // 2020, "ZeRO", Sec. 3.1: 2 + 2 + K with K = 12 for Adam: fp32 master

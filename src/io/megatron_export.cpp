@@ -4,7 +4,6 @@
 #include <functional>
 
 #include "autohaap/error.hpp"
-#include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
@@ -274,7 +273,10 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
     scored.training = sub.training;
     const CostModel model(scored);
 
-    for (int tp = 1; tp <= min_gpn; tp *= 2) {
+    // Every tp the stage rule allows (a divisor of the heads, the key/value
+    // heads and the GPUs of a node); build_uniform_plan applies the rule.
+    for (int tp = 1; tp <= min_gpn; ++tp) {
+      if (broken_stage_rule(problem.model, problem.seq_len(), nullptr, StageDegrees{tp, 1, 1}, 1)) continue;
       for (int pp = 1; pp <= problem.model.layers && tp * pp <= gpus; ++pp) {
         const int max_dp = gpus / (tp * pp);
         for (int dp = max_dp; dp >= 1 && 2 * tp * pp * dp > gpus; --dp) {
@@ -282,14 +284,10 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
             for (const Recompute r : problem.training.recompute_modes) {
               UniformPlanRequest req;
               req.tp = tp, req.pp = pp, req.dp = dp, req.micro_batch_per_replica = b, req.recompute = r;
-              Plan candidate;
-              try {
-                candidate = make_uniform_plan(sub, req);
-                for (StagePlan& s : candidate.stages) s.group = original_group.at(s.group);
-                check_plan_against(candidate, scored.model, scored.cluster, "");
-              } catch (const InputError&) {
-                continue;  // does not divide or place: not a candidate
-              }
+              UniformPlanResult built = build_uniform_plan(sub, req);
+              if (!built.plan) continue;  // does not divide or place: not a candidate
+              Plan& candidate = *built.plan;
+              for (StagePlan& s : candidate.stages) s.group = original_group.at(s.group);
               if (!megatron_blockers(candidate, scored).empty()) continue;
               candidate.predicted = model.estimate(candidate);
               if (!candidate.predicted.fits) continue;

@@ -635,16 +635,16 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
       throw InputError(file, stage_key(i, "first_gpu"), gpu_text,
                        "GPUs within 0.." + std::to_string(g.gpus() - 1) + " of " + group_name);
 
-    // Tensor parallelism all-reduces every layer's activations, which only
-    // intra-node links sustain (Narayanan et al. 2021, sec. 3.3): a TP group
-    // must sit inside one node.
-    const int per_node = g.gpus_per_node;
-    if (per_node <= 0 || per_node % s.tp != 0)
-      throw InputError(file, stage_key(i, "tp"), tp,
-                       "a divisor of " + group_name + "'s gpus_per_node (" + std::to_string(per_node) + ")");
+    // The stage rule (specs/parallel_rules.hpp): tp inside a node and over
+    // the heads, cp over the sequence, dp over the micro-batch.
+    const StageDegrees degrees{s.tp, s.cp, s.dp};
+    if (const auto v = stage_violation(model, model.seq_len, &g, degrees, plan.micro_batch_size))
+      throw InputError(file, stage_key(i, stage_field(v->rule)), std::to_string(stage_field_value(v->rule, degrees)),
+                       v->allowed);
     // Ranks within a stage are ordered tensor-parallel first, then context-
     // parallel, then data-parallel (Megatron's order): tensor-parallel group
     // k holds GPUs first_gpu + k*tp .. + tp - 1.
+    const int per_node = g.gpus_per_node;
     for (int k = 0; k < s.cp * s.dp; ++k) {
       const int begin = s.first_gpu + k * s.tp;
       if (begin / per_node != (begin + s.tp - 1) / per_node)
@@ -652,29 +652,6 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
                          "a first GPU that keeps each group of tp=" + tp + " GPUs inside one node of " +
                              std::to_string(per_node) + " GPUs");
     }
-
-    // Megatron splits attention heads, and the KV head groups of grouped-
-    // query attention, evenly over the tensor-parallel ranks.
-    if (model.family == ModelFamily::generic) {
-      if (s.tp != 1) throw InputError(file, stage_key(i, "tp"), tp, "1 (generic layers are not tensor-parallel)");
-    } else {
-      if (model.heads % s.tp != 0)
-        throw InputError(file, stage_key(i, "tp"), tp,
-                         "a divisor of the model's heads (" + std::to_string(model.heads) + ")");
-      const int kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
-      if (kv_heads % s.tp != 0)
-        throw InputError(file, stage_key(i, "tp"), tp,
-                         "a divisor of the model's kv_heads (" + std::to_string(kv_heads) + ")");
-    }
-
-    const std::string cp_rule = context_parallel_violation(model, model.seq_len, s.cp);
-    if (!cp_rule.empty()) throw InputError(file, stage_key(i, "cp"), std::to_string(s.cp), cp_rule);
-
-    // Each replica of a stage takes micro_batch_size / dp sequences (DESIGN.md
-    // "What a micro-batch means when stages differ").
-    if (plan.micro_batch_size % s.dp != 0)
-      throw InputError(file, stage_key(i, "dp"), std::to_string(s.dp),
-                       "a divisor of micro_batch_size (" + std::to_string(plan.micro_batch_size) + ")");
 
     if (s.layer_begin != next_layer)
       throw InputError(file, stage_key(i, "layers"), layers_text(s),

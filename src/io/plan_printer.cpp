@@ -4,10 +4,11 @@
 #include <cstdio>
 #include <string>
 
+#include "autohaap/units.hpp"
+
 namespace autohaap {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // A fit closer to capacity than this is within the memory model's error
 // against measured peaks (tests/unit/measured_runs_test.cpp): say so.
 constexpr double kTightFraction = 0.05;

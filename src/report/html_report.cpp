@@ -4,14 +4,13 @@
 
 #include "autohaap/report/svg_report.hpp"
 #include "autohaap/report/timeline.hpp"
+#include "autohaap/units.hpp"
 #include "report_text.hpp"
 
 namespace autohaap {
 namespace {
 
 using namespace report_text;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 constexpr const char* kStyle = R"(body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}
 h1{font-size:22px;margin:0 0 12px}

@@ -6,14 +6,13 @@
 #include <string_view>
 
 #include "autohaap/report/timeline.hpp"
+#include "autohaap/units.hpp"
 #include "report_text.hpp"
 
 namespace autohaap {
 namespace {
 
 using namespace report_text;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Page geometry (px). The timeline spans the width between the stage labels
 // and the idle column, so a schedule of any length fills the page.

@@ -4,13 +4,14 @@
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <stdexcept>
 
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/units.hpp"
 
 namespace autohaap {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct RuleText {
   const char* name;
@@ -42,17 +43,22 @@ std::vector<Recompute> allowed_modes(const TrainingSpec& training) {
 }  // namespace
 
 std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch) {
-  const NodeGroup& group = problem.cluster.groups[layout.group];
-  const ModelSpec& model = problem.model;
-  if (group.gpus_per_node % layout.tp != 0) return PruneRule::tp_exceeds_node;
-  // Megatron splits query heads and key/value groups over tp; generic
-  // layers are not tensor-parallel at all.
-  const bool heads_ok = model.family == ModelFamily::generic
-                            ? layout.tp == 1
-                            : model.heads % layout.tp == 0 && (model.kv_heads <= 0 || model.kv_heads % layout.tp == 0);
-  if (!heads_ok) return PruneRule::tp_not_dividing_heads;
-  if (micro_batch % layout.dp != 0) return PruneRule::dp_not_dividing_micro_batch;
-  return std::nullopt;
+  // Search layouts have no context parallelism (cp = 1: the rule holds);
+  // refinement adds it to finished plans.
+  const auto rule = broken_stage_rule(problem.model, problem.seq_len(), &problem.cluster.groups[layout.group],
+                                      StageDegrees{layout.tp, 1, layout.dp}, micro_batch);
+  if (!rule) return std::nullopt;
+  switch (*rule) {
+    case StageRule::tp_exceeds_node:
+      return PruneRule::tp_exceeds_node;
+    case StageRule::tp_not_dividing_heads:
+      return PruneRule::tp_not_dividing_heads;
+    case StageRule::dp_not_dividing_micro_batch:
+      return PruneRule::dp_not_dividing_micro_batch;
+    case StageRule::cp_not_splitting_sequence:
+      break;
+  }
+  throw std::logic_error(std::string("layout_rule: no prune rule counts stage rule ") + stage_field(*rule));
 }
 
 const char* to_string(PruneRule rule) { return kRules[static_cast<int>(rule)].name; }

@@ -10,14 +10,13 @@
 #include <algorithm>
 #include <map>
 
-#include "autohaap/search/load_balancer.hpp"
+#include "autohaap/search/metis_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/units.hpp"
 #include "strategies.hpp"
 
 namespace autohaap::strategy {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct Option {
   GroupLayout layout;
@@ -84,8 +83,7 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
   const Problem& problem = cost.problem();
   const SearchSpace space(problem);
   const std::vector<Task> tasks = metis_tasks(space);
-  const MemoryPruner memory(cost);
-  const LoadBalancer balancer(cost, memory, nullptr);
+  const MetisBalancer balancer(cost);
   Incumbent incumbent(options.top_k);
   std::atomic<std::int64_t> evaluated{0}, without_fit{0};
   std::atomic<bool> stopped{false};
@@ -114,7 +112,7 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
           group_of_stage.push_back(static_cast<int>(j));
         }
       }
-      const BalancedSplit split = balancer.balance_bottleneck(s, recompute);
+      const BalancedSplit split = balancer.balance(s, recompute);
       Plan plan = make_plan(problem, s, split.layer_end, split.recompute);
       plan.predicted = cost.estimate(plan);
       evaluated.fetch_add(1, std::memory_order_relaxed);

@@ -1,5 +1,7 @@
 #include "autohaap/specs/parallel_rules.hpp"
 
+#include "autohaap/specs/cluster.hpp"
+
 namespace autohaap {
 
 std::string interleaving_violation(const ModelSpec& model, int vpp, const std::vector<int>& stage_layers,
@@ -26,6 +28,83 @@ std::string context_parallel_violation(const ModelSpec& model, int seq_len, int 
     return "a cp with 2 x cp dividing the sequence length " + std::to_string(seq_len) +
            " (each GPU takes two mirrored chunks)";
   return "";
+}
+
+const char* stage_field(StageRule rule) {
+  switch (rule) {
+    case StageRule::tp_exceeds_node:
+    case StageRule::tp_not_dividing_heads:
+      return "tp";
+    case StageRule::cp_not_splitting_sequence:
+      return "cp";
+    case StageRule::dp_not_dividing_micro_batch:
+      return "dp";
+  }
+  return "";
+}
+
+int stage_field_value(StageRule rule, const StageDegrees& degrees) {
+  switch (rule) {
+    case StageRule::tp_exceeds_node:
+    case StageRule::tp_not_dividing_heads:
+      return degrees.tp;
+    case StageRule::cp_not_splitting_sequence:
+      return degrees.cp;
+    case StageRule::dp_not_dividing_micro_batch:
+      return degrees.dp;
+  }
+  return 0;
+}
+
+namespace {
+
+// Megatron splits the query heads and the key/value head groups of
+// grouped-query attention evenly over the tensor-parallel ranks
+// (--tensor-model-parallel-size must divide --num-attention-heads and
+// --num-query-groups); generic layers are not tensor-parallel at all.
+int key_value_heads(const ModelSpec& model) { return model.kv_heads > 0 ? model.kv_heads : model.heads; }
+
+}  // namespace
+
+std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, const NodeGroup* group,
+                                           const StageDegrees& d, int micro_batch) {
+  // Tensor parallelism all-reduces every layer's activations, which only
+  // intra-node links sustain (Narayanan et al. 2021, sec. 3.3).
+  if (group && (d.tp < 1 || group->gpus_per_node <= 0 || group->gpus_per_node % d.tp != 0))
+    return StageRule::tp_exceeds_node;
+  const bool heads_ok = model.family == ModelFamily::generic
+                            ? d.tp == 1
+                            : d.tp >= 1 && model.heads % d.tp == 0 && key_value_heads(model) % d.tp == 0;
+  if (!heads_ok) return StageRule::tp_not_dividing_heads;
+  if (!context_parallel_violation(model, seq_len, d.cp).empty()) return StageRule::cp_not_splitting_sequence;
+  // Each replica of a stage takes micro_batch / dp sequences (DESIGN.md
+  // "What a micro-batch means when stages differ").
+  if (d.dp < 1 || micro_batch % d.dp != 0) return StageRule::dp_not_dividing_micro_batch;
+  return std::nullopt;
+}
+
+std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, const NodeGroup* group,
+                                              const StageDegrees& d, int micro_batch) {
+  const std::optional<StageRule> rule = broken_stage_rule(model, seq_len, group, d, micro_batch);
+  if (!rule) return std::nullopt;
+  switch (*rule) {
+    case StageRule::tp_exceeds_node:
+      return StageViolation{*rule, "a divisor of the " + std::to_string(group->gpus_per_node) +
+                                       " GPUs per node of group '" + group->name +
+                                       "' (tensor parallelism stays inside a node)"};
+    case StageRule::tp_not_dividing_heads:
+      if (model.family == ModelFamily::generic)
+        return StageViolation{*rule, "1 (generic layers are not tensor-parallel)"};
+      if (d.tp < 1 || model.heads % d.tp != 0)
+        return StageViolation{*rule, "a divisor of the model's " + std::to_string(model.heads) + " attention heads"};
+      return StageViolation{*rule, "a divisor of the model's " + std::to_string(key_value_heads(model)) +
+                                       " key/value heads (kv_heads)"};
+    case StageRule::cp_not_splitting_sequence:
+      return StageViolation{*rule, context_parallel_violation(model, seq_len, d.cp)};
+    case StageRule::dp_not_dividing_micro_batch:
+      return StageViolation{*rule, "a divisor of the micro-batch size (" + std::to_string(micro_batch) + ")"};
+  }
+  return std::nullopt;
 }
 
 }  // namespace autohaap

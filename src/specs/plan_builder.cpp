@@ -1,6 +1,7 @@
 #include "autohaap/plan_builder.hpp"
 
 #include <string>
+#include <utility>
 
 #include "autohaap/error.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
@@ -17,44 +18,44 @@ std::vector<int> even_split(int layers, int stages) {
   return ends;
 }
 
-Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
+UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   const std::string src = "command line";
-  auto positive = [&](const char* flag, int v) {
-    if (v <= 0) throw InputError(src, flag, std::to_string(v), "a positive integer");
+  auto refuse = [&](std::string flag, std::string value, std::string allowed) {
+    return UniformPlanResult{std::nullopt, InputError(src, std::move(flag), std::move(value), std::move(allowed))};
   };
-  positive("--tp", r.tp);
-  positive("--pp", r.pp);
-  positive("--dp", r.dp);
-  positive("--cp", r.cp);
-  positive("--vpp", r.vpp);
-  positive("--micro-batch", r.micro_batch_per_replica);
+  for (const auto& [flag, v] : {std::pair{"--tp", r.tp}, {"--pp", r.pp}, {"--dp", r.dp}, {"--cp", r.cp},
+                                {"--vpp", r.vpp}, {"--micro-batch", r.micro_batch_per_replica}}) {
+    if (v <= 0) return refuse(flag, std::to_string(v), "a positive integer");
+  }
   const ModelSpec& model = problem.model;
   if (r.pp > model.layers) {
-    throw InputError(src, "--pp", std::to_string(r.pp),
-                     "at most the model's " + std::to_string(model.layers) + " layers");
-  }
-  if (model.heads % r.tp != 0) {
-    throw InputError(src, "--tp", std::to_string(r.tp),
-                     "a divisor of the model's " + std::to_string(model.heads) + " attention heads");
+    return refuse("--pp", std::to_string(r.pp), "at most the model's " + std::to_string(model.layers) + " layers");
   }
   // Products in 64 bits: tp divides the heads and pp the layers (both
   // bounded by the model's validator), dp is bounded here first.
   const int total_gpus = problem.cluster.total_gpus();
   if (r.dp > total_gpus) {
-    throw InputError(src, "--dp", std::to_string(r.dp), "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
+    return refuse("--dp", std::to_string(r.dp), "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
   }
   const long long B = static_cast<long long>(r.micro_batch_per_replica) * r.dp;
   const int G = problem.training.global_batch;
   if (G % B != 0) {
-    throw InputError(src, "--micro-batch", std::to_string(r.micro_batch_per_replica),
-                     "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
+    return refuse("--micro-batch", std::to_string(r.micro_batch_per_replica),
+                  "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
   }
-  const std::string cp_rule = context_parallel_violation(model, problem.seq_len(), r.cp);
-  if (!cp_rule.empty()) throw InputError(src, "--cp", std::to_string(r.cp), cp_rule);
+  // The stage rule before placement (every stage has these degrees), then
+  // again on each stage's node group once placed.
+  const StageDegrees degrees{r.tp, r.cp, r.dp};
+  auto stage_refusal = [&](const StageViolation& v) {
+    return refuse(std::string("--") + stage_field(v.rule), std::to_string(stage_field_value(v.rule, degrees)),
+                  v.allowed);
+  };
+  if (const auto v = stage_violation(model, problem.seq_len(), nullptr, degrees, static_cast<int>(B)))
+    return stage_refusal(*v);
   const long long needed = static_cast<long long>(r.tp) * r.cp * r.pp * r.dp;
   if (needed > total_gpus) {
-    throw InputError(src, "--tp x --cp x --pp x --dp", std::to_string(needed),
-                     "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
+    return refuse("--tp x --cp x --pp x --dp", std::to_string(needed),
+                  "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
   }
 
   Plan plan;
@@ -69,7 +70,7 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   std::vector<int> stage_layers;
   for (int i = 0; i < r.pp; ++i) stage_layers.push_back(layer_end[i] - (i == 0 ? 0 : layer_end[i - 1]));
   const std::string vpp_rule = interleaving_violation(model, r.vpp, stage_layers, plan.num_micro_batches);
-  if (!vpp_rule.empty()) throw InputError(src, "--vpp", std::to_string(r.vpp), vpp_rule);
+  if (!vpp_rule.empty()) return refuse("--vpp", std::to_string(r.vpp), vpp_rule);
   const int stage_gpus = r.tp * r.cp * r.dp;
   int group = 0, next_gpu = 0;
   for (int i = 0; i < r.pp; ++i) {
@@ -79,16 +80,13 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
       next_gpu = 0;
     }
     if (group >= static_cast<int>(problem.cluster.groups.size())) {
-      throw InputError(src, "--pp", std::to_string(r.pp),
-                       "stages of tp x cp x dp = " + std::to_string(stage_gpus) +
-                           " GPUs that fit inside the cluster's node groups (a stage never spans two groups)");
+      return refuse("--pp", std::to_string(r.pp),
+                    "stages of tp x cp x dp = " + std::to_string(stage_gpus) +
+                        " GPUs that fit inside the cluster's node groups (a stage never spans two groups)");
     }
     const NodeGroup& g = problem.cluster.groups[group];
-    if (r.tp > g.gpus_per_node || g.gpus_per_node % r.tp != 0) {
-      throw InputError(src, "--tp", std::to_string(r.tp),
-                       "a divisor of the " + std::to_string(g.gpus_per_node) + " GPUs per node of group '" + g.name +
-                           "' (tensor parallelism stays inside a node)");
-    }
+    if (const auto v = stage_violation(model, problem.seq_len(), &g, degrees, static_cast<int>(B)))
+      return stage_refusal(*v);
     StagePlan s;
     s.group = group;
     s.device = g.device.name;
@@ -103,7 +101,13 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     plan.stages.push_back(s);
     next_gpu += s.gpus;
   }
-  return plan;
+  return UniformPlanResult{std::move(plan), std::nullopt};
+}
+
+Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& request) {
+  UniformPlanResult result = build_uniform_plan(problem, request);
+  if (result.refused) throw *result.refused;
+  return std::move(*result.plan);
 }
 
 }  // namespace autohaap

@@ -2,6 +2,7 @@
 // derived recompute must reach the least iteration time over every split and
 // every per-stage recompute mode, and its lower bound must never exceed it.
 #include "autohaap/search/load_balancer.hpp"
+#include "autohaap/search/metis_balancer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -307,13 +308,12 @@ TEST(LoadBalancer, FasterStagesGetMoreLayers) {
 TEST(LoadBalancer, BottleneckSplitMinimizesTheSlowestStage) {
   const Problem problem = two_group_problem(7, 8.0, 8.0, 2, 2, 1);
   const CostModel cost(problem);
-  const MemoryPruner memory(cost);
-  const LoadBalancer balancer(cost, memory, nullptr);
+  const MetisBalancer balancer(cost);
   Skeleton s;
   s.micro_batch = 2;
   s.stages = {{0, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {1, 0, 1, 1, 1}, {1, 1, 1, 1, 1}};
   const std::vector<Recompute> modes(4, Recompute::selective);
-  const BalancedSplit split = balancer.balance_bottleneck(s, modes);
+  const BalancedSplit split = balancer.balance(s, modes);
   auto slowest = [&](const std::vector<int>& ends) {
     const Plan plan = make_plan(problem, s, ends, modes);
     double worst = 0;

@@ -1,6 +1,7 @@
 // LoadBalancer: for one skeleton, the contiguous layer split and per-stage
 // recompute that minimize the 1F1B iteration time within every stage's
-// memory, and a cheap lower bound on that time.
+// memory (the exact split), and a cheap lower bound on that time
+// (split_lower_bound.hpp).
 //
 // Objective (DESIGN.md "Iteration time", CostModel::iteration_time_1f1b):
 //   sum_i (t_i + p2p_i) + (m - 1) * max_i (t_i + p2p_i) + max_i (sync_i + opt_i)
@@ -9,28 +10,22 @@
 // including its sends). For a fixed layer range the best recompute of a
 // stage is the fastest mode (none < selective < full) whose memory fits: it
 // lowers t_i and leaves the other terms alone. So the balancer derives
-// recompute instead of searching it.
+// recompute instead of searching it (stage_cost_table.hpp).
 //
 // Method (exact for that objective). The two max terms are fixed by
 // thresholds: for a bottleneck T and a sync bound S, each stage may take any
 // range whose pace t + p2p is <= T, sync <= S and memory fits; a DP over
 // contiguous splits minimizes the sum term, and (m - 1) T + S + DP is an
-// upper bound that is attained at the optimum's own (T, S). T runs through the stage times at
-// which some stage's reach grows, ascending from the least feasible one; S
-// likewise for each T. Both loops stop as soon as
-// (m - 1) T + S + (a lower bound of the sum) cannot beat the best so far;
-// the caller's bound only lets the whole search give up early. The best split is then polished by moving single
-// layers across stage boundaries while the true iteration time improves:
-// this guards the result should the cost model's iteration time ever
-// deviate from the decomposition above. Models of identical layers work on
-// layer counts, generic layer lists on ranges.
-//
-// Lower bound (no stage estimate needed): with tau_i the per-layer time of
-// stage i in its fastest mode, E_i its embedding / head time and c_i its
-// layer capacity, the bottleneck is at least the least T with
-// sum_i min(c_i, (T - E_i) / tau_i) >= L (a fractional split), and the sum
-// term at least sum_i (E_i + tau_i) + (L - p) min_i tau_i. Communication,
-// sync and recompute only add. Generic layers use per-stage speed ratios.
+// upper bound that is attained at the optimum's own (T, S)
+// (threshold_split.hpp). T runs through the stage times at which some
+// stage's reach grows, ascending from the least feasible one; S likewise
+// for each T. Both loops stop as soon as (m - 1) T + S + (a lower bound of
+// the sum) cannot beat the best so far; the caller's bound only lets the
+// whole search give up early. The best split is then polished by moving
+// single layers across stage boundaries while the true iteration time
+// improves: this guards the result should the cost model's iteration time
+// ever deviate from the decomposition above. Models of identical layers
+// work on layer counts, generic layer lists on ranges.
 //
 // Thread safety: const methods; many threads may balance different
 // skeletons at once (the cache is concurrent). Cost: lower_bound
@@ -43,15 +38,13 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <set>
-#include <string>
-#include <tuple>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
+#include "autohaap/search/stage_cost_table.hpp"
 
 namespace autohaap {
 
@@ -74,13 +67,13 @@ struct BalanceResult {
 
 class LoadBalancer {
  public:
-  // `cache` may be null: stage estimates are then computed afresh each
-  // time (the Metis-style baseline runs that way).
+  // `cache` may be null: stage estimates are then computed afresh each time.
   LoadBalancer(const CostModel& cost, const MemoryPruner& memory, LatencyCache* cache);
 
   const CostModel& cost() const { return cost_; }
 
-  // A value no plan on this skeleton can beat (within rounding).
+  // A value no plan on this skeleton can beat (within rounding):
+  // iteration_lower_bound in the fastest allowed mode.
   double lower_bound(const Skeleton& skeleton) const;
 
   // tau: forward + backward time of one micro-batch of `micro_batch`
@@ -105,11 +98,6 @@ class LoadBalancer {
   // the time) or no_feasible_split.
   BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const;
 
-  // Metis-style: the split minimizing the slowest stage's time alone, with
-  // the given recompute per stage and no memory constraint (infeasibility is
-  // left to the final estimate).
-  BalancedSplit balance_bottleneck(const Skeleton& skeleton, const std::vector<Recompute>& recompute) const;
-
   // Whether every layer costs the same on every stage of the skeleton: true
   // for transformer families unless a profile measured individual layers on
   // one of its stage shapes. Identical layers are balanced by count, others
@@ -120,12 +108,14 @@ class LoadBalancer {
   std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
 
  private:
-  friend class BalancerStageTable;
+  // A table of this skeleton's stages, each range in the fastest mode that fits.
+  StageCostTable table(const Skeleton& skeleton) const;
+
   const CostModel& cost_;
   const MemoryPruner& memory_;
   LatencyCache* cache_;
-  std::set<std::tuple<std::string, int, int>> layer_profiles_;  // (device, tp, sequences per replica)
-  std::vector<Recompute> modes_;                                // allowed recompute modes, fastest first
+  IdenticalLayers identical_;
+  std::vector<Recompute> modes_;  // allowed recompute modes, fastest first
   mutable std::atomic<std::int64_t> stage_estimates_{0};
 };
 

@@ -90,7 +90,8 @@ struct PruneReport {
 };
 
 // The first structural rule a group layout breaks with micro-batch size B
-// (tp_exceeds_node, tp_not_dividing_heads, dp_not_dividing_micro_batch).
+// (tp_exceeds_node, tp_not_dividing_heads, dp_not_dividing_micro_batch):
+// the stage rule (specs/parallel_rules.hpp) counted under its prune rule.
 std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch);
 
 class MemoryPruner {

@@ -1,15 +1,23 @@
-// Parallel rules: when interleaving (vpp) and context parallelism (cp) can
-// run, as Megatron-LM allows them. One place for both rules; the plan
-// checker (io/plan_io.hpp) and the plan builder (plan_builder.hpp) each
-// report a violation under their own key (a plan field, a flag).
+// Parallel rules: which parallel degrees a stage and a plan may use, as
+// Megatron-LM allows them. One place for every such rule: a stage's tp, cp
+// and dp against the model, its node group and the micro-batch (the stage
+// rule, used by the search's pruning, the plan loader, the plan builder and
+// the Megatron export), and when interleaving (vpp) and context parallelism
+// (cp) can run. Each rule returns what would be allowed; the caller reports
+// a violation under its own key (a plan field, a flag) or, in the search,
+// counts it. Pure functions, thread-safe; cost O(1) (interleaving
+// O(stages)), text built only for a violation.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autohaap/specs/model.hpp"
 
 namespace autohaap {
+
+struct NodeGroup;
 
 // Interleaved 1F1B over `vpp` chunks per stage (Narayanan et al. 2021,
 // Sec. 2.2.2): at least two stages, each stage's layers split into vpp
@@ -36,5 +44,48 @@ inline int chunk_layers(int stage_layers, int vpp, int v) {
 // of causal attention gives each GPU two mirrored chunks). Returns what is
 // allowed when the rule fails, else "".
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp);
+
+// ---------------------------------------------------------------- stage rule
+// Whether one pipeline stage's parallel degrees can run, as Megatron-LM
+// allows them: the one rule the search's pruning, the plan loader, the plan
+// builder and the Megatron export all apply. Rules in the order they are
+// checked (the first one broken is reported; the search counts skeletons
+// under it, so the order is part of `--explain`'s figures):
+enum class StageRule {
+  tp_exceeds_node,              // tp divides the GPUs of a node (TP all-reduces need intra-node links)
+  tp_not_dividing_heads,        // tp divides the attention heads and the key/value heads
+                                // (--tensor-model-parallel-size); 1 on a generic layer list
+  cp_not_splitting_sequence,    // context_parallel_violation
+  dp_not_dividing_micro_batch,  // each replica takes micro_batch / dp sequences
+};
+
+// A stage's degrees: tensor-, context- and data-parallel.
+struct StageDegrees {
+  int tp = 1;
+  int cp = 1;
+  int dp = 1;
+};
+
+struct StageViolation {
+  StageRule rule;
+  std::string allowed;  // what would be allowed, in words ("a divisor of the model's 32 attention heads")
+};
+
+// The degree a rule rejects: "tp", "cp" or "dp" (the plan field; a flag
+// is "--" and this).
+const char* stage_field(StageRule rule);
+// That degree's value in `degrees`.
+int stage_field_value(StageRule rule, const StageDegrees& degrees);
+
+// The first rule a stage of `degrees` on node group `group`, taking
+// micro-batches of `micro_batch` sequences, breaks; none if it is valid.
+// `group` may be null when the stage is not placed yet: the node rule is
+// then skipped. Pure; no text is built, so the search may call it per
+// candidate layout.
+std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, const NodeGroup* group,
+                                           const StageDegrees& degrees, int micro_batch);
+// The same, with what is allowed in words (built only on a violation).
+std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, const NodeGroup* group,
+                                              const StageDegrees& degrees, int micro_batch);
 
 }  // namespace autohaap

@@ -1,0 +1,55 @@
+// Split lower bound: a value no layer split of a skeleton can beat, from
+// per-layer estimates alone (no stage estimate), so the search can skip a
+// skeleton before balancing it, and the exact split can stop its threshold
+// loops early.
+//
+// With tau_i the per-layer time of stage i in its fastest mode, E_i its
+// embedding / head time and c_i its layer capacity, the 1F1B iteration time
+//   sum_i (t_i + p2p_i) + (m - 1) max_i (t_i + p2p_i) + max_i (sync_i + opt_i)
+// has a bottleneck of at least the least T with
+// sum_i min(c_i, (T - E_i) / tau_i) >= L (a fractional split), and a sum
+// term of at least sum_i (E_i + tau_i) + (L - p) min_i tau_i (every stage
+// holds a layer; the rest run at best on the fastest stage). Communication,
+// sync and recompute only add. Generic layer lists use per-stage speed
+// ratios against stage 0 and, for the sum, each layer on its fastest stage.
+//
+// Thread safety: pure functions of their arguments (the cache is
+// concurrent). Cost: O(stages + groups * distinct layers) cached layer
+// estimates, plus a bisection of O(stages) steps.
+#pragma once
+
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+// Forward + backward time of one micro-batch of `micro_batch` sequences
+// through one layer (layer < 0: any layer of a model of identical layers)
+// or through the edge work (first / last stage), in mode `mode`, on a stage
+// of this slot's shape; through the cache when there is one.
+double layer_seconds(const CostModel& cost, LatencyCache* cache, Recompute mode, const StageSlot& slot,
+                     int micro_batch, int layer, bool first, bool last);
+
+// Per stage of a skeleton: edge time and per-layer time in one recompute mode.
+struct StageSpeeds {
+  std::vector<double> edge;                 // E_i (0 for a middle stage)
+  std::vector<double> layer;                // identical layers: tau_i
+  std::vector<std::vector<double>> layers;  // generic: tau_il
+};
+StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton,
+                         bool identical);
+
+// Lower bound of the sum term sum_i (t_i + p2p_i) over every split.
+double sum_term_lower_bound(const StageSpeeds& speeds, int layers);
+
+// Lower bound of the whole iteration time (infinity when the capacities
+// cannot hold the layers), scaled down by a relative 1e-12 so rounding
+// never lets it exceed the optimum. `speeds` in the fastest allowed mode;
+// `capacities` per stage (MemoryPruner::capacities).
+double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& capacities, int layers,
+                             int micro_batches);
+
+}  // namespace autohaap

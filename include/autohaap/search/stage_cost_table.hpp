@@ -1,0 +1,112 @@
+// Stage cost table: for one skeleton, the cost of every stage on any layer
+// range in the recompute mode a policy picks, computed on first use (through
+// the latency cache when there is one) and kept for one balancing call. The
+// exact split (load_balancer.hpp) picks per range the fastest mode that fits;
+// the Metis-style balancer (metis_balancer.hpp) gives each stage one mode
+// and ignores memory. Also here: which stages hold identical layers (then a
+// range's cost depends only on its length and the pipeline edges).
+//
+// Thread safety: a StageCostTable is not (one per call); IdenticalLayers is
+// immutable. Cost: one stage estimate (or cache lookup) per (stage, range,
+// mode) first asked for; the capacities of a must-fit table are computed up
+// front (O(stages * modes) memoized capacity queries).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+// Whether every layer costs the same on a stage: true for transformer
+// families unless a profile measured individual layers on the stage's shape
+// (device, tp, sequences per replica) at the problem's sequence length.
+class IdenticalLayers {
+ public:
+  explicit IdenticalLayers(const Problem& problem);
+  bool on(const StageSlot& slot, int micro_batch) const;
+  // On every stage of the skeleton.
+  bool on(const Skeleton& skeleton) const;
+
+ private:
+  bool generic_ = false;
+  std::vector<std::string> group_device_;                       // device name per node group
+  std::set<std::tuple<std::string, int, int>> layer_profiles_;  // (device, tp, sequences per replica)
+};
+
+// How a table picks each stage's recompute mode for a range.
+struct RecomputeChoice {
+  // Per stage: the modes to try, in order.
+  std::vector<std::vector<Recompute>> modes;
+  // true: the first mode whose memory fits (none fits: the range is
+  // infeasible). false: the first mode, memory ignored (infeasibility is
+  // left to the final estimate).
+  bool must_fit = true;
+};
+
+class StageCostTable {
+ public:
+  struct Choice {
+    bool computed = false;
+    bool feasible = false;
+    Recompute recompute = Recompute::none;
+    StageEntry entry;
+    // Compute plus the stage's own sends: what paces the 1F1B steady state
+    // and the stage's share of the fill-and-drain sum
+    // (CostModel::iteration_time_1f1b).
+    double pace() const { return entry.time_s() + entry.p2p_s; }
+    // Data-parallel sync and optimizer step.
+    double sync() const { return entry.dp_sync_s + entry.optimizer_s; }
+  };
+
+  // `memory` is read only when choice.must_fit (layer capacities of
+  // identical layers skip hopeless modes); `cache` may be null; every
+  // stage estimate computed is counted in `estimates`.
+  StageCostTable(const CostModel& cost, const MemoryPruner* memory, LatencyCache* cache,
+                 std::atomic<std::int64_t>& estimates, const Skeleton& skeleton, bool identical,
+                 RecomputeChoice choice);
+
+  int layers() const { return layers_; }
+  int stages() const { return stages_; }
+  int micro_batches() const { return micro_batches_; }
+  bool identical() const { return identical_; }
+  // Stage i starts at >= i and ends at <= last_end(i): every stage keeps a layer.
+  int last_end(int i) const { return layers_ - (stages_ - 1 - i); }
+
+  // Stage i on layers [begin, end).
+  const Choice& at(int i, int begin, int end);
+  // The cost model's iteration time of a split (end layer per stage);
+  // infinity when a stage's range is infeasible.
+  double iteration_time(const std::vector<int>& layer_end);
+  // Per stage, the recompute mode chosen for its range of the split.
+  std::vector<Recompute> recompute_of(const std::vector<int>& layer_end);
+
+ private:
+  Choice compute(int i, int n, int begin, int end);
+  StageEntry estimate(int i, int begin, int end, Recompute recompute);
+  StageKey key(int i, int begin, int end, Recompute recompute) const;
+
+  const CostModel& cost_;
+  LatencyCache* cache_;
+  std::atomic<std::int64_t>& estimates_;
+  const Skeleton& skeleton_;
+  RecomputeChoice choice_;
+  bool identical_;
+  int layers_, stages_, micro_batches_;
+  Plan scratch_;
+  std::vector<StageEstimate> split_estimates_;          // scratch of iteration_time
+  std::vector<std::vector<Choice>> by_count_;           // identical: [stage][layers]
+  std::vector<std::vector<int>> capacity_;              // identical, must fit: [stage][mode]
+  std::unordered_map<std::uint64_t, Choice> by_range_;  // otherwise: (stage, begin, end)
+};
+
+}  // namespace autohaap

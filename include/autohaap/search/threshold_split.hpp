@@ -1,0 +1,108 @@
+// Threshold split: the machinery both layer balancers share. Under a
+// threshold T on each stage's pace (compute plus its sends) a stage may take
+// any range whose pace is <= T and that is feasible in its table; `Reach`
+// records how far each stage may reach from each start, and a DP over
+// contiguous splits inside the reaches minimizes the sum of the stages'
+// paces. Thresholds run through the "events" at which some stage's reach
+// grows, so the least feasible bottleneck is found by walking them upward
+// from the largest of the stages' least single-layer paces. The exact split
+// (load_balancer.hpp) adds a second threshold on the sync term; the
+// Metis-style balancer (metis_balancer.hpp) stops at the least feasible
+// bottleneck.
+//
+// Identical layers work on layer counts (one reach per stage), generic
+// layer lists on ranges (a reach per start, and only the starts a split
+// under T can use are kept current, see narrow()).
+//
+// Thread safety: none (one per balancing call, like its table). Cost per
+// threshold: O(stages * starts) reach updates plus the stage estimates they
+// touch; a DP O(stages * starts * layers per stage).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "autohaap/search/stage_cost_table.hpp"
+
+namespace autohaap {
+
+// How far each stage may reach from each start under a threshold: the ranges
+// [a, b) with a < b <= get(i, a) are allowed. For identical layers one count
+// per stage stands for every start.
+class Reach {
+ public:
+  explicit Reach(const StageCostTable& table);
+  void clear();
+  int get(int i, int a) const { return identical_ ? a + count_[i] : end_[i][a]; }
+  void set(int i, int a, int b);
+  // Starts to consider for stage i: one for identical layers (the count does
+  // not depend on it), every admissible one otherwise.
+  int first_start(int i) const { return identical_ ? 0 : i; }
+  int last_start(int i) const { return identical_ ? 0 : layers_ - (stages_ - i); }
+
+ private:
+  bool identical_;
+  int layers_, stages_;
+  std::vector<int> count_;
+  std::vector<std::vector<int>> end_;
+};
+
+class ThresholdSplit {
+ public:
+  // What a threshold bounds: a stage's pace or its sync.
+  enum class Measure { pace, sync };
+
+  explicit ThresholdSplit(StageCostTable& table);
+
+  StageCostTable& table() { return table_; }
+  // The reach under the bottleneck threshold (set_threshold).
+  const Reach& bottleneck_reach() const { return reach_t_; }
+
+  // Sets the bottleneck threshold: every reach the search reads is grown to T.
+  void set_threshold(double T);
+
+  struct Start {
+    enum class Status { found, infeasible, stopped } status = Status::infeasible;
+    double T = 0;  // the least feasible bottleneck, set as the threshold (found)
+  };
+  // Walks the pace events upward to the least T under which a split exists
+  // and leaves it set. `stopping` (may be empty) is asked between events.
+  Start least_feasible_bottleneck(const std::function<bool()>& stopping);
+
+  // Grows reach(i, a) of every kept-current start while the next range is
+  // feasible and its measure is at most `limit`, capped by `cap` when given.
+  void grow(Reach& reach, double limit, Measure measure, const Reach* cap);
+  // The smallest measure of a next range beyond the current reach (infinity: none).
+  double next_event(const Reach& reach, Measure measure, const Reach* cap);
+  // Whether a split inside both reaches exists.
+  bool feasible(const Reach& reach, const Reach* cap);
+  // The least sum of paces over splits inside both reaches (infinity: none);
+  // the split is left in split().
+  double min_sum(const Reach& t_reach, const Reach* s_reach);
+  const std::vector<int>& split() const { return split_; }
+
+ private:
+  template <class Value>
+  int grow_one(Reach& reach, int i, int a, double limit, Value value, const Reach* cap);
+  template <class Value>
+  void grow_all(Reach& reach, double limit, Value value, const Reach* cap);
+  template <class Value>
+  double next_event_of(const Reach& reach, Value value, const Reach* cap);
+  void narrow(double T);
+  // Starts whose reach is kept current (grown, watched for events).
+  int active_lo(int i) const;
+  int active_hi(int i) const;
+  // Starts the DP considers.
+  int dp_lo(int i) const;
+  int dp_hi(int i) const;
+
+  StageCostTable& table_;
+  int L_, p_;
+  Reach reach_t_;
+  std::vector<int> split_;
+  std::vector<double> f_;
+  std::vector<int> parent_;
+  std::vector<int> lo_, hi_, watch_lo_, watch_hi_;  // generic layers: see narrow()
+};
+
+}  // namespace autohaap

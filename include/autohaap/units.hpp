@@ -1,0 +1,12 @@
+// Units: the one definition of the byte multiples the specs, the cost model
+// and the reports convert between (device memory and plan memory figures
+// are given in GiB, the cost model works in bytes). Constants only: free to
+// include anywhere, thread-safe, no cost.
+#pragma once
+
+namespace autohaap {
+
+// Bytes in one GiB (2^30).
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace autohaap

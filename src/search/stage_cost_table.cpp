@@ -1,0 +1,180 @@
+#include "autohaap/search/stage_cost_table.hpp"
+
+#include <limits>
+#include <utility>
+
+namespace autohaap {
+
+IdenticalLayers::IdenticalLayers(const Problem& problem) : generic_(problem.model.family == ModelFamily::generic) {
+  for (const NodeGroup& g : problem.cluster.groups) group_device_.push_back(g.device.name);
+  for (const auto& [key, latency] : problem.profiles.entries()) {
+    // The cost model looks profiles up at the problem's sequence length.
+    if (key.layer >= 0 && key.seq_len == problem.seq_len()) layer_profiles_.emplace(key.device, key.tp, key.micro_batch);
+  }
+}
+
+bool IdenticalLayers::on(const StageSlot& slot, int micro_batch) const {
+  return !generic_ && !layer_profiles_.count({group_device_[slot.group], slot.tp, micro_batch / slot.dp});
+}
+
+bool IdenticalLayers::on(const Skeleton& skeleton) const {
+  if (generic_) return false;
+  for (const StageSlot& s : skeleton.stages) {
+    if (!on(s, skeleton.micro_batch)) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+
+StageCostTable::StageCostTable(const CostModel& cost, const MemoryPruner* memory, LatencyCache* cache,
+                               std::atomic<std::int64_t>& estimates, const Skeleton& skeleton, bool identical,
+                               RecomputeChoice choice)
+    : cost_(cost),
+      cache_(cache),
+      estimates_(estimates),
+      skeleton_(skeleton),
+      choice_(std::move(choice)),
+      identical_(identical),
+      layers_(cost.problem().model.layers),
+      stages_(skeleton.num_stages()),
+      micro_batches_(num_micro_batches(cost.problem(), skeleton)) {
+  std::vector<Recompute> initial(stages_, Recompute::none);
+  if (!choice_.must_fit) {
+    for (int i = 0; i < stages_; ++i) initial[i] = choice_.modes[i].front();
+  }
+  scratch_ = make_plan(cost.problem(), skeleton, even_split(layers_, stages_), initial);
+  if (identical_) {
+    by_count_.assign(stages_, std::vector<Choice>(layers_ - stages_ + 2));
+    if (choice_.must_fit) {
+      capacity_.resize(stages_);
+      for (int i = 0; i < stages_; ++i) {
+        for (Recompute r : choice_.modes[i]) {
+          capacity_[i].push_back(
+              memory->max_layers(skeleton.stages[i], r, skeleton.micro_batch, i, stages_, micro_batches_));
+        }
+      }
+    }
+  }
+}
+
+const StageCostTable::Choice& StageCostTable::at(int i, int begin, int end) {
+  if (identical_) {
+    Choice& c = by_count_[i][end - begin];
+    if (!c.computed) c = compute(i, end - begin, begin, end);
+    return c;
+  }
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(i) * (layers_ + 1) + static_cast<std::uint64_t>(begin)) * (layers_ + 1) + end;
+  auto [it, inserted] = by_range_.try_emplace(key);
+  if (inserted) it->second = compute(i, end - begin, begin, end);
+  return it->second;
+}
+
+double StageCostTable::iteration_time(const std::vector<int>& layer_end) {
+  split_estimates_.resize(stages_);
+  int begin = 0;
+  for (int i = 0; i < stages_; ++i) {
+    const Choice& c = at(i, begin, layer_end[i]);
+    if (!c.feasible) return std::numeric_limits<double>::infinity();
+    StageEstimate& e = split_estimates_[i];
+    e.forward_s = c.entry.forward_s;
+    e.backward_s = c.entry.backward_s;
+    e.p2p_s = c.entry.p2p_s;
+    e.dp_sync_s = c.entry.dp_sync_s;
+    e.optimizer_s = c.entry.optimizer_s;
+    begin = layer_end[i];
+  }
+  return CostModel::iteration_time_1f1b(split_estimates_, micro_batches_);
+}
+
+std::vector<Recompute> StageCostTable::recompute_of(const std::vector<int>& layer_end) {
+  std::vector<Recompute> out;
+  int begin = 0;
+  for (int i = 0; i < stages_; ++i) {
+    out.push_back(at(i, begin, layer_end[i]).recompute);
+    begin = layer_end[i];
+  }
+  return out;
+}
+
+StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end) {
+  // Identical layers: the cost depends on the count and the edges only, so
+  // the range is normalized (and the cache shared by every position).
+  if (identical_) {
+    const bool first = i == 0, last = i == stages_ - 1;
+    begin = first ? 0 : last ? layers_ - n : 1;
+    end = begin + n;
+  }
+  Choice c;
+  c.computed = true;
+  const std::vector<Recompute>& modes = choice_.modes[i];
+  if (!choice_.must_fit) {
+    c.recompute = modes.front();
+    c.entry = estimate(i, begin, end, c.recompute);
+    c.feasible = true;
+    return c;
+  }
+  for (std::size_t r = 0; r < modes.size(); ++r) {
+    if (identical_ && n > capacity_[i][r]) continue;
+    const StageEntry e = estimate(i, begin, end, modes[r]);
+    if (e.fits()) {
+      c.feasible = true;
+      c.recompute = modes[r];
+      c.entry = e;
+      return c;
+    }
+  }
+  return c;
+}
+
+StageEntry StageCostTable::estimate(int i, int begin, int end, Recompute recompute) {
+  auto compute = [&] {
+    StagePlan& s = scratch_.stages[i];
+    s.layer_begin = begin;
+    s.layer_end = end;
+    s.recompute = recompute;
+    const StageEstimate e = cost_.stage(scratch_, i);
+    estimates_.fetch_add(1, std::memory_order_relaxed);
+    return StageEntry{e.forward_s,   e.backward_s,     e.p2p_s,         e.dp_sync_s,
+                      e.optimizer_s, e.memory.total(), e.capacity_bytes};
+  };
+  if (!cache_) return compute();
+  return cache_->stage(key(i, begin, end, recompute), compute);
+}
+
+StageKey StageCostTable::key(int i, int begin, int end, Recompute recompute) const {
+  const StageSlot& s = skeleton_.stages[i];
+  StageKey k;
+  k.group = s.group;
+  k.first_gpu = s.first_gpu;
+  k.gpus = s.gpus;
+  k.tp = s.tp;
+  k.dp = s.dp;
+  k.micro_batch = skeleton_.micro_batch;
+  k.recompute = static_cast<int>(recompute);
+  k.layer_begin = begin;
+  k.layer_end = end;
+  k.stage_index = i;
+  k.num_stages = stages_;
+  k.num_micro_batches = micro_batches_;
+  if (i > 0) {
+    const StageSlot& p = skeleton_.stages[i - 1];
+    k.prev_group = p.group;
+    k.prev_first_gpu = p.first_gpu;
+    k.prev_gpus = p.gpus;
+    k.prev_tp = p.tp;
+    k.prev_dp = p.dp;
+  }
+  if (i + 1 < stages_) {
+    const StageSlot& q = skeleton_.stages[i + 1];
+    k.next_group = q.group;
+    k.next_first_gpu = q.first_gpu;
+    k.next_gpus = q.gpus;
+    k.next_tp = q.tp;
+    k.next_dp = q.dp;
+  }
+  return k;
+}
+
+}  // namespace autohaap

@@ -1,0 +1,225 @@
+#include "autohaap/search/threshold_split.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace autohaap {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Choice = StageCostTable::Choice;
+double pace_of(const Choice& c) { return c.pace(); }
+double sync_of(const Choice& c) { return c.sync(); }
+
+}  // namespace
+
+Reach::Reach(const StageCostTable& table)
+    : identical_(table.identical()), layers_(table.layers()), stages_(table.stages()) {
+  if (identical_)
+    count_.assign(stages_, 0);
+  else
+    end_.assign(stages_, std::vector<int>(layers_ + 1, 0));
+  clear();
+}
+
+void Reach::clear() {
+  if (identical_)
+    std::fill(count_.begin(), count_.end(), 0);
+  else
+    for (auto& row : end_)
+      for (int a = 0; a <= layers_; ++a) row[a] = a;
+}
+
+void Reach::set(int i, int a, int b) {
+  if (identical_)
+    count_[i] = b - a;
+  else
+    end_[i][a] = b;
+}
+
+// ---------------------------------------------------------------------------
+
+ThresholdSplit::ThresholdSplit(StageCostTable& table)
+    : table_(table), L_(table.layers()), p_(table.stages()), reach_t_(table) {}
+
+template <class Value>
+int ThresholdSplit::grow_one(Reach& reach, int i, int a, double limit, Value value, const Reach* cap) {
+  int b = reach.get(i, a);
+  int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+  if (table_.identical()) top = std::min(top, L_ - p_ + 1);
+  while (b + 1 <= top) {
+    const auto& c = table_.at(i, a, b + 1);
+    if (!c.feasible || value(c) > limit) break;
+    ++b;
+  }
+  reach.set(i, a, b);
+  return b;
+}
+
+template <class Value>
+void ThresholdSplit::grow_all(Reach& reach, double limit, Value value, const Reach* cap) {
+  for (int i = 0; i < p_; ++i) {
+    for (int a = active_lo(i); a <= active_hi(i); ++a) grow_one(reach, i, a, limit, value, cap);
+  }
+}
+
+template <class Value>
+double ThresholdSplit::next_event_of(const Reach& reach, Value value, const Reach* cap) {
+  double next = kInf;
+  for (int i = 0; i < p_; ++i) {
+    for (int a = active_lo(i); a <= active_hi(i); ++a) {
+      const int b = reach.get(i, a) + 1;
+      int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+      if (table_.identical()) top = std::min(top, L_ - p_ + 1);
+      if (b > top) continue;
+      const auto& c = table_.at(i, a, b);
+      if (c.feasible) next = std::min(next, value(c));
+    }
+  }
+  return next;
+}
+
+void ThresholdSplit::grow(Reach& reach, double limit, Measure measure, const Reach* cap) {
+  if (measure == Measure::pace)
+    grow_all(reach, limit, pace_of, cap);
+  else
+    grow_all(reach, limit, sync_of, cap);
+}
+
+double ThresholdSplit::next_event(const Reach& reach, Measure measure, const Reach* cap) {
+  return measure == Measure::pace ? next_event_of(reach, pace_of, cap) : next_event_of(reach, sync_of, cap);
+}
+
+void ThresholdSplit::set_threshold(double T) {
+  if (!table_.identical()) narrow(T);
+  grow_all(reach_t_, T, pace_of, nullptr);
+}
+
+ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::function<bool()>& stopping) {
+  Start start;
+  // No bottleneck below the slowest stage's fastest single layer.
+  double T = 0;
+  for (int i = 0; i < p_; ++i) {
+    double least = kInf;
+    for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
+      const auto& c = table_.at(i, a, a + 1);
+      if (c.feasible) least = std::min(least, c.pace());
+    }
+    if (least == kInf) return start;  // stage i cannot hold any single layer
+    T = std::max(T, least);
+  }
+  set_threshold(T);
+  while (!feasible(reach_t_, nullptr)) {
+    if (stopping && stopping()) {
+      start.status = Start::Status::stopped;
+      return start;
+    }
+    T = next_event_of(reach_t_, pace_of, nullptr);
+    if (T == kInf) return start;
+    set_threshold(T);
+  }
+  start.status = Start::Status::found;
+  start.T = T;
+  return start;
+}
+
+// Generic layers: the starts of stage i worth a look under threshold T.
+// A split must reach stage i's start from layer 0 (forward) and layer L
+// from it (backward); both bounds follow from reach, which never shrinks
+// as the start moves later ([a', b) lies inside [a, b) for a <= a'). The
+// DP reads starts [lo, hi]; growth and events also watch lo - 1 and the
+// forward frontier, where the next change of either bound comes from.
+void ThresholdSplit::narrow(double T) {
+  lo_.assign(p_, 1);
+  hi_.assign(p_, 0);
+  watch_lo_.assign(p_, 1);
+  watch_hi_.assign(p_, 0);
+  std::vector<int> frontier(p_);
+  int furthest = 0;
+  for (int i = 0; i < p_; ++i) {
+    frontier[i] = std::min(furthest, L_ - (p_ - i));
+    if (frontier[i] < i) {
+      // Stage i - 1 cannot take a layer yet: no split under T; only the
+      // forward frontier can change that.
+      for (int j = 0; j < i; ++j) watch_lo_[j] = watch_hi_[j] = frontier[j];
+      return;
+    }
+    furthest = grow_one(reach_t_, i, frontier[i], T, pace_of, nullptr);
+  }
+  int need = L_, upper = L_ + 1;
+  for (int i = p_ - 1; i >= 0; --i) {
+    int l = i, h = frontier[i] + 1;  // least start whose reach covers `need`
+    while (l < h) {
+      const int mid = l + (h - l) / 2;
+      if (grow_one(reach_t_, i, mid, T, pace_of, nullptr) >= need) {
+        h = mid;
+      } else {
+        l = mid + 1;
+      }
+    }
+    lo_[i] = l;
+    hi_[i] = std::min(frontier[i], upper - 1);
+    watch_lo_[i] = std::max(i, std::min(l, frontier[i] + 1) - 1);
+    watch_hi_[i] = frontier[i];
+    need = l;
+    upper = hi_[i];
+  }
+}
+
+int ThresholdSplit::active_lo(int i) const { return table_.identical() ? 0 : watch_lo_.empty() ? i : watch_lo_[i]; }
+int ThresholdSplit::active_hi(int i) const {
+  return table_.identical() ? 0 : watch_hi_.empty() ? L_ - (p_ - i) : watch_hi_[i];
+}
+int ThresholdSplit::dp_lo(int i) const { return table_.identical() || lo_.empty() ? i : std::max(i, lo_[i]); }
+int ThresholdSplit::dp_hi(int i) const { return table_.identical() || hi_.empty() ? L_ - (p_ - i) : hi_[i]; }
+
+double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
+  f_.assign(static_cast<std::size_t>(p_ + 1) * (L_ + 1), kInf);
+  parent_.assign(f_.size(), -1);
+  auto at = [&](int i, int b) -> double& { return f_[static_cast<std::size_t>(i) * (L_ + 1) + b]; };
+  at(0, 0) = 0;
+  for (int i = 0; i < p_; ++i) {
+    const int a_end = dp_hi(i);
+    for (int a = dp_lo(i); a <= a_end; ++a) {
+      const double base = at(i, a);
+      if (base == kInf) continue;
+      const int ra = table_.identical() ? 0 : a;
+      int r = t_reach.get(i, ra) + (a - ra);
+      if (s_reach) r = std::min(r, s_reach->get(i, ra) + (a - ra));
+      r = std::min(r, table_.last_end(i));
+      for (int b = a + 1; b <= r; ++b) {
+        const double v = base + table_.at(i, a, b).pace();
+        double& slot = at(i + 1, b);
+        if (v < slot) {
+          slot = v;
+          parent_[static_cast<std::size_t>(i + 1) * (L_ + 1) + b] = a;
+        }
+      }
+    }
+  }
+  const double total = at(p_, L_);
+  if (total == kInf) return kInf;
+  split_.assign(p_, 0);
+  int b = L_;
+  for (int i = p_; i >= 1; --i) {
+    split_[i - 1] = b;
+    b = parent_[static_cast<std::size_t>(i) * (L_ + 1) + b];
+  }
+  return total;
+}
+
+bool ThresholdSplit::feasible(const Reach& reach, const Reach* cap) {
+  if (table_.identical()) {
+    long long total = 0;
+    for (int i = 0; i < p_; ++i) {
+      const int n = cap ? std::min(reach.get(i, 0), cap->get(i, 0)) : reach.get(i, 0);
+      if (n < 1) return false;
+      total += n;
+    }
+    return total >= L_;
+  }
+  return min_sum(reach, cap) < kInf;
+}
+
+}  // namespace autohaap

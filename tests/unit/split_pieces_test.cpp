@@ -1,0 +1,191 @@
+// The pieces both layer balancers are built from, each against brute force:
+// the stage cost table's recompute policies, the threshold split's least
+// feasible bottleneck, and the split lower bound's sum term.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "autohaap/search/load_balancer.hpp"
+#include "autohaap/search/split_lower_bound.hpp"
+#include "autohaap/search/stage_cost_table.hpp"
+#include "autohaap/search/threshold_split.hpp"
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+using search_fixtures::random_problem;
+using search_fixtures::two_group_problem;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Calls `visit` with the end layer per stage of every contiguous split.
+void every_split(int layers, int stages, const std::function<void(const std::vector<int>&)>& visit) {
+  std::vector<int> ends(stages);
+  std::function<void(int, int)> place = [&](int i, int begin) {
+    if (i == stages - 1) {
+      ends[i] = layers;
+      visit(ends);
+      return;
+    }
+    for (int end = begin + 1; end <= layers - (stages - 1 - i); ++end) {
+      ends[i] = end;
+      place(i + 1, end);
+    }
+  };
+  place(0, 0);
+}
+
+RecomputeChoice fastest_that_fits(const Problem& problem, int stages) {
+  std::vector<Recompute> modes = problem.training.recompute_modes;
+  std::sort(modes.begin(), modes.end());
+  return RecomputeChoice{std::vector<std::vector<Recompute>>(stages, modes), true};
+}
+
+// What a test needs to balance the first `per_seed` skeletons of seeded
+// random problems.
+struct Case {
+  const Problem& problem;
+  const CostModel& cost;
+  const MemoryPruner& memory;
+  const LoadBalancer& balancer;
+  const Skeleton& skeleton;
+};
+void each_case(std::uint32_t first_seed, std::uint32_t last_seed, std::size_t per_seed,
+               const std::function<void(const Case&)>& visit) {
+  for (std::uint32_t seed = first_seed; seed <= last_seed; ++seed) {
+    const Problem problem = random_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
+    for (std::size_t k = 0; k < list.skeletons.size() && k < per_seed; ++k) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " skeleton " + std::to_string(list.skeletons[k].id));
+      visit(Case{problem, cost, memory, balancer, list.skeletons[k]});
+    }
+  }
+}
+
+TEST(StageCostTable, MustFitPicksTheFastestModeThatFitsAndFixedIgnoresMemory) {
+  int recomputed = 0, infeasible = 0;
+  // Less and less memory: some ranges need recompute, some fit in no mode
+  // (`shrunk` counts the room of a stage without data parallelism; these
+  // stages have dp 2 and one communicator more, hence values below 0).
+  for (const double GiB : {0.30, 0.0, -0.1, -0.2, -0.3}) {
+    const Problem problem = two_group_problem(6, GiB, GiB);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    std::atomic<std::int64_t> estimates{0};
+    Skeleton s;
+    s.micro_batch = 4;
+    s.stages = {{0, 0, 2, 1, 2}, {1, 0, 2, 1, 2}};
+    StageCostTable fitting(cost, &memory, nullptr, estimates, s, true, fastest_that_fits(problem, 2));
+    StageCostTable fixed(cost, nullptr, nullptr, estimates, s, true,
+                         RecomputeChoice{{{Recompute::full}, {Recompute::none}}, false});
+    for (int n = 1; n <= 5; ++n) {
+      const std::vector<int> ends{n, 6};
+      Plan plan = make_plan(problem, s, ends, {Recompute::none, Recompute::none});
+      // The first stage's modes, fastest first: the table takes the first that fits.
+      std::optional<Recompute> expected;
+      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        plan.stages[0].recompute = r;
+        const StageEstimate e = cost.stage(plan, 0);
+        if (e.memory.total() <= e.capacity_bytes) {
+          expected = r;
+          break;
+        }
+      }
+      const auto& c = fitting.at(0, 0, n);
+      EXPECT_EQ(c.feasible, expected.has_value()) << GiB << " GiB, " << n << " layers";
+      if (expected && c.feasible) EXPECT_EQ(c.recompute, *expected) << GiB << " GiB, " << n << " layers";
+      recomputed += expected && *expected != Recompute::none;
+      infeasible += !expected;
+      const auto& f = fixed.at(0, 0, n);
+      EXPECT_TRUE(f.feasible);
+      EXPECT_EQ(f.recompute, Recompute::full);
+      EXPECT_EQ(fixed.recompute_of(ends), (std::vector<Recompute>{Recompute::full, Recompute::none}));
+    }
+    EXPECT_GT(estimates.load(), 0);
+  }
+  EXPECT_GT(recomputed, 0) << "memory never calls for recompute: the case tests too little";
+  EXPECT_GT(infeasible, 0) << "every range fits: the case tests too little";
+}
+
+TEST(ThresholdSplit, LeastFeasibleBottleneckIsTheBruteForceOne) {
+  int compared = 0;
+  each_case(1, 8, 10, [&](const Case& c) {
+    const Skeleton& s = c.skeleton;
+    const int p = s.num_stages(), L = c.problem.model.layers;
+    std::atomic<std::int64_t> estimates{0};
+    StageCostTable table(c.cost, &c.memory, nullptr, estimates, s, c.balancer.identical_layers(s),
+                         fastest_that_fits(c.problem, p));
+    // Brute force: over every split whose ranges all fit, the least
+    // slowest pace.
+    double truth = kInf;
+    every_split(L, p, [&](const std::vector<int>& ends) {
+      double worst = 0;
+      int begin = 0;
+      for (int i = 0; i < p; ++i) {
+        const auto& range = table.at(i, begin, ends[i]);
+        worst = range.feasible ? std::max(worst, range.pace()) : kInf;
+        if (worst == kInf) return;
+        begin = ends[i];
+      }
+      truth = std::min(truth, worst);
+    });
+    ThresholdSplit split(table);
+    const ThresholdSplit::Start start = split.least_feasible_bottleneck({});
+    if (truth == kInf) {
+      EXPECT_EQ(start.status, ThresholdSplit::Start::Status::infeasible);
+      return;
+    }
+    ASSERT_EQ(start.status, ThresholdSplit::Start::Status::found);
+    EXPECT_EQ(start.T, truth);
+    // The split the DP returns under it keeps every stage at or below T.
+    ASSERT_LT(split.min_sum(split.bottleneck_reach(), nullptr), kInf);
+    int begin = 0;
+    for (int i = 0; i < p; ++i) {
+      EXPECT_LE(table.at(i, begin, split.split()[i]).pace(), start.T);
+      begin = split.split()[i];
+    }
+    ++compared;
+  });
+  EXPECT_GT(compared, 20);
+}
+
+TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
+  int compared = 0;
+  each_case(20, 26, 6, [&](const Case& c) {
+    const Skeleton& s = c.skeleton;
+    const int p = s.num_stages(), L = c.problem.model.layers;
+    // Without recompute (the fastest mode) and memory ignored: the sum of
+    // paces of every split is at least the bound.
+    std::atomic<std::int64_t> estimates{0};
+    StageCostTable table(c.cost, nullptr, nullptr, estimates, s, c.balancer.identical_layers(s),
+                         RecomputeChoice{std::vector<std::vector<Recompute>>(p, {Recompute::none}), false});
+    const StageSpeeds speeds = stage_speeds(c.cost, nullptr, Recompute::none, s, c.balancer.identical_layers(s));
+    const double bound = sum_term_lower_bound(speeds, L);
+    EXPECT_GT(bound, 0);
+    every_split(L, p, [&](const std::vector<int>& ends) {
+      double sum = 0;
+      int begin = 0;
+      for (int i = 0; i < p; ++i) {
+        sum += table.at(i, begin, ends[i]).pace();
+        begin = ends[i];
+      }
+      EXPECT_LE(bound, sum * (1 + 1e-12));
+    });
+    // The whole bound is what the balancer reports.
+    EXPECT_EQ(iteration_lower_bound(speeds, c.memory.capacities(s), L, num_micro_batches(c.problem, s)),
+              c.balancer.lower_bound(s));
+    ++compared;
+  });
+  EXPECT_GT(compared, 10);
+}
+
+}  // namespace
+}  // namespace autohaap
