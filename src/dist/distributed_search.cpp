@@ -1,8 +1,6 @@
 #include "autohaap/dist/distributed_search.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <numeric>
@@ -20,67 +18,12 @@
 namespace autohaap::dist {
 namespace {
 
-class Stopwatch {
- public:
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-
- private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-// The hidden failure hook for tests: AUTOHAAP_TEST_FAIL_RANK=r makes rank r
-// fail; AUTOHAAP_TEST_FAIL_AT says where: `search` (default: an exception
-// while searching, after its first chunk), `exchange` (inside an exchange:
-// the job is aborted) or `input` (an InputError during setup).
-struct FailureHook {
-  int rank = -1;
-  std::string at = "search";
-
-  static FailureHook from_environment() {
-    FailureHook hook;
-    if (const char* r = std::getenv("AUTOHAAP_TEST_FAIL_RANK")) hook.rank = std::atoi(r);
-    if (const char* a = std::getenv("AUTOHAAP_TEST_FAIL_AT")) hook.at = a;
-    return hook;
-  }
-  bool fires(int my_rank, const char* where) const { return rank == my_rank && at == where; }
-};
-
-struct Chunk {
-  std::size_t begin = 0, end = 0;
-  double work = 0;
-};
-
-// Contiguous runs of the best-first list with about equal estimated work,
-// never empty. Contiguous, so a chunk is itself in lower-bound order (what
-// search_share needs) and the first chunks hold the most promising
-// skeletons; dealt round-robin, every rank starts near the front.
-std::vector<std::uint64_t> cut_chunks(const std::vector<Skeleton>& skeletons, std::size_t count) {
-  const std::size_t n = skeletons.size();
-  count = std::min(count, n);
-  std::vector<std::uint64_t> ends;
-  if (count == 0) return ends;
-  double total = 0;
-  for (const Skeleton& s : skeletons) total += std::max(s.work, 1e-9);
-  double acc = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    acc += std::max(skeletons[j].work, 1e-9);
-    const std::size_t made = ends.size();
-    const std::size_t left_after = n - (j + 1);        // skeletons still to place
-    const std::size_t chunks_after = count - made - 1;  // chunks still to fill after this one
-    const bool reached = acc >= total * static_cast<double>(made + 1) / static_cast<double>(count);
-    if ((reached && left_after >= chunks_after) || left_after == chunks_after) ends.push_back(j + 1);
-    if (ends.size() == count) break;
-  }
-  ends.back() = n;
-  return ends;
-}
-
 // After each exchange every rank runs this on the same queues, so they
 // stay agreed without messages: each rank with nothing queued takes every
 // other chunk of the queue with the most estimated work left (ties: the
 // lowest rank). Alternate chunks, not the tail, so the taker also gets
 // promising ones and both queues stay in lower-bound order.
-void rebalance(std::vector<std::deque<int>>& queues, const std::vector<Chunk>& chunks,
+void rebalance(std::vector<std::deque<int>>& queues, const std::vector<SkeletonChunk>& chunks,
                std::vector<std::int64_t>& taken) {
   const int n = static_cast<int>(queues.size());
   for (int taker = 0; taker < n; ++taker) {
@@ -118,7 +61,7 @@ std::uint64_t skeleton_key(const Plan& plan) {
 // top-K: K different skeletons are known to be at least that fast, so no
 // plan slower than it can enter the final top-K. Tighter than the minimum
 // of the ranks' own K-th bests (each rank holds only part of the top-K);
-// distinct, because the seed plans are on every rank. Infinity while fewer
+// distinct, because a resumed checkpoint's plans are on every rank. Infinity while fewer
 // than K are known.
 double job_kth_best(const std::vector<RoundReport>& reports, int k) {
   std::unordered_map<std::uint64_t, double> best;
@@ -140,8 +83,9 @@ class Driver {
  public:
   Driver(const Problem& problem, const DistributedOptions& options, RankGroup& group)
       : problem_(problem), options_(options), group_(group), cost_(problem), memory_(cost_),
-        incumbent_(options.search.top_k), hook_(FailureHook::from_environment()),
-        threads_(options.search.threads > 0 ? options.search.threads : parallel::hardware_threads()) {}
+        incumbent_(options.search.top_k), hook_(options.inject_failure),
+        threads_(options.search.threads > 0 ? options.search.threads : parallel::hardware_threads()),
+        stop_(StopCondition::of(options.search.cancel, options.search.time_limit_s, clock_)) {}
 
   DistributedResult run() {
     DistributedResult out;
@@ -152,7 +96,7 @@ class Driver {
     }
     if (options_.search.strategy != "autohaap") return run_baseline(out);
     if (!set_up(out)) return out;
-    search_rounds(out);
+    if (!stopped_) search_rounds(out);
     if (!out.failure) finish(out);
     return out;
   }
@@ -160,22 +104,13 @@ class Driver {
  private:
   bool root() const { return group_.rank() == 0; }
   bool checkpointing() const { return !options_.checkpoint_path.empty(); }
-  bool must_stop() const {
-    const SearchOptions& s = options_.search;
-    if (s.cancel && s.cancel->load(std::memory_order_relaxed)) return true;
-    return s.time_limit_s > 0 && clock_.seconds() > s.time_limit_s;
-  }
   void note(const std::string& line) const {
     if (root() && options_.note) options_.note(line);
   }
 
   void validate() const {
     const SearchOptions& s = options_.search;
-    const auto& names = search_strategies();
-    if (std::find(names.begin(), names.end(), s.strategy) == names.end())
-      throw InputError("", "strategy", s.strategy, "autohaap, exhaustive, uniform, metis");
-    if (s.top_k < 1) throw InputError("", "top", std::to_string(s.top_k), "an integer >= 1");
-    if (s.threads < 0) throw InputError("", "threads", std::to_string(s.threads), "0 (all) or more");
+    autohaap::validate(s);
     if (!(options_.exchange_interval_s > 0))
       throw InputError("", "exchange interval", std::to_string(options_.exchange_interval_s), "seconds > 0");
     if (!(options_.checkpoint_interval_s > 0))
@@ -195,8 +130,7 @@ class Driver {
     group_.wait_for_all();
     Outcome outcome;
     if (root()) {
-      outcome.found = !failure && !out.result.top.empty();
-      outcome.timed_out = !failure && out.result.timed_out;
+      outcome.status = failure ? PlanStatus::failed : out.result.status;
       if (failure) {
         outcome.failure_code = failure->exit_code;
         outcome.failure = failure->message;
@@ -208,13 +142,15 @@ class Driver {
   }
 
   void apply_outcome(const Outcome& outcome, DistributedResult& out) const {
-    out.found = outcome.found;
-    out.result.timed_out = outcome.timed_out;
+    out.result.status = outcome.status;
     if (outcome.failure_code != 0) out.failure = RankFailure{0, outcome.failure_code, outcome.failure};
   }
 
   // Initialization on every rank, then rank 0's share table (and
-  // checkpoint) to all; every failure here is agreed before searching.
+  // checkpoint) to all; every failure here is agreed before searching, and
+  // so is a stop (time limit or signal) during initialization: then
+  // stopped_ is set and the probes are the best plans so far, as in
+  // run_search. Returns false on a failure.
   bool set_up(DistributedResult& out) {
     std::optional<SearchCheckpoint> restored;
     const std::string inputs = describe_search(problem_, options_.search.strategy, options_.search.top_k);
@@ -229,21 +165,21 @@ class Driver {
       return false;
     }
     auto local = [&] {
-      if (hook_.fires(group_.rank(), "input"))
-        throw InputError("AUTOHAAP_TEST_FAIL_RANK", "", std::to_string(hook_.rank),
+      if (hook_.fires(group_.rank(), InjectedFailure::Where::input))
+        throw InputError("command line", "--inject-failure", std::to_string(hook_.rank) + ":input",
                          "no failure (a test asked this rank to fail while loading inputs)");
       parallel::with_threads(threads_, [&] {
-        // Same options as run_search, so both keep the same list.
+        // Same options as run_search, so both keep the same list; no seed
+        // plans, as there: the first skeletons balanced are the incumbent.
         PrepareOptions prepare;
         prepare.top_k = options_.search.top_k;
         prepare.max_skeletons = options_.search.max_skeletons;
+        prepare.stop = stop_;
         prepared_ = prepare_search(cost_, memory_, cache_, prepare);
-        std::int64_t evaluated = 0;
-        for (const Plan& plan : uniform_plans(cost_, options_.search.top_k, evaluated)) incumbent_.offer(plan);
-        if (root()) seed_evaluated_ = evaluated;
       });
       digest_ = skeleton_list_digest(prepared_.skeletons);
-      if (restored && (restored->skeletons != prepared_.skeletons.size() || restored->list_digest != digest_))
+      // A stopped initialization holds part of the list: nothing to compare.
+      if (restored && !prepared_.stopped && (restored->skeletons != prepared_.skeletons.size() || restored->list_digest != digest_))
         throw InputError(options_.checkpoint_path, "checkpoint",
                          "a checkpoint whose skeleton list differs from this search's (another autohaap version?)",
                          "a checkpoint written by this version for this search; remove the file or choose "
@@ -257,6 +193,17 @@ class Driver {
     // rank reports count the search phase alone.
     if (root()) prepare_counters_ = cache_.counters();
     cache_.reset_counters();
+    if (group_.any(prepared_.stopped)) {
+      stopped_ = true;
+      plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather
+      if (root()) {
+        Incumbent best(options_.search.top_k);
+        for (const Plan& plan : prepared_.probes) best.offer(plan);
+        final_top_ = best.plans();
+        init_evaluated_ = static_cast<std::int64_t>(prepared_.probes.size());
+      }
+      return true;
+    }
 
     ShareTable table;
     if (root()) {
@@ -267,7 +214,11 @@ class Driver {
       const std::size_t count = static_cast<std::size_t>(std::max(1, options_.chunks_per_rank)) * group_.size();
       // A resumed search keeps the chunks of the run that wrote the
       // checkpoint, whatever the rank count is now.
-      table.chunk_end = restored ? restored->chunk_end : cut_chunks(prepared_.skeletons, count);
+      if (restored) {
+        table.chunk_end = restored->chunk_end;
+      } else {
+        for (const SkeletonChunk& c : cut_into_chunks(prepared_.skeletons, count)) table.chunk_end.push_back(c.end);
+      }
     }
     group_.broadcast(table, 0);
     auto agree = [&] {
@@ -293,13 +244,7 @@ class Driver {
       return false;
     }
 
-    std::size_t begin = 0;
-    for (std::uint64_t end : table.chunk_end) {
-      Chunk c{begin, static_cast<std::size_t>(end), 0};
-      for (std::size_t j = c.begin; j < c.end; ++j) c.work += std::max(prepared_.skeletons[j].work, 1e-9);
-      chunks_.push_back(c);
-      begin = c.end;
-    }
+    chunks_ = chunks_ending_at(prepared_.skeletons, table.chunk_end);
     done_.assign(chunks_.size(), 0);
     out.chunks = static_cast<std::int64_t>(chunks_.size());
 
@@ -344,12 +289,10 @@ class Driver {
   // every rank applies every rank's finished list after the exchange.
   void search_own_queue(RoundReport& mine, double round_start) {
     const std::deque<int>& queue = queues_[group_.rank()];
-    const bool fail_here = hook_.fires(group_.rank(), "search");
+    const bool fail_here = hook_.fires(group_.rank(), InjectedFailure::Where::search);
     if (fail_here && queue.empty()) throw std::runtime_error("test failure injected on this rank while searching");
     ShareControl control;
-    control.cancel = options_.search.cancel;
-    control.deadline_s = options_.search.time_limit_s;
-    control.clock = [this] { return clock_.seconds(); };
+    control.stop = stop_;
     parallel::with_threads(threads_, [&] {
       std::vector<std::size_t> positions;
       for (int c : queue) {
@@ -383,14 +326,14 @@ class Driver {
       }
       report_.search_s += clock_.seconds() - round_start;
       if (!failure && pending_failure_) failure = std::exchange(pending_failure_, std::nullopt);
-      mine.stop = mine.stop || must_stop();
+      mine.stop = mine.stop || stop_();
 
       // The exchange. Every rank gets here each round, finished or not;
       // an exception inside it cannot be agreed on, so it ends the job.
       try {
         report_.idle_s += group_.wait_for_all();
         const double exchange_start = clock_.seconds();
-        if (hook_.fires(me, "exchange"))
+        if (hook_.fires(me, InjectedFailure::Where::exchange))
           throw std::runtime_error("test failure injected on this rank inside an exchange");
         if (failure) {
           mine.failure_code = failure->exit_code;
@@ -436,7 +379,7 @@ class Driver {
         if (checkpointing() && (reports_[0].checkpoint_now || last)) save_checkpoint(last, out);
         if (last) {
           // Stopped with work left: the plans are the best so far.
-          out.result.timed_out = stop && !all_done;
+          stopped_ = stop && !all_done;
           report_.exchange_s += clock_.seconds() - exchange_start;
           return;
         }
@@ -483,7 +426,7 @@ class Driver {
     for (std::size_t c = 0; c < chunks_.size(); ++c)
       if (done_[c]) p.done += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
     p.total = static_cast<std::int64_t>(prepared_.skeletons.size());
-    p.evaluated = seed_evaluated_ + total_evaluated();
+    p.evaluated = init_evaluated_ + total_evaluated();
     p.pruned = prepared_.prune.removed_initially() + total_search_prune().skipped_in_search();
     p.best_iteration_s = bound;
     p.elapsed_s = clock_.seconds();
@@ -506,7 +449,7 @@ class Driver {
     state.inputs = describe_search(problem_, options_.search.strategy, options_.search.top_k);
     state.skeletons = prepared_.skeletons.size();
     state.list_digest = digest_;
-    for (const Chunk& c : chunks_) state.chunk_end.push_back(c.end);
+    for (const SkeletonChunk& c : chunks_) state.chunk_end.push_back(c.end);
     state.chunk_done = done_;
     state.top = merge_top_k(plans, options_.search.top_k);
     state.evaluated = total_evaluated();
@@ -537,7 +480,7 @@ class Driver {
         }
       }
       const CacheCounters counters = cache_.counters();
-      report_.chunks_taken = taken_[group_.rank()];
+      report_.chunks_taken = taken_.empty() ? 0 : taken_[group_.rank()];
       report_.evaluated = evaluated_;
       report_.pruned = skipped_ + no_split_;
       report_.cache_hits = counters.hits;
@@ -569,7 +512,7 @@ class Driver {
     result.candidates = result.prune.considered;
     SearchStats& stats = result.stats;
     stats.strategy = options_.search.strategy;
-    stats.evaluated = seed_evaluated_ + total_evaluated();
+    stats.evaluated = init_evaluated_ + total_evaluated();
     stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
     stats.cache_hits = prepare_counters_.hits + prepare_counters_.peer_hits;
     stats.cache_misses = prepare_counters_.misses;
@@ -582,14 +525,14 @@ class Driver {
     stats.threads = threads_;
     stats.wall_s = clock_.seconds();
     for (Plan& plan : result.top) plan.search = stats;
+    result.status = search_status(!result.top.empty(), stopped_);
     if (result.top.empty()) {
-      result.infeasible_reason = result.timed_out ? "the search stopped (time limit or interrupt) before any plan "
+      result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan "
                                                     "that fits memory was found"
                                                   : infeasible_reason(cost_, result.prune);
     }
     report_progress(incumbent_.bound());
-    outcome.found = !result.top.empty();
-    outcome.timed_out = result.timed_out;
+    outcome.status = result.status;
     if (pending_failure_) {
       outcome.failure_code = pending_failure_->exit_code;
       outcome.failure = pending_failure_->message;
@@ -603,18 +546,19 @@ class Driver {
   const MemoryPruner memory_;
   LatencyCache cache_;
   Incumbent incumbent_;
-  const FailureHook hook_;
+  const InjectedFailure hook_;
   const int threads_;
   Stopwatch clock_;
+  const StopCondition stop_;  // the search's time limit and cancel flag, on clock_
 
   PreparedSearch prepared_;
   std::uint64_t fingerprint_ = 0;
   std::uint64_t digest_ = 0;
-  std::int64_t seed_evaluated_ = 0;  // rank 0: the uniform seed plans
+  std::int64_t init_evaluated_ = 0;  // rank 0: the probes' plans, when initialization stopped
   CacheCounters prepare_counters_;    // rank 0: initialization's cache use
   SearchCheckpoint restored_;         // counters and plans of a resumed run (cache dropped once imported)
 
-  std::vector<Chunk> chunks_;
+  std::vector<SkeletonChunk> chunks_;
   std::vector<std::uint8_t> done_;
   std::vector<std::deque<int>> queues_;  // per rank, chunks not yet started; identical on every rank
   std::vector<std::int64_t> taken_;      // per rank, chunks taken over from peers
@@ -622,6 +566,7 @@ class Driver {
   std::uint64_t mark_ = 0;
   double last_checkpoint_s_ = 0;
   std::optional<RankFailure> pending_failure_;
+  bool stopped_ = false;  // initialization, or the rounds with chunks left, ended on a stop
   bool plans_gathered_ = false;                 // the last checkpoint gathered the final plans (every rank)
   std::optional<std::vector<Plan>> final_top_;  // rank 0: the merged final plans
 

@@ -30,7 +30,8 @@
 #include "autohaap/dist/mpi_session.hpp"
 #include "autohaap/dist/rank_report.hpp"
 #include "autohaap/io/plan_serialization.hpp"
-#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/plan_status.hpp"
+#include "autohaap/io/search_serialization.hpp"
 
 namespace autohaap::dist {
 
@@ -103,14 +104,15 @@ struct RoundReport {
 
 // Rank 0 to every rank, at the end: how the search ended.
 struct Outcome {
-  bool found = false;
-  bool timed_out = false;
+  PlanStatus status = PlanStatus::infeasible;
   std::int32_t failure_code = 0;
   std::string failure;
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & found & timed_out & failure_code & failure;
+    auto code = static_cast<std::int32_t>(status);
+    ar & code & failure_code & failure;
+    status = static_cast<PlanStatus>(code);
   }
 };
 

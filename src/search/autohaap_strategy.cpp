@@ -8,7 +8,7 @@
 
 namespace autohaap::strategy {
 
-void run_autohaap(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+bool run_autohaap(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                   ProgressReporter& progress, SearchResult& result) {
   LatencyCache own_cache;
   LatencyCache& cache = options.cache ? *options.cache : own_cache;
@@ -18,9 +18,7 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   PrepareOptions prepare;
   prepare.top_k = options.top_k;
   prepare.max_skeletons = options.max_skeletons;
-  prepare.cancel = options.cancel;
-  prepare.deadline_s = options.time_limit_s;
-  prepare.clock = [&clock] { return clock.seconds(); };
+  prepare.stop = stop;
   PreparedSearch prepared = prepare_search(cost, memory, cache, prepare);
   result.prune = prepared.prune;
   result.candidates = prepared.prune.considered;
@@ -34,19 +32,16 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   if (prepared.stopped) {
     // Stopped during initialization: the probes are the best so far.
     for (const Plan& plan : prepared.probes) incumbent.offer(plan);
-    result.timed_out = true;
     result.top = incumbent.plans();
     result.stats.evaluated = static_cast<std::int64_t>(prepared.probes.size());
     result.stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
-    return;
+    return true;
   }
 
   std::vector<std::size_t> positions(prepared.skeletons.size());
   std::iota(positions.begin(), positions.end(), std::size_t{0});
   ShareControl control;
-  control.cancel = options.cancel;
-  control.deadline_s = options.time_limit_s;
-  control.clock = [&clock] { return clock.seconds(); };
+  control.stop = stop;
   control.on_skeleton = [&](bool estimated) {
     progress.add_done(1);
     if (estimated) progress.add_evaluated(1);
@@ -56,7 +51,6 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   const ShareOutcome outcome = search_share(cost, memory, cache, prepared.skeletons, positions, incumbent, control);
 
   result.prune.merge(outcome.pruned);
-  result.timed_out = outcome.stopped;
   result.top = incumbent.plans();
   result.stats.evaluated = outcome.evaluated;
   result.stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
@@ -66,6 +60,7 @@ void run_autohaap(const CostModel& cost, const SearchOptions& options, const Sto
   result.stage_estimates = result.stats.cache_misses;
   progress.add_pruned(result.prune.skipped_in_search());
   progress.set_done(outcome.done);
+  return outcome.stopped;
 }
 
 }  // namespace autohaap::strategy

@@ -4,10 +4,14 @@
 //
 // How it runs (every rank calls run_distributed_search at once):
 //  1. Every rank initializes the skeleton list (prepare_search; it is
-//     deterministic, and cheaper to recompute than to ship). Rank 0 cuts
+//     deterministic, and cheaper to recompute than to ship), asking the
+//     search's time limit and cancel flag as run_search does; the ranks
+//     then agree (one all-reduce) whether any was stopped, and if so all
+//     stop, and rank 0's probe plans are the best so far. Rank 0 cuts
 //     the list, in lower-bound order, into chunks of about equal estimated
-//     work and deals them round-robin, so each rank's share starts with
-//     some of the most promising skeletons; it broadcasts that table with
+//     work (cut_into_chunks) and deals them round-robin, so each rank's
+//     share starts with some of the most promising skeletons; it
+//     broadcasts that table with
 //     a digest of its list and a fingerprint of the inputs, and every rank
 //     checks both against its own before searching.
 //  2. Rounds. Each rank searches its queued chunks in order (search_share,
@@ -71,6 +75,19 @@
 
 namespace autohaap::dist {
 
+// A failure on purpose, for the tests that check a failing rank ends the
+// whole job with one message and never a hang (tests/mpi/rank_failure.sh
+// sets it through the CLI's hidden --inject-failure RANK:WHERE).
+struct InjectedFailure {
+  enum class Where { search, exchange, input };
+  int rank = -1;  // -1: none
+  Where where = Where::search;
+  // search: an exception on that rank after its first chunk (reported at
+  // the next exchange); exchange: an exception inside an exchange (the job
+  // is aborted); input: an InputError while setting up.
+  bool fires(int my_rank, Where at) const { return rank >= 0 && rank == my_rank && where == at; }
+};
+
 struct DistributedOptions {
   // strategy, threads (per rank), top_k, time_limit_s, cancel; progress is
   // called on rank 0 after each exchange with the job's totals.
@@ -81,13 +98,13 @@ struct DistributedOptions {
   double checkpoint_interval_s = 30;
   int chunks_per_rank = 64;           // granularity of shares and rebalancing
   std::function<void(const std::string&)> note;  // rank 0: one-line notices (resume, checkpoints)
+  InjectedFailure inject_failure;                // testing only; none by default
 };
 
 struct DistributedResult {
   // Rank 0: the whole result, stats over every rank. Other ranks: only
-  // timed_out (and found below), enough to choose the exit code.
+  // result.status, enough to choose the exit code.
   SearchResult result;
-  bool found = false;                 // a plan was found (every rank)
   std::optional<RankFailure> failure;  // set on every rank when the search failed
   std::vector<RankReport> ranks;      // rank 0: one per rank
   int rank_count = 1;

@@ -41,10 +41,12 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/plan_status.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
+#include "autohaap/search/stop_condition.hpp"
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap {
@@ -78,7 +80,10 @@ struct SearchResult {
   std::vector<Plan> top;  // best first; predicted and search filled
   PruneReport prune;
   SearchStats stats;
-  bool timed_out = false;         // time limit or cancel: `top` is the best so far
+  // found / infeasible / stopped (time limit or cancel: `top` is the best
+  // so far) with or without a plan; the exit code and summary label follow
+  // from it (plan_status.hpp).
+  PlanStatus status = PlanStatus::infeasible;
   std::string infeasible_reason;  // set when `top` is empty
   std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
   // Cost-model calls below a full plan estimate: stage and layer estimates
@@ -88,6 +93,12 @@ struct SearchResult {
 
 // Names accepted by SearchOptions::strategy.
 const std::vector<std::string>& search_strategies();
+
+// Throws InputError naming the first setting out of range (an unknown
+// strategy, top_k < 1, threads < 0, a negative or non-finite time limit,
+// negative max_skeletons). run_search and the distributed search call it
+// first.
+void validate(const SearchOptions& options);
 
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
 
@@ -113,11 +124,8 @@ struct PrepareOptions {
   // Kept skeletons beyond which prepare_search throws InputError rather
   // than exhaust memory; 0: no limit.
   std::int64_t max_skeletons = 0;
-  // Stop early (PreparedSearch::stopped): cancel set, or `clock` past
-  // deadline_s (0: none).
-  const std::atomic<bool>* cancel = nullptr;
-  double deadline_s = 0;
-  std::function<double()> clock;
+  // Stop early (PreparedSearch::stopped) when it says so.
+  StopCondition stop;
 };
 
 struct PreparedSearch {
@@ -150,9 +158,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
                                 bool context_and_interleaving = false);
 
 struct ShareControl {
-  double deadline_s = 0;          // seconds on `clock` after which to stop; 0: none
-  std::function<double()> clock;  // seconds since the search started
-  const std::atomic<bool>* cancel = nullptr;
+  StopCondition stop;  // asked before and inside every skeleton
   // After each skeleton balanced (any worker, possibly concurrently):
   // whether it produced a fully estimated plan.
   std::function<void(bool estimated)> on_skeleton;
@@ -163,11 +169,6 @@ struct ShareOutcome {
   std::int64_t evaluated = 0;  // plans fully estimated
   PruneReport pruned;          // lower_bound_above_best, no_feasible_split
   bool stopped = false;        // deadline or cancel hit before the share was finished
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(done, evaluated, pruned, stopped);
-  }
 };
 
 // Searches skeletons[positions[j]] in the given order (ascending positions
@@ -178,10 +179,23 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
                           const std::vector<Skeleton>& skeletons, std::span<const std::size_t> positions,
                           Incumbent& incumbent, const ShareControl& control);
 
-// Splits positions 0..n-1 of `skeletons` into `shares` lists of about equal
-// total work, deterministically; each list ascending. Position j goes to the
-// share with the least work so far (ties: lowest share), so every share gets
-// a slice of the most promising skeletons.
-std::vector<std::vector<std::size_t>> partition_by_work(const std::vector<Skeleton>& skeletons, int shares);
+// A contiguous run [begin, end) of the best-first skeleton list and its
+// estimated work (sum of Skeleton::work): the unit a driver deals out,
+// searches whole and records as done.
+struct SkeletonChunk {
+  std::size_t begin = 0, end = 0;
+  double work = 0;
+};
+
+// Cuts positions 0..n-1 of `skeletons` into min(count, n) contiguous
+// chunks of about equal estimated work, none empty; deterministic.
+// Contiguous, so each chunk is itself in lower-bound order (what
+// search_share needs) and the first chunks hold the most promising
+// skeletons: dealt round-robin, every share starts near the front.
+std::vector<SkeletonChunk> cut_into_chunks(const std::vector<Skeleton>& skeletons, std::size_t count);
+// The chunks ending at `ends` (ascending, the last == skeletons.size(), as
+// a checkpoint records them), with their work.
+std::vector<SkeletonChunk> chunks_ending_at(const std::vector<Skeleton>& skeletons,
+                                            const std::vector<std::uint64_t>& ends);
 
 }  // namespace autohaap
