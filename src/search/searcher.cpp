@@ -10,6 +10,7 @@
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/search/search_driver.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -19,7 +20,7 @@ const std::vector<std::string>& search_strategies() {
   return names;
 }
 
-void validate(const SearchOptions& options) {
+void validate(const SearchSettings& options) {
   const auto& names = search_strategies();
   if (std::find(names.begin(), names.end(), options.strategy) == names.end()) {
     throw InputError("", "strategy", options.strategy, "autohaap, exhaustive, uniform, metis");
@@ -34,6 +35,15 @@ void validate(const SearchOptions& options) {
 
 SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   validate(options);
+  if (options.strategy == "autohaap") {
+    // The one driver, alone: one chunk, so the whole list is searched best
+    // lower bound first in one pass, with progress per skeleton.
+    LocalSynchronizer alone;
+    DriverOptions driver;
+    driver.chunks_per_rank = 1;
+    driver.live_progress = true;
+    return drive_search(problem, options, driver, alone).result;
+  }
   const CostModel cost(problem);
   const Stopwatch clock;
   const StopCondition stop = StopCondition::of(options.cancel, options.time_limit_s, clock);
@@ -42,9 +52,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   const int threads = options.threads > 0 ? options.threads : parallel::hardware_threads();
   bool stopped = false;
   parallel::with_threads(threads, [&] {
-    if (options.strategy == "autohaap")
-      stopped = strategy::run_autohaap(cost, options, stop, progress, result);
-    else if (options.strategy == "exhaustive")
+    if (options.strategy == "exhaustive")
       stopped = strategy::run_exhaustive(cost, options, stop, progress, result);
     else if (options.strategy == "uniform")
       stopped = strategy::run_uniform(cost, options, stop, progress, result);

@@ -1,5 +1,6 @@
-// The four strategies behind run_search, and what they share: the progress
-// reporter and the stop test (stop_condition.hpp). Private to src/search.
+// The strategies behind run_search besides autohaap (search_driver.hpp), and
+// what they share with it: the progress reporter and the stop test
+// (stop_condition.hpp). Private to src/search.
 #pragma once
 
 #include <atomic>
@@ -61,8 +62,6 @@ class ProgressReporter {
 // Each strategy fills result.top (unranked stats), prune, candidates,
 // stats.evaluated / pruned / cache counters, and returns whether it stopped
 // early (time limit or cancel); run_search adds the rest and the status.
-bool run_autohaap(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
-                  ProgressReporter& progress, SearchResult& result);
 bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                     ProgressReporter& progress, SearchResult& result);
 bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,

@@ -60,7 +60,10 @@ struct SearchProgress {
   double elapsed_s = 0;
 };
 
-struct SearchOptions {
+// The search's settings: plain values a user chooses (flags, manifest
+// keys), checked by validate(). What runs only under MPI is separate
+// (dist::DistributedOptions).
+struct SearchSettings {
   std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
   int threads = 0;                    // 0: all hardware threads
   int top_k = 1;
@@ -70,8 +73,12 @@ struct SearchOptions {
   // count); beyond it the search stops with an InputError instead of
   // exhausting memory. 0: no limit.
   std::int64_t max_skeletons = 1'000'000;
-  std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.2;
+};
+
+// The settings and what the caller hands the search at run time.
+struct SearchOptions : SearchSettings {
+  std::function<void(const SearchProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
   LatencyCache* cache = nullptr;              // autohaap: reuse this cache (e.g. loaded from disk)
 };
@@ -98,7 +105,7 @@ const std::vector<std::string>& search_strategies();
 // strategy, top_k < 1, threads < 0, a negative or non-finite time limit,
 // negative max_skeletons). run_search and the distributed search call it
 // first.
-void validate(const SearchOptions& options);
+void validate(const SearchSettings& settings);
 
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
 
