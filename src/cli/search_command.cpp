@@ -189,9 +189,9 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   }
 
   // Interleaving and context parallelism on the plans found (one place for
-  // both drivers; search/refinement.hpp says why after the search), and the
-  // best uniform plan with its own cp and vpp: cp can make fit what the
-  // search pruned for memory.
+  // one process and MPI alike; search/refinement.hpp says why after the
+  // search), and the best uniform plan with its own cp and vpp: cp can make
+  // fit what the search pruned for memory.
   const CostModel model(problem);
   std::vector<Plan> top = result.top;
   if (a.strategy == "autohaap") {
@@ -294,7 +294,8 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
 
 int run_search_command(const SearchArgs& a) {
   const std::atomic<bool>& stop = install_stop_signals();
-  // A checkpoint needs the distributed driver's rounds, even in one process.
+  // A checkpoint needs the MPI synchronizer (it keeps the file), even in one
+  // process.
   if (dist::started_by_mpi_launcher() || !a.checkpoint.empty()) return run_distributed(a, stop);
   return run_single_process(a, stop);
 }

@@ -1,5 +1,6 @@
 // Searcher: the search's one entry point, run_search(problem, options), and
-// the pieces a distributed driver composes the same search from.
+// the pieces the search driver (search_driver.hpp: the autohaap strategy,
+// in one process and on every MPI rank) composes the search from.
 //
 // Strategies, all scored by the same CostModel::estimate of the final plan:
 //   autohaap    memory-aware initialization, lower bounds, load balancer and
@@ -113,12 +114,12 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options);
 // INT64_MAX): sum over valid skeletons of C(L-1, p-1) * modes^p.
 std::int64_t exhaustive_candidates(const Problem& problem);
 
-// --- pieces for a distributed driver --------------------------------------
-// Rank 0 (or every rank: it is deterministic) prepares the skeleton list;
-// shares of it are searched with a shared Incumbent and a LatencyCache; the
-// plans are merged with merge_top_k (incumbent.hpp). A share may be searched
-// in several calls (chunks) so bounds and cache deltas can be exchanged in
-// between.
+// --- pieces of the search driver ---------------------------------------------
+// Every participant prepares the skeleton list (it is deterministic); it is
+// cut into chunks (cut_into_chunks), searched with a shared Incumbent and a
+// LatencyCache, and the plans are merged with merge_top_k (incumbent.hpp).
+// A share is searched chunk by chunk so bounds and cache deltas can be
+// exchanged in between.
 
 struct PrepareOptions {
   // > 0: first balance a few probe skeletons (the best lower bounds among

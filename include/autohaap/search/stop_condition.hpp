@@ -1,7 +1,7 @@
 // StopCondition: whether a search must stop now — its cancel flag was
 // raised (SIGINT, SIGTERM, a caller) or its time limit has passed — and
 // Stopwatch, the clock a search's time is measured on. Every long loop of
-// every strategy, initialization included, and the distributed driver ask
+// every strategy, initialization included, and the search driver ask
 // the same StopCondition, so a time limit or a signal stops them all alike
 // (within about a second) with the best plan so far.
 //
