@@ -1,7 +1,6 @@
 #include "autohaap/batch/runner.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
 #include "autohaap/batch/cache_file.hpp"
@@ -33,12 +32,6 @@ void warn(const BatchRunOptions& o, const std::string& message) {
 }
 
 bool cancelled(const BatchRunOptions& o) { return o.cancel && o.cancel->load(); }
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
 
 // The previous result may stand in for a new search: same inputs, an
 // answer (not a failure), and for a found plan, the plan still on disk.

@@ -12,12 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/dist/distributed_search.hpp"
@@ -108,6 +106,26 @@ std::string format_prune_table(const PruneReport& r) {
   return out;
 }
 
+// The flags as the library's settings.
+SearchSettings search_settings(const SearchArgs& a) {
+  SearchSettings s;
+  s.strategy = a.strategy;
+  s.threads = a.threads;
+  s.top_k = a.top;
+  s.time_limit_s = a.time_limit;
+  s.max_skeletons = a.max_skeletons;
+  return s;
+}
+
+dist::DistributedSettings distributed_settings(const SearchArgs& a) {
+  dist::DistributedSettings s;
+  s.exchange_interval_s = a.exchange_interval;
+  s.exchange_cache = !a.no_cache_exchange;
+  s.checkpoint_path = a.checkpoint;
+  s.checkpoint_interval_s = a.checkpoint_interval;
+  return s;
+}
+
 // The problem and the flags checked: everything that can be wrong with
 // the input, before any search starts.
 Problem load_search_problem(const SearchArgs& a) {
@@ -115,22 +133,17 @@ Problem load_search_problem(const SearchArgs& a) {
   if (pa.model.empty()) pa.model = "llama3-8b";
   if (pa.cluster.empty()) pa.cluster = kDefaultClusterName;
   Problem problem = load_problem_args(pa);
-  if (a.threads < 0) throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) or more");
-  if (a.top < 1) throw InputError("command line", "--top", std::to_string(a.top), "1 or more");
-  // Written as the user wrote them: NaN and infinity fail every test here
-  // (a NaN time limit once meant no limit).
-  auto seconds = [](const char* flag, double v, bool zero_allowed) {
-    std::ostringstream text;
-    text << v;
-    if (!(std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0)))
-      throw InputError("command line", flag, text.str(),
-                       zero_allowed ? "a number of seconds >= 0 (0: none)" : "a number of seconds > 0");
-  };
-  seconds("--time-limit", a.time_limit, true);
-  seconds("--exchange-interval", a.exchange_interval, false);
-  seconds("--checkpoint-interval", a.checkpoint_interval, false);
-  if (!a.checkpoint.empty() && a.strategy != "autohaap")
-    throw InputError("command line", "--checkpoint", a.checkpoint, "only with --strategy autohaap");
+  // The library's own checks, an error naming the flag ("time limit" is
+  // --time-limit). NaN and infinity fail them (a NaN time limit once meant
+  // no limit).
+  try {
+    validate(search_settings(a));
+    dist::validate(distributed_settings(a), search_settings(a));
+  } catch (const InputError& e) {
+    std::string flag = "--" + e.key();
+    std::replace(flag.begin(), flag.end(), ' ', '-');
+    throw InputError("command line", flag, e.value(), e.allowed());
+  }
   if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
   // What is written after the search must be writable before it starts.
   for (const std::string* path : {&a.out, &a.report, &a.checkpoint})
@@ -141,11 +154,7 @@ Problem load_search_problem(const SearchArgs& a) {
 SearchOptions search_options(const SearchArgs& a, const std::atomic<bool>& stop,
                              const std::shared_ptr<ProgressLine>& progress) {
   SearchOptions options;
-  options.strategy = a.strategy;
-  options.threads = a.threads;
-  options.top_k = a.top;
-  options.time_limit_s = a.time_limit;
-  options.max_skeletons = a.max_skeletons;
+  static_cast<SearchSettings&>(options) = search_settings(a);
   options.cancel = &stop;
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
   return options;
@@ -259,11 +268,8 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
 
   auto progress = std::make_shared<ProgressLine>(root);
   dist::DistributedOptions options;
+  static_cast<dist::DistributedSettings&>(options) = distributed_settings(a);
   options.search = search_options(a, stop, progress);
-  options.exchange_interval_s = a.exchange_interval;
-  options.exchange_cache = !a.no_cache_exchange;
-  options.checkpoint_path = a.checkpoint;
-  options.checkpoint_interval_s = a.checkpoint_interval;
   options.note = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   options.inject_failure = injected;
   if (root) print_header(problem, a, ", " + std::to_string(ranks) + " rank" + (ranks > 1 ? "s" : ""));

@@ -1,12 +1,27 @@
 #include "autohaap/dist/distributed_search.hpp"
 
+#include <cmath>
+#include <utility>
+
 #include "autohaap/cost/cost_model.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/dist/checkpoint.hpp"
 #include "mpi_session_impl.hpp"
 #include "mpi_synchronizer.hpp"
 #include "rank_group.hpp"
 
 namespace autohaap::dist {
+
+void validate(const DistributedSettings& settings, const SearchSettings& search) {
+  for (const auto& [key, seconds] : {std::pair<const char*, double>{"exchange interval", settings.exchange_interval_s},
+                                     {"checkpoint interval", settings.checkpoint_interval_s}}) {
+    if (!(std::isfinite(seconds) && seconds > 0))
+      throw InputError("", key, seconds_text(seconds), "a number of seconds > 0");
+  }
+  if (!settings.checkpoint_path.empty() && search.strategy != "autohaap")
+    throw InputError("", "checkpoint", settings.checkpoint_path,
+                     "only with strategy autohaap (the baselines are not resumable)");
+}
 
 DistributedResult run_distributed_search(const Problem& problem, const DistributedOptions& options,
                                          MpiSession* mpi) {
@@ -15,9 +30,7 @@ DistributedResult run_distributed_search(const Problem& problem, const Distribut
   const SearchOptions& search = options.search;
   const CostModel cost(problem);
   MpiSynchronizer sync(group, search_fingerprint(problem, cost.parameters(), search.strategy, search.top_k),
-                       describe_search(problem, search.strategy, search.top_k),
-                       CheckpointSettings{options.checkpoint_path, options.checkpoint_interval_s},
-                       options.exchange_cache, options.note);
+                       describe_search(problem, search.strategy, search.top_k), options, options.note);
   DriverOptions driver;
   driver.exchange_interval_s = options.exchange_interval_s;
   driver.chunks_per_rank = options.chunks_per_rank;

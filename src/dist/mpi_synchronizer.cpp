@@ -10,10 +10,9 @@
 namespace autohaap::dist {
 
 MpiSynchronizer::MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs,
-                                 CheckpointSettings checkpoint, bool exchange_cache,
-                                 std::function<void(const std::string&)> note)
-    : group_(group), fingerprint_(fingerprint), inputs_(std::move(inputs)), checkpoint_(std::move(checkpoint)),
-      exchange_cache_(exchange_cache), note_(std::move(note)) {}
+                                 DistributedSettings settings, std::function<void(const std::string&)> note)
+    : group_(group), fingerprint_(fingerprint), inputs_(std::move(inputs)), settings_(std::move(settings)),
+      note_(std::move(note)) {}
 
 std::optional<SearchFailure> MpiSynchronizer::agree(const std::function<void()>& step) {
   return group_.first_failure(step);
@@ -25,24 +24,18 @@ std::optional<SearchFailure> MpiSynchronizer::attempt(const std::function<void()
 
 void MpiSynchronizer::abort(const std::string& message, int exit_code) { group_.abort(message, exit_code); }
 
-void MpiSynchronizer::validate(const SearchSettings& options) const {
-  if (!(checkpoint_.interval_s > 0))
-    throw InputError("", "checkpoint interval", std::to_string(checkpoint_.interval_s), "seconds > 0");
-  if (!checkpoint_.path.empty() && options.strategy != "autohaap")
-    throw InputError("", "checkpoint", checkpoint_.path,
-                     "checkpoints with strategy autohaap only (the baselines are not resumable)");
-}
+void MpiSynchronizer::validate(const SearchSettings& search) const { dist::validate(settings_, search); }
 
 void MpiSynchronizer::open() {
-  if (group_.rank() == 0 && !checkpoint_.path.empty())
-    restored_ = read_checkpoint(checkpoint_.path, fingerprint_, inputs_);
+  if (group_.rank() == 0 && !settings_.checkpoint_path.empty())
+    restored_ = read_checkpoint(settings_.checkpoint_path, fingerprint_, inputs_);
 }
 
 void MpiSynchronizer::check_list(const std::vector<Skeleton>& skeletons) {
   skeletons_ = skeletons.size();
   digest_ = skeleton_list_digest(skeletons);
   if (restored_ && (restored_->skeletons != skeletons_ || restored_->list_digest != digest_))
-    throw InputError(checkpoint_.path, "checkpoint",
+    throw InputError(settings_.checkpoint_path, "checkpoint",
                      "a checkpoint whose skeleton list differs from this search's (another autohaap version?)",
                      "a checkpoint written by this version for this search; remove the file or choose "
                      "another --checkpoint path");
@@ -76,12 +69,12 @@ std::optional<SearchFailure> MpiSynchronizer::share_chunks(const std::vector<Ske
     std::uint64_t previous = 0;
     for (std::uint64_t end : table.chunk_end) {
       if (end <= previous || end > table.skeletons)
-        throw InputError(checkpoint_.path, "checkpoint", "chunk boundaries that do not fit the list",
+        throw InputError(settings_.checkpoint_path, "checkpoint", "chunk boundaries that do not fit the list",
                          "a checkpoint written by this search");
       previous = end;
     }
     if (!table.chunk_end.empty() && previous != table.skeletons)
-      throw InputError(checkpoint_.path, "checkpoint", "chunks that do not cover the list",
+      throw InputError(settings_.checkpoint_path, "checkpoint", "chunks that do not cover the list",
                        "a checkpoint written by this search");
   };
   if (auto failure = group_.first_failure(agree_on_table)) return failure;
@@ -103,7 +96,7 @@ std::optional<SearchFailure> MpiSynchronizer::share_chunks(const std::vector<Ske
     state.cache = std::move(restored.cache);
     const auto chunks = static_cast<std::int64_t>(state.chunk_end.size());
     const auto done = static_cast<std::int64_t>(std::count(state.chunk_done.begin(), state.chunk_done.end(), 1));
-    note("resuming from checkpoint " + checkpoint_.path + ": " + std::to_string(done) + " of " +
+    note("resuming from checkpoint " + settings_.checkpoint_path + ": " + std::to_string(done) + " of " +
          std::to_string(chunks) + " chunks restored, " + std::to_string(chunks - done) + " to search");
   }
   return std::nullopt;
@@ -112,7 +105,7 @@ std::optional<SearchFailure> MpiSynchronizer::share_chunks(const std::vector<Ske
 // Every rank's entries computed since the last exchange, to every other
 // rank, imported as peer entries. Alone there is no one to send them to.
 void MpiSynchronizer::exchange_cache(LatencyCache& cache, std::uint64_t& mark) {
-  if (!exchange_cache_ || group_.size() < 2) return;
+  if (!settings_.exchange_cache || group_.size() < 2) return;
   CacheEntries mine{cache.delta_since(mark)};
   mark = cache.mark();
   const std::vector<CacheEntries> all = group_.all_gather(mine);
@@ -142,9 +135,9 @@ std::optional<SearchFailure> MpiSynchronizer::write_checkpoint(const SearchState
   checkpoint.pruned = state.pruned;
   checkpoint.cache = state.cache;
   const std::optional<SearchFailure> failure =
-      try_step([&] { dist::write_checkpoint(checkpoint_.path, checkpoint); }, group_.rank());
+      try_step([&] { dist::write_checkpoint(settings_.checkpoint_path, checkpoint); }, group_.rank());
   if (!failure && final)
-    note("checkpoint written to " + checkpoint_.path + ": " + std::to_string(checkpoint.chunks_done()) + " of " +
+    note("checkpoint written to " + settings_.checkpoint_path + ": " + std::to_string(checkpoint.chunks_done()) + " of " +
          std::to_string(checkpoint.chunk_done.size()) + " chunks done");
   return failure;
 }

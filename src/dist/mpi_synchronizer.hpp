@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autohaap/dist/checkpoint.hpp"
+#include "autohaap/dist/distributed_search.hpp"
 #include "autohaap/search/search_synchronizer.hpp"
 #include "autohaap/specs/problem.hpp"
 #include "messages.hpp"  // before any collective on the driver's messages is instantiated
@@ -24,18 +25,13 @@
 
 namespace autohaap::dist {
 
-struct CheckpointSettings {
-  std::string path;        // empty: no checkpoint
-  double interval_s = 30;  // seconds between checkpoints
-};
-
 class MpiSynchronizer final : public SearchSynchronizer {
  public:
   // `fingerprint` and `inputs` name the search (search_fingerprint,
   // describe_search): a checkpoint or a rank of other inputs is refused.
   // `note`: rank 0's one-line notices (resume, last checkpoint).
-  MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs, CheckpointSettings checkpoint,
-                  bool exchange_cache, std::function<void(const std::string&)> note);
+  MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs, DistributedSettings settings,
+                  std::function<void(const std::string&)> note);
 
   int rank() const override { return group_.rank(); }
   int size() const override { return group_.size(); }
@@ -55,7 +51,9 @@ class MpiSynchronizer final : public SearchSynchronizer {
   std::vector<std::vector<Plan>> gather_plans(const std::vector<Plan>& mine) override;
   std::vector<RankReport> gather_reports(const RankReport& mine) override { return group_.gather(mine, 0); }
   void share_outcome(Outcome& outcome) override { group_.broadcast(outcome, 0); }
-  double checkpoint_interval_s() const override { return checkpoint_.path.empty() ? 0 : checkpoint_.interval_s; }
+  double checkpoint_interval_s() const override {
+    return settings_.checkpoint_path.empty() ? 0 : settings_.checkpoint_interval_s;
+  }
   std::optional<SearchFailure> write_checkpoint(const SearchState& state, bool final) override;
   std::int64_t bytes_sent() const override { return group_.bytes_sent(); }
   std::int64_t bytes_received() const override { return group_.bytes_received(); }
@@ -68,8 +66,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   RankGroup& group_;
   const std::uint64_t fingerprint_;
   const std::string inputs_;
-  const CheckpointSettings checkpoint_;
-  const bool exchange_cache_;
+  const DistributedSettings settings_;
   const std::function<void(const std::string&)> note_;
   std::optional<SearchCheckpoint> restored_;  // rank 0: read by open()
   std::uint64_t skeletons_ = 0;               // the list's size and digest, for checkpoints

@@ -112,8 +112,6 @@ class SearchDriver {
 
   void validate_options() const {
     validate(search_);
-    if (!(options_.exchange_interval_s > 0))
-      throw InputError("", "exchange interval", std::to_string(options_.exchange_interval_s), "seconds > 0");
     sync_.validate(search_);
   }
 

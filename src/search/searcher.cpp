@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 #include "autohaap/error.hpp"
 #include "autohaap/search/incumbent.hpp"
@@ -20,6 +21,13 @@ const std::vector<std::string>& search_strategies() {
   return names;
 }
 
+std::string seconds_text(double seconds) {
+  // As the user wrote it (5, 0.1, nan), not std::to_string's 5.000000.
+  std::ostringstream text;
+  text << seconds;
+  return text.str();
+}
+
 void validate(const SearchSettings& options) {
   const auto& names = search_strategies();
   if (std::find(names.begin(), names.end(), options.strategy) == names.end()) {
@@ -28,7 +36,7 @@ void validate(const SearchSettings& options) {
   if (options.top_k < 1) throw InputError("", "top", std::to_string(options.top_k), "an integer >= 1");
   if (options.threads < 0) throw InputError("", "threads", std::to_string(options.threads), "0 (all) or more");
   if (!(std::isfinite(options.time_limit_s) && options.time_limit_s >= 0))
-    throw InputError("", "time limit", std::to_string(options.time_limit_s), "a number of seconds >= 0 (0: none)");
+    throw InputError("", "time limit", seconds_text(options.time_limit_s), "a number of seconds >= 0 (0: none)");
   if (options.max_skeletons < 0)
     throw InputError("", "max skeletons", std::to_string(options.max_skeletons), "0 (no limit) or more");
 }

@@ -122,6 +122,40 @@ TEST(Search, UniformIsNeverBetterThanAutohaap) {
   }
 }
 
+TEST(Search, SettingsOutOfRangeAreRefusedByName) {
+  auto refusal = [](const SearchSettings& s) -> std::string {
+    try {
+      validate(s);
+    } catch (const InputError& e) {
+      return e.key() + " = " + e.value();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(SearchSettings{}), "accepted");
+  SearchSettings s;
+  s.time_limit_s = std::numeric_limits<double>::quiet_NaN();  // once meant "no limit"
+  EXPECT_EQ(refusal(s), "time limit = nan");
+  s = {};
+  s.time_limit_s = -5;
+  EXPECT_EQ(refusal(s), "time limit = -5");
+  s = {};
+  s.top_k = 0;
+  EXPECT_EQ(refusal(s), "top = 0");
+  s = {};
+  s.threads = -1;
+  EXPECT_EQ(refusal(s), "threads = -1");
+  s = {};
+  s.strategy = "greedy";
+  EXPECT_EQ(refusal(s), "strategy = greedy");
+  s = {};
+  s.max_skeletons = -1;
+  EXPECT_EQ(refusal(s), "max skeletons = -1");
+  // run_search refuses the same, before any work.
+  SearchOptions options;
+  options.top_k = 0;
+  EXPECT_THROW(run_search(two_group_problem(4), options), InputError);
+}
+
 TEST(Search, ImpossibleProblemGivesNoPlanAndAReason) {
   Problem problem = two_group_problem(8, 0.01, 0.01);
   problem.model.hidden = 4096;

@@ -65,6 +65,11 @@ struct DistributedSettings {
   int chunks_per_rank = 64;           // granularity of shares and rebalancing
 };
 
+// Throws InputError naming the first setting out of range (intervals not
+// > 0, a checkpoint with a strategy other than autohaap), keyed as
+// validate(SearchSettings) is.
+void validate(const DistributedSettings& settings, const SearchSettings& search);
+
 struct DistributedOptions : DistributedSettings {
   // strategy, threads (per rank), top_k, time_limit_s, cancel; progress is
   // called on rank 0 after each exchange with the job's totals.

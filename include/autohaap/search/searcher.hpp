@@ -104,9 +104,12 @@ const std::vector<std::string>& search_strategies();
 
 // Throws InputError naming the first setting out of range (an unknown
 // strategy, top_k < 1, threads < 0, a negative or non-finite time limit,
-// negative max_skeletons). run_search and the distributed search call it
-// first.
+// negative max_skeletons); the key is the setting's name in words ("time
+// limit"), which the CLI turns into its flag (--time-limit). run_search,
+// the search driver and the CLI call it first.
 void validate(const SearchSettings& settings);
+// A number of seconds as a person writes it (5, 0.1, nan), for messages.
+std::string seconds_text(double seconds);
 
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
 
