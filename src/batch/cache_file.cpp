@@ -13,6 +13,7 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/bounded_binary_archive.hpp"
 #include "autohaap/io/file_lock.hpp"
+#include "autohaap/io/search_serialization.hpp"
 
 namespace autohaap {
 namespace {

@@ -1,7 +1,6 @@
 #include "autohaap/batch/runner.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
 #include "autohaap/batch/cache_file.hpp"
@@ -34,12 +33,6 @@ void warn(const BatchRunOptions& o, const std::string& message) {
 
 bool cancelled(const BatchRunOptions& o) { return o.cancel && o.cancel->load(); }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
 // The previous result may stand in for a new search: same inputs, an
 // answer (not a failure), and for a found plan, the plan still on disk.
 bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entry, const std::string& fingerprint,
@@ -59,8 +52,10 @@ std::size_t BatchReport::count(EntryStatus status) const {
 }
 
 int BatchReport::exit_code() const {
-  if (interrupted) return kExitInterrupted;
-  return count(EntryStatus::failed) > 0 ? kExitFailure : kExitOk;
+  // A batch ends as its worst entry: stopped, else failed, else answered
+  // (found, infeasible and skipped are all answers).
+  if (interrupted) return autohaap::exit_code(PlanStatus::stopped_no_plan);
+  return count(EntryStatus::failed) > 0 ? autohaap::exit_code(PlanStatus::failed) : kExitOk;
 }
 
 std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry& entry,
@@ -110,13 +105,13 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
     so.cancel = options.cancel;
     so.cache = &cache;
     const SearchResult result = run_search(entry.problem, so);
-    interrupted = result.timed_out && cancelled(options);
+    interrupted = stopped_early(result.status) && cancelled(options);
     const CacheCounters counters = cache.counters();
     r.cache_hits = counters.hits + counters.peer_hits;
     r.cache_misses = counters.misses;
     if (interrupted) {
       // Not recorded: a partial answer must not be mistaken for the answer.
-    } else if (!result.top.empty()) {
+    } else if (has_plan(result.status)) {
       const Plan& best = result.top.front();
       write_plan(best, plan_file, entry.problem.cluster);
       r.status = r.outcome = EntryStatus::found;
@@ -126,9 +121,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
       r.gpus = best.num_gpus();
       r.stages = static_cast<int>(best.stages.size());
       r.plan_file = fs::path(plan_file).filename().string();
-      if (result.timed_out)
+      if (result.status == PlanStatus::stopped_with_plan)
         r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far";
-    } else if (result.timed_out) {
+    } else if (result.status == PlanStatus::stopped_no_plan) {
       r.status = r.outcome = EntryStatus::failed;
       r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) +
                 " s reached before any feasible plan was found";

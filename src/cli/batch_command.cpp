@@ -5,8 +5,6 @@
 // manifest, so a submit script can size its job array.
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -16,12 +14,10 @@
 #include "autohaap/batch/selection.hpp"
 #include "autohaap/error.hpp"
 #include "commands.hpp"
+#include "stop_signals.hpp"
 
 namespace autohaap::cli {
 namespace {
-
-std::atomic<bool> g_batch_interrupted{false};
-extern "C" void on_batch_interrupt(int) { g_batch_interrupted.store(true); }
 
 struct BatchArgs {
   std::string manifest;
@@ -55,6 +51,7 @@ std::string entry_line(const EntryResult& r, std::size_t position, std::size_t s
 }
 
 int run_batch_command(const BatchArgs& a) {
+  const std::atomic<bool>& stop = install_stop_signals();
   const Manifest manifest = load_manifest(a.manifest);
   if (a.count) {
     std::cout << manifest.entries.size() << "\n";
@@ -85,13 +82,11 @@ int run_batch_command(const BatchArgs& a) {
   options.out_dir = a.out;
   options.cache_dir = a.cache;
   options.threads = a.threads;
-  options.cancel = &g_batch_interrupted;
+  options.cancel = &stop;
   options.on_entry = [](const EntryResult& r, std::size_t position, std::size_t count) {
     std::cout << entry_line(r, position, count) << "\n" << std::flush;
   };
   options.on_warning = [](const std::string& message) { std::cerr << "warning: " << message << "\n"; };
-  std::signal(SIGINT, on_batch_interrupt);
-  std::signal(SIGTERM, on_batch_interrupt);
 
   const BatchReport report = run_batch(manifest, selected, options);
 

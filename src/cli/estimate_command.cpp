@@ -67,8 +67,9 @@ int run_estimate(const EstimateArgs& a) {
     write_plan(plan, a.out, problem.cluster);
     std::cout << "plan written to " << a.out << "\n";
   }
-  std::cout << format_summary_block(plan, plan.predicted.fits ? "estimated" : "does-not-fit");
-  return plan.predicted.fits ? kExitOk : kExitInfeasible;
+  const PlanStatus status = plan.predicted.fits ? PlanStatus::estimated : PlanStatus::does_not_fit;
+  std::cout << format_summary_block(plan, status);
+  return exit_code(status);
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ struct SearchArgs {
   double exchange_interval = 0.1;
   bool no_cache_exchange = false;
   bool rank_report = false;
+  // Testing only (hidden): RANK:WHERE, WHERE one of search, exchange, input
+  // (dist::InjectedFailure); empty: none.
+  std::string inject_failure;
 };
 
 void add_search_options(CLI::App* command, SearchArgs& args);

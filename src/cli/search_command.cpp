@@ -12,13 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/dist/distributed_search.hpp"
@@ -35,12 +32,10 @@
 #include "commands.hpp"
 #include "problem_args.hpp"
 #include "search_args.hpp"
+#include "stop_signals.hpp"
 
 namespace autohaap::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 // One line, rewritten in place, only when stderr is a terminal.
 class ProgressLine {
@@ -111,6 +106,26 @@ std::string format_prune_table(const PruneReport& r) {
   return out;
 }
 
+// The flags as the library's settings.
+SearchSettings search_settings(const SearchArgs& a) {
+  SearchSettings s;
+  s.strategy = a.strategy;
+  s.threads = a.threads;
+  s.top_k = a.top;
+  s.time_limit_s = a.time_limit;
+  s.max_skeletons = a.max_skeletons;
+  return s;
+}
+
+dist::DistributedSettings distributed_settings(const SearchArgs& a) {
+  dist::DistributedSettings s;
+  s.exchange_interval_s = a.exchange_interval;
+  s.exchange_cache = !a.no_cache_exchange;
+  s.checkpoint_path = a.checkpoint;
+  s.checkpoint_interval_s = a.checkpoint_interval;
+  return s;
+}
+
 // The problem and the flags checked: everything that can be wrong with
 // the input, before any search starts.
 Problem load_search_problem(const SearchArgs& a) {
@@ -118,22 +133,17 @@ Problem load_search_problem(const SearchArgs& a) {
   if (pa.model.empty()) pa.model = "llama3-8b";
   if (pa.cluster.empty()) pa.cluster = kDefaultClusterName;
   Problem problem = load_problem_args(pa);
-  if (a.threads < 0) throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) or more");
-  if (a.top < 1) throw InputError("command line", "--top", std::to_string(a.top), "1 or more");
-  // Written as the user wrote them: NaN and infinity fail every test here
-  // (a NaN time limit once meant no limit).
-  auto seconds = [](const char* flag, double v, bool zero_allowed) {
-    std::ostringstream text;
-    text << v;
-    if (!(std::isfinite(v) && (zero_allowed ? v >= 0 : v > 0)))
-      throw InputError("command line", flag, text.str(),
-                       zero_allowed ? "a number of seconds >= 0 (0: none)" : "a number of seconds > 0");
-  };
-  seconds("--time-limit", a.time_limit, true);
-  seconds("--exchange-interval", a.exchange_interval, false);
-  seconds("--checkpoint-interval", a.checkpoint_interval, false);
-  if (!a.checkpoint.empty() && a.strategy != "autohaap")
-    throw InputError("command line", "--checkpoint", a.checkpoint, "only with --strategy autohaap");
+  // The library's own checks, an error naming the flag ("time limit" is
+  // --time-limit). NaN and infinity fail them (a NaN time limit once meant
+  // no limit).
+  try {
+    validate(search_settings(a));
+    dist::validate(distributed_settings(a), search_settings(a));
+  } catch (const InputError& e) {
+    std::string flag = "--" + e.key();
+    std::replace(flag.begin(), flag.end(), ' ', '-');
+    throw InputError("command line", flag, e.value(), e.allowed());
+  }
   if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
   // What is written after the search must be writable before it starts.
   for (const std::string* path : {&a.out, &a.report, &a.checkpoint})
@@ -141,18 +151,30 @@ Problem load_search_problem(const SearchArgs& a) {
   return problem;
 }
 
-SearchOptions search_options(const SearchArgs& a, const std::shared_ptr<ProgressLine>& progress) {
+SearchOptions search_options(const SearchArgs& a, const std::atomic<bool>& stop,
+                             const std::shared_ptr<ProgressLine>& progress) {
   SearchOptions options;
-  options.strategy = a.strategy;
-  options.threads = a.threads;
-  options.top_k = a.top;
-  options.time_limit_s = a.time_limit;
-  options.max_skeletons = a.max_skeletons;
-  options.cancel = &g_interrupted;
+  static_cast<SearchSettings&>(options) = search_settings(a);
+  options.cancel = &stop;
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
   return options;
+}
+
+// `--inject-failure RANK:WHERE` (tests only).
+dist::InjectedFailure parse_injected_failure(const std::string& text) {
+  dist::InjectedFailure failure;
+  if (text.empty()) return failure;
+  const std::size_t colon = text.find(':');
+  const std::string rank = text.substr(0, colon), where = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const bool digits = !rank.empty() && rank.size() < 6 &&
+                      std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || (where != "search" && where != "exchange" && where != "input"))
+    throw InputError("command line", "--inject-failure", text, "RANK:search, RANK:exchange or RANK:input");
+  failure.rank = std::stoi(rank);
+  failure.where = where == "search"     ? dist::InjectedFailure::Where::search
+                  : where == "exchange" ? dist::InjectedFailure::Where::exchange
+                                        : dist::InjectedFailure::Where::input;
+  return failure;
 }
 
 void print_header(const Problem& problem, const SearchArgs& a, const std::string& where) {
@@ -160,11 +182,6 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
             << " groups), global batch " << problem.training.global_batch << ", strategy " << a.strategy << where
             << "\n" << precision_notes(problem);
-}
-
-int exit_code(bool found, bool timed_out) {
-  if (timed_out) return kExitInterrupted;
-  return found ? kExitOk : kExitInfeasible;
 }
 
 // The tables, the plan file and the summary block; returns the exit code.
@@ -176,14 +193,14 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     empty.model = problem.model.name;
     empty.cluster = problem.cluster.name;
     empty.search = result.stats;
-    std::cout << format_summary_block(empty, result.timed_out ? "interrupted-no-plan" : "infeasible");
-    return exit_code(false, result.timed_out);
+    std::cout << format_summary_block(empty, result.status);
+    return exit_code(result.status);
   }
 
   // Interleaving and context parallelism on the plans found (one place for
-  // both drivers; search/refinement.hpp says why after the search), and the
-  // best uniform plan with its own cp and vpp: cp can make fit what the
-  // search pruned for memory.
+  // one process and MPI alike; search/refinement.hpp says why after the
+  // search), and the best uniform plan with its own cp and vpp: cp can make
+  // fit what the search pruned for memory.
   const CostModel model(problem);
   std::vector<Plan> top = result.top;
   if (a.strategy == "autohaap") {
@@ -214,14 +231,14 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     write_report(model, best, a.report);
     std::cout << "report written to " << a.report << "\n";
   }
-  std::cout << format_summary_block(best, result.timed_out ? "time-limit-best-so-far" : "found");
-  return exit_code(true, result.timed_out);
+  std::cout << format_summary_block(best, result.status);
+  return exit_code(result.status);
 }
 
-int run_single_process(const SearchArgs& a) {
+int run_single_process(const SearchArgs& a, const std::atomic<bool>& stop) {
   const Problem problem = load_search_problem(a);
   auto progress = std::make_shared<ProgressLine>();
-  const SearchOptions options = search_options(a, progress);
+  const SearchOptions options = search_options(a, stop, progress);
   print_header(problem, a, "");
   const SearchResult result = run_search(problem, options);
   progress->finish();
@@ -230,14 +247,18 @@ int run_single_process(const SearchArgs& a) {
 
 // Every rank runs this. MPI starts only under a launcher; errors that some
 // ranks may see alone (inputs) are agreed on before anyone searches.
-int run_distributed(const SearchArgs& a) {
+int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
   std::optional<dist::MpiSession> mpi;
   if (dist::started_by_mpi_launcher()) mpi.emplace();
   const bool root = !mpi || mpi->rank() == 0;
   const int ranks = mpi ? mpi->size() : 1;
 
   Problem problem;
-  auto load = [&] { problem = load_search_problem(a); };
+  dist::InjectedFailure injected;
+  auto load = [&] {
+    problem = load_search_problem(a);
+    injected = parse_injected_failure(a.inject_failure);
+  };
   if (!mpi) {
     load();  // an error reaches main() like any command's
   } else if (auto failure = mpi->first_failure(load)) {
@@ -247,12 +268,10 @@ int run_distributed(const SearchArgs& a) {
 
   auto progress = std::make_shared<ProgressLine>(root);
   dist::DistributedOptions options;
-  options.search = search_options(a, progress);
-  options.exchange_interval_s = a.exchange_interval;
-  options.exchange_cache = !a.no_cache_exchange;
-  options.checkpoint_path = a.checkpoint;
-  options.checkpoint_interval_s = a.checkpoint_interval;
+  static_cast<dist::DistributedSettings&>(options) = distributed_settings(a);
+  options.search = search_options(a, stop, progress);
   options.note = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  options.inject_failure = injected;
   if (root) print_header(problem, a, ", " + std::to_string(ranks) + " rank" + (ranks > 1 ? "s" : ""));
 
   const dist::DistributedResult r = dist::run_distributed_search(problem, options, mpi ? &*mpi : nullptr);
@@ -261,7 +280,7 @@ int run_distributed(const SearchArgs& a) {
     if (root) std::cerr << "error: " << r.failure->message << "\n";
     return r.failure->exit_code;
   }
-  if (!root) return exit_code(r.found, r.result.timed_out);
+  if (!root) return exit_code(r.result.status);
   if (a.rank_report) std::cout << "\nper-rank report\n" << dist::format_rank_table(r.ranks);
   if (!a.checkpoint.empty()) {
     std::cout << "\ncheckpoint: " << r.chunks << " chunks, " << r.chunks_restored << " restored, "
@@ -280,9 +299,11 @@ int run_distributed(const SearchArgs& a) {
 }  // namespace
 
 int run_search_command(const SearchArgs& a) {
-  // A checkpoint needs the distributed driver's rounds, even in one process.
-  if (dist::started_by_mpi_launcher() || !a.checkpoint.empty()) return run_distributed(a);
-  return run_single_process(a);
+  const std::atomic<bool>& stop = install_stop_signals();
+  // A checkpoint needs the MPI synchronizer (it keeps the file), even in one
+  // process.
+  if (dist::started_by_mpi_launcher() || !a.checkpoint.empty()) return run_distributed(a, stop);
+  return run_single_process(a, stop);
 }
 
 void add_search_options(CLI::App* cmd, SearchArgs& a) {
@@ -311,6 +332,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->default_val(0.1);
   cmd->add_flag("--no-cache-exchange", a.no_cache_exchange, "MPI ranks exchange bounds only, not cache entries");
   cmd->add_flag("--rank-report", a.rank_report, "print what each MPI rank did (share, work, cache, traffic, time)");
+  // Not in --help: the MPI tests make one rank fail on purpose with it.
+  cmd->add_option("--inject-failure", a.inject_failure, "testing: make rank RANK fail at search, exchange or input")
+      ->group("");
 }
 
 CLI::App* register_search_command(CLI::App& app, CommandAction& action, CommandAction& default_action) {

@@ -30,7 +30,9 @@
 #include "autohaap/dist/mpi_session.hpp"
 #include "autohaap/dist/rank_report.hpp"
 #include "autohaap/io/plan_serialization.hpp"
-#include "autohaap/search/latency_cache.hpp"
+#include "autohaap/plan_status.hpp"
+#include "autohaap/search/search_synchronizer.hpp"
+#include "autohaap/io/search_serialization.hpp"
 
 namespace autohaap::dist {
 
@@ -76,43 +78,12 @@ struct ShareTable {
   }
 };
 
-// Every rank to every rank, at each exchange. Small: the cache entries
-// follow in a second all-gather (CacheEntries), only when another round
-// will use them.
-struct RoundReport {
-  std::vector<std::int32_t> finished;  // chunks searched to the end this round, in queue order
-  // This rank's top-K, best first: a key per plan's skeleton and its
-  // iteration time. From every rank's list each rank computes the job's
-  // K-th best over distinct skeletons: the bound for pruning.
-  std::vector<std::uint64_t> top_keys;
-  std::vector<double> top_times;
-  std::int64_t evaluated = 0;          // cumulative, search phase
-  std::int64_t skipped = 0;            // cumulative: skeletons skipped by the bound
-  std::int64_t no_split = 0;           // cumulative: skeletons without a feasible split
-  bool stop = false;                   // time limit or interrupt seen here
-  bool checkpoint_now = false;         // rank 0 decides; everyone then joins the plan gather
-  std::int32_t failure_code = 0;       // 0: none
-  std::string failure;                 // message when failure_code != 0
-
-  template <class Archive>
-  void serialize(Archive& ar, unsigned /*version*/) {
-    ar & finished & top_keys & top_times & evaluated & skipped & no_split & stop & checkpoint_now & failure_code &
-        failure;
-  }
-};
-
-// Rank 0 to every rank, at the end: how the search ended.
-struct Outcome {
-  bool found = false;
-  bool timed_out = false;
-  std::int32_t failure_code = 0;
-  std::string failure;
-
-  template <class Archive>
-  void serialize(Archive& ar, unsigned /*version*/) {
-    ar & found & timed_out & failure_code & failure;
-  }
-};
+// The driver's messages (search/search_synchronizer.hpp): RoundReport,
+// every rank to every rank at each exchange (small: the cache entries
+// follow in a second all-gather, CacheEntries, only when another round will
+// use them), and Outcome, rank 0 to every rank at the end.
+using autohaap::Outcome;
+using autohaap::RoundReport;
 
 // Every rank to every rank after a round that is not the last: the cache
 // entries it computed since the previous exchange.
@@ -124,6 +95,19 @@ using PlanList = CerealPayload<std::vector<Plan>>;
 }  // namespace autohaap::dist
 
 namespace boost::serialization {
+
+template <class Archive>
+void serialize(Archive& ar, autohaap::RoundReport& r, unsigned /*version*/) {
+  ar & r.finished & r.top_keys & r.top_times & r.evaluated & r.skipped & r.no_split & r.stop & r.checkpoint_now &
+      r.failure_code & r.failure;
+}
+
+template <class Archive>
+void serialize(Archive& ar, autohaap::Outcome& o, unsigned /*version*/) {
+  auto status = static_cast<std::int32_t>(o.status);
+  ar & status & o.failure_code & o.failure;
+  o.status = static_cast<autohaap::PlanStatus>(status);
+}
 
 template <class Archive>
 void serialize(Archive& ar, autohaap::dist::RankFailure& f, unsigned /*version*/) {

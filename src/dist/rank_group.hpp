@@ -125,6 +125,15 @@ class RankGroup {
     return all;
   }
 
+  // Whether any rank passed true: a cheap agreement (one MPI_Allreduce of
+  // an int), e.g. that a rank saw a stop during initialization.
+  bool any(bool mine) {
+    if (!comm_) return mine;
+    int in = mine ? 1 : 0, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_Comm(*comm_));
+    return out != 0;
+  }
+
   // Blocks until every rank has called it; returns the seconds waited.
   double wait_for_all();
 

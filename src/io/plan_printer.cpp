@@ -108,7 +108,7 @@ std::string format_fit_problems(const CostModel& model, const Plan& plan) {
   return out;
 }
 
-std::string format_summary_block(const Plan& plan, const std::string& status) {
+std::string format_summary_block(const Plan& plan, PlanStatus status) {
   const PredictedPerformance& p = plan.predicted;
   const double max_mem = p.stage_memory_GiB.empty()
                              ? 0.0
@@ -120,7 +120,7 @@ std::string format_summary_block(const Plan& plan, const std::string& status) {
               to_string(s.recompute);
   }
   std::string out = "== AutoHAAP summary ==\n";
-  out += "status              : " + status + "\n";
+  out += std::string("status              : ") + summary_label(status) + "\n";
   out += "model               : " + plan.model + "\n";
   out += "cluster             : " + plan.cluster + "\n";
   out += printf_string("gpus                : %d\n", plan.num_gpus());

@@ -28,7 +28,7 @@ bool next_split(std::vector<int>& ends, int layers) {
 
 }  // namespace
 
-void run_exhaustive(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                     ProgressReporter& progress, SearchResult& result) {
   const Problem& problem = cost.problem();
   // Counted (streaming) before the list is built: a refused problem must
@@ -55,7 +55,7 @@ void run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   progress.set_total(static_cast<std::int64_t>(list.skeletons.size()));
 
   parallel::for_each_in_order(list.skeletons.size(), [&](std::size_t index) {
-    if (must_stop(options, clock)) {
+    if (stop()) {
       stopped.store(true);
       return false;
     }
@@ -104,10 +104,10 @@ void run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   });
 
   result.top = incumbent.plans();
-  result.timed_out = stopped.load();
   result.stats.evaluated = evaluated.load();
   result.prune.add(PruneRule::no_feasible_split, without_fit.load());
   result.stats.pruned = result.prune.removed_initially();
+  return stopped.load();
 }
 
 }  // namespace autohaap::strategy

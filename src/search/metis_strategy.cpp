@@ -78,7 +78,7 @@ std::vector<Task> metis_tasks(const SearchSpace& space) {
 
 }  // namespace
 
-void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock, ProgressReporter& progress,
+bool run_metis(const CostModel& cost, const SearchOptions& options, const StopCondition& stop, ProgressReporter& progress,
                SearchResult& result) {
   const Problem& problem = cost.problem();
   const SearchSpace space(problem);
@@ -91,7 +91,7 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
   progress.set_total(result.candidates);
 
   parallel::for_each_in_order(tasks.size(), [&](std::size_t t) {
-    if (must_stop(options, clock)) {
+    if (stop()) {
       stopped.store(true);
       return false;
     }
@@ -145,11 +145,11 @@ void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwa
   });
 
   result.top = incumbent.plans();
-  result.timed_out = stopped.load();
   result.stats.evaluated = evaluated.load();
   result.stage_estimates = balancer.stage_estimates();
   result.prune.considered = result.candidates;
   result.prune.add(PruneRule::no_feasible_split, without_fit.load());
+  return stopped.load();
 }
 
 }  // namespace autohaap::strategy

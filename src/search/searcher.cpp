@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 #include "autohaap/error.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/search/search_driver.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -18,29 +21,53 @@ const std::vector<std::string>& search_strategies() {
   return names;
 }
 
-SearchResult run_search(const Problem& problem, const SearchOptions& options) {
+std::string seconds_text(double seconds) {
+  // As the user wrote it (5, 0.1, nan), not std::to_string's 5.000000.
+  std::ostringstream text;
+  text << seconds;
+  return text.str();
+}
+
+void validate(const SearchSettings& options) {
   const auto& names = search_strategies();
   if (std::find(names.begin(), names.end(), options.strategy) == names.end()) {
     throw InputError("", "strategy", options.strategy, "autohaap, exhaustive, uniform, metis");
   }
   if (options.top_k < 1) throw InputError("", "top", std::to_string(options.top_k), "an integer >= 1");
   if (options.threads < 0) throw InputError("", "threads", std::to_string(options.threads), "0 (all) or more");
+  if (!(std::isfinite(options.time_limit_s) && options.time_limit_s >= 0))
+    throw InputError("", "time limit", seconds_text(options.time_limit_s), "a number of seconds >= 0 (0: none)");
+  if (options.max_skeletons < 0)
+    throw InputError("", "max skeletons", std::to_string(options.max_skeletons), "0 (no limit) or more");
+}
 
+SearchResult run_search(const Problem& problem, const SearchOptions& options) {
+  validate(options);
+  if (options.strategy == "autohaap") {
+    // The one driver, alone: one chunk, so the whole list is searched best
+    // lower bound first in one pass, with progress per skeleton.
+    LocalSynchronizer alone;
+    DriverOptions driver;
+    driver.chunks_per_rank = 1;
+    driver.live_progress = true;
+    return drive_search(problem, options, driver, alone).result;
+  }
   const CostModel cost(problem);
-  strategy::Stopwatch clock;
+  const Stopwatch clock;
+  const StopCondition stop = StopCondition::of(options.cancel, options.time_limit_s, clock);
   strategy::ProgressReporter progress(options, clock);
   SearchResult result;
   const int threads = options.threads > 0 ? options.threads : parallel::hardware_threads();
+  bool stopped = false;
   parallel::with_threads(threads, [&] {
-    if (options.strategy == "autohaap")
-      strategy::run_autohaap(cost, options, clock, progress, result);
-    else if (options.strategy == "exhaustive")
-      strategy::run_exhaustive(cost, options, clock, progress, result);
+    if (options.strategy == "exhaustive")
+      stopped = strategy::run_exhaustive(cost, options, stop, progress, result);
     else if (options.strategy == "uniform")
-      strategy::run_uniform(cost, options, clock, progress, result);
+      stopped = strategy::run_uniform(cost, options, stop, progress, result);
     else
-      strategy::run_metis(cost, options, clock, progress, result);
+      stopped = strategy::run_metis(cost, options, stop, progress, result);
   });
+  result.status = search_status(!result.top.empty(), stopped);
 
   result.stats.strategy = options.strategy;
   result.stats.threads = threads;
@@ -48,7 +75,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   result.stats.wall_s = clock.seconds();
   for (Plan& plan : result.top) plan.search = result.stats;
   if (result.top.empty()) {
-    result.infeasible_reason = result.timed_out ? "the search stopped (time limit or interrupt) before any plan that "
+    result.infeasible_reason = stopped ? "the search stopped (time limit or interrupt) before any plan that "
                                                   "fits memory was found"
                                                 : infeasible_reason(cost, result.prune);
   }
@@ -256,11 +283,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // Asked in every loop of the initialization (per task, per probe, every
   // few thousand skeletons walked), so a time limit or a signal stops it
   // within about a second, whatever the size of the space.
-  const std::function<bool()> must_stop = [&] {
-    if (overflow.load(std::memory_order_relaxed)) return true;
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return true;
-    return options.deadline_s > 0 && options.clock && options.clock() > options.deadline_s;
-  };
+  const std::function<bool()> must_stop = [&] { return overflow.load(std::memory_order_relaxed) || options.stop(); };
 
   if (must_stop()) {
     prepared.stopped = true;
@@ -417,10 +440,7 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   const LoadBalancer balancer(cost, memory, &cache);
   std::atomic<std::int64_t> balanced{0}, evaluated{0}, above{0}, no_split{0};
   std::atomic<bool> stopped{false};
-  const std::function<bool()> must_stop = [&] {
-    if (control.cancel && control.cancel->load(std::memory_order_relaxed)) return true;
-    return control.deadline_s > 0 && control.clock && control.clock() > control.deadline_s;
-  };
+  const std::function<bool()> must_stop = control.stop;
   parallel::for_each_in_order(positions.size(), [&](std::size_t j) {
     if (must_stop()) {
       stopped.store(true);
@@ -471,16 +491,44 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   return out;
 }
 
-std::vector<std::vector<std::size_t>> partition_by_work(const std::vector<Skeleton>& skeletons, int shares) {
-  shares = std::max(1, shares);
-  std::vector<std::vector<std::size_t>> out(shares);
-  std::vector<double> load(shares, 0.0);
-  for (std::size_t j = 0; j < skeletons.size(); ++j) {
-    const int target = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    out[target].push_back(j);
-    load[target] += std::max(skeletons[j].work, 1e-9);
+namespace {
+// A skeleton's share of a chunk's work: never zero, so every chunk weighs.
+double chunk_weight(const Skeleton& s) { return std::max(s.work, 1e-9); }
+}  // namespace
+
+std::vector<SkeletonChunk> cut_into_chunks(const std::vector<Skeleton>& skeletons, std::size_t count) {
+  const std::size_t n = skeletons.size();
+  count = std::min(count, n);
+  std::vector<std::uint64_t> ends;
+  if (count == 0) return {};
+  double total = 0;
+  for (const Skeleton& s : skeletons) total += chunk_weight(s);
+  double acc = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    acc += chunk_weight(skeletons[j]);
+    const std::size_t made = ends.size();
+    const std::size_t left_after = n - (j + 1);        // skeletons still to place
+    const std::size_t chunks_after = count - made - 1;  // chunks still to fill after this one
+    const bool reached = acc >= total * static_cast<double>(made + 1) / static_cast<double>(count);
+    if ((reached && left_after >= chunks_after) || left_after == chunks_after) ends.push_back(j + 1);
+    if (ends.size() == count) break;
   }
-  return out;
+  ends.back() = n;
+  return chunks_ending_at(skeletons, ends);
+}
+
+std::vector<SkeletonChunk> chunks_ending_at(const std::vector<Skeleton>& skeletons,
+                                            const std::vector<std::uint64_t>& ends) {
+  std::vector<SkeletonChunk> chunks;
+  chunks.reserve(ends.size());
+  std::size_t begin = 0;
+  for (std::uint64_t end : ends) {
+    SkeletonChunk c{begin, static_cast<std::size_t>(end), 0};
+    for (std::size_t j = c.begin; j < c.end && j < skeletons.size(); ++j) c.work += chunk_weight(skeletons[j]);
+    chunks.push_back(c);
+    begin = c.end;
+  }
+  return chunks;
 }
 
 }  // namespace autohaap

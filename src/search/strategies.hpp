@@ -1,23 +1,15 @@
-// The four strategies behind run_search, and what they share: a stopwatch,
-// the progress reporter and the stop test. Private to src/search.
+// The strategies behind run_search besides autohaap (search_driver.hpp), and
+// what they share with it: the progress reporter and the stop test
+// (stop_condition.hpp). Private to src/search.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 
 #include "autohaap/search/searcher.hpp"
+#include "autohaap/search/stop_condition.hpp"
 
 namespace autohaap::strategy {
-
-class Stopwatch {
- public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Calls the user's progress callback from whichever worker passes by once
 // the interval has elapsed; never two at once (a busy reporter is skipped).
@@ -67,22 +59,14 @@ class ProgressReporter {
   parallel::AtomicMin best_;
 };
 
-// Whether the search must stop now (time limit or cancel).
-inline bool must_stop(const SearchOptions& options, const Stopwatch& clock) {
-  if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return true;
-  return options.time_limit_s > 0 && clock.seconds() > options.time_limit_s;
-}
-
-// Each strategy fills result.top (unranked stats), prune, timed_out,
-// candidates, stats.evaluated / pruned / cache counters; run_search adds the
-// rest.
-void run_autohaap(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
-                  ProgressReporter& progress, SearchResult& result);
-void run_exhaustive(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+// Each strategy fills result.top (unranked stats), prune, candidates,
+// stats.evaluated / pruned / cache counters, and returns whether it stopped
+// early (time limit or cancel); run_search adds the rest and the status.
+bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                     ProgressReporter& progress, SearchResult& result);
-void run_uniform(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock,
+bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                  ProgressReporter& progress, SearchResult& result);
-void run_metis(const CostModel& cost, const SearchOptions& options, const Stopwatch& clock, ProgressReporter& progress,
+bool run_metis(const CostModel& cost, const SearchOptions& options, const StopCondition& stop, ProgressReporter& progress,
                SearchResult& result);
 
 }  // namespace autohaap::strategy

@@ -95,7 +95,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
 
 namespace strategy {
 
-void run_uniform(const CostModel& cost, const SearchOptions& options, const Stopwatch&, ProgressReporter& progress,
+bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition&, ProgressReporter& progress,
                  SearchResult& result) {
   std::int64_t evaluated = 0;
   result.top = uniform_plans(cost, options.top_k, evaluated);
@@ -106,6 +106,7 @@ void run_uniform(const CostModel& cost, const SearchOptions& options, const Stop
   progress.add_evaluated(evaluated);
   if (result.top.empty()) result.prune.add(PruneRule::no_feasible_split, evaluated);
   result.prune.considered = evaluated;
+  return false;  // never stops early: a few hundred estimates
 }
 
 }  // namespace strategy

@@ -15,11 +15,7 @@ launch() {
     "${bounded[@]}" "$@"
     return
   fi
-  local exports=()
-  for v in AUTOHAAP_TEST_FAIL_RANK AUTOHAAP_TEST_FAIL_AT; do
-    [[ -n ${!v:-} ]] && exports+=(-x "$v")
-  done
-  "${bounded[@]}" "$MPIEXEC" --oversubscribe --bind-to none "${exports[@]}" -n "$n" "$@"
+  "${bounded[@]}" "$MPIEXEC" --oversubscribe --bind-to none -n "$n" "$@"
 }
 
 # The plan file without its `search` statistics (wall time, ranks, counts

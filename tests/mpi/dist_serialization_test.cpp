@@ -168,13 +168,11 @@ TEST(DistMessages, RoundReportRoundTripsEveryBit) {
 
 TEST(DistMessages, OutcomeAndFailureRoundTrip) {
   Outcome o;
-  o.found = true;
-  o.timed_out = true;
+  o.status = PlanStatus::stopped_with_plan;
   o.failure_code = 2;
   o.failure = "checkpoint.bin: checkpoint: got 'a damaged checkpoint'";
   const Outcome back = packed_round_trip(o);
-  EXPECT_EQ(back.found, o.found);
-  EXPECT_EQ(back.timed_out, o.timed_out);
+  EXPECT_EQ(back.status, o.status);
   EXPECT_EQ(back.failure_code, o.failure_code);
   EXPECT_EQ(back.failure, o.failure);
 

@@ -48,7 +48,7 @@ TEST(DistributedSearch, SameTopKAsRunSearch) {
     DistributedOptions o = options_for(c.top_k);
     const DistributedResult all = run_distributed_search(p, o, g_session);
     EXPECT_FALSE(all.failure.has_value());
-    EXPECT_TRUE(all.found);
+    EXPECT_EQ(all.result.status, PlanStatus::found);
     if (g_session->rank() == 0) {
       EXPECT_EQ(cereal_bytes(without_stats(all.result.top)), cereal_bytes(expected));
       EXPECT_EQ(all.result.stats.ranks, g_session->size());
@@ -121,7 +121,7 @@ TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
   o.search.progress = [&](const SearchProgress&) { cancel = true; };
   const DistributedResult stopped = run_distributed_search(p, o, g_session);
   EXPECT_FALSE(stopped.failure.has_value());
-  EXPECT_TRUE(stopped.result.timed_out);
+  EXPECT_TRUE(stopped_early(stopped.result.status));
   if (g_session->rank() == 0) {
     EXPECT_GT(stopped.chunks_searched, 0);
     EXPECT_LT(stopped.chunks_searched, stopped.chunks);
@@ -146,7 +146,7 @@ TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
   o.search.progress = nullptr;
   const DistributedResult resumed = run_distributed_search(p, o, g_session);
   EXPECT_TRUE(resumed.resumed);
-  EXPECT_FALSE(resumed.result.timed_out);
+  EXPECT_EQ(resumed.result.status, PlanStatus::found);
   if (g_session->rank() == 0) {
     EXPECT_EQ(resumed.chunks_restored, stopped.chunks_searched);
     EXPECT_EQ(cereal_bytes(without_stats(resumed.result.top)), cereal_bytes(expected));
@@ -188,8 +188,28 @@ TEST(DistributedSearch, BaselineStrategiesRunOnRankZero) {
   DistributedOptions o;
   o.search = s;
   const DistributedResult r = run_distributed_search(p, o, g_session);
-  EXPECT_TRUE(r.found);
+  EXPECT_EQ(r.result.status, PlanStatus::found);
   if (g_session->rank() == 0) EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected));
+}
+
+TEST(DistributedSearch, StopDuringInitializationIsAgreedByEveryRank) {
+  const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
+  // Only the last rank is cancelled, before it starts: the others finish
+  // their initialization, and then every rank stops, none searching a chunk.
+  std::atomic<bool> cancel{g_session->rank() == g_session->size() - 1};
+  DistributedOptions o = options_for(1);
+  o.search.cancel = &cancel;
+  const DistributedResult r = run_distributed_search(p, o, g_session);
+  EXPECT_FALSE(r.failure.has_value());
+  EXPECT_TRUE(stopped_early(r.result.status)) << summary_label(r.result.status);
+  EXPECT_EQ(r.chunks, 0);
+  EXPECT_EQ(r.chunks_searched, 0);
+  if (g_session->rank() == 0) {
+    // Rank 0's own initialization ran to the end when another rank was the
+    // one cancelled: its probes are the best plans so far.
+    EXPECT_EQ(r.result.top.empty(), r.result.status == PlanStatus::stopped_no_plan);
+    if (g_session->size() > 1) EXPECT_EQ(r.result.status, PlanStatus::stopped_with_plan);
+  }
 }
 
 TEST(DistributedSearch, BadOptionsFailOnEveryRank) {

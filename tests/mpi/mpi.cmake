@@ -57,3 +57,6 @@ foreach(ranks 0 2)
 endforeach()
 autohaap_mpi_test(checkpoint_refused checkpoint_refused.sh 2)
 autohaap_mpi_test(rank_failure rank_failure.sh 2)
+# A time limit reached during initialization stops every rank (the
+# eight-group cluster file is written by tests/cli/hostile.cmake).
+autohaap_mpi_test(startup_time_limit startup_stop.sh 2 ${CMAKE_CURRENT_BINARY_DIR}/hostile/eight_groups.yaml)

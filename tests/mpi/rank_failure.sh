@@ -5,6 +5,7 @@
 # 1), inside an exchange (the job is aborted), bad input on one rank (exit
 # 2), and bad input on every rank (exit 2, one message). Each run is
 # bounded by `timeout`, so a hang fails the test instead of stalling it.
+# The failures are asked for with the hidden flag --inject-failure RANK:WHERE.
 source "$(dirname "$0")/common.sh"
 work=$1 ranks=$2
 fresh_dir "$work"
@@ -26,18 +27,16 @@ expect_failure() {
   echo "$what: exit $code: $(grep -m1 "$pattern" "$work/$what.err")"
 }
 
-export AUTOHAAP_TEST_FAIL_RANK=$last AUTOHAAP_TEST_FAIL_AT=search
-expect_failure search 1 "^error: rank $last: test failure injected" "$ranks" "$AUTOHAAP" "${search[@]}"
+expect_failure search 1 "^error: rank $last: test failure injected" \
+  "$ranks" "$AUTOHAAP" "${search[@]}" --inject-failure "$last:search"
 [[ $(grep -c "^error:" "$work/search.err") -eq 1 ]] || fail "search: not exactly one error line"
 
-export AUTOHAAP_TEST_FAIL_AT=exchange
 expect_failure exchange nonzero "rank $last: test failure injected on this rank inside an exchange" \
-  "$ranks" "$AUTOHAAP" "${search[@]}"
+  "$ranks" "$AUTOHAAP" "${search[@]}" --inject-failure "$last:exchange"
 
-export AUTOHAAP_TEST_FAIL_AT=input
-expect_failure input 2 "^error: AUTOHAAP_TEST_FAIL_RANK" "$ranks" "$AUTOHAAP" "${search[@]}"
+expect_failure input 2 "^error: command line: --inject-failure" \
+  "$ranks" "$AUTOHAAP" "${search[@]}" --inject-failure "$last:input"
 [[ $(grep -c "^error:" "$work/input.err") -eq 1 ]] || fail "input: not exactly one error line"
 
-unset AUTOHAAP_TEST_FAIL_RANK AUTOHAAP_TEST_FAIL_AT
 expect_failure bad-model 2 "^error: .*no-such-model" "$ranks" "$AUTOHAAP" search -m no-such-model
 [[ $(grep -c "^error:" "$work/bad-model.err") -eq 1 ]] || fail "bad-model: not exactly one error line"

@@ -9,6 +9,7 @@
 #include <cereal/types/vector.hpp>
 #include <sstream>
 
+#include "autohaap/io/search_serialization.hpp"
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "search_fixtures.hpp"

@@ -8,6 +8,7 @@
 #include <cereal/archives/binary.hpp>
 #include <sstream>
 
+#include "autohaap/io/search_serialization.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "search_fixtures.hpp"
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "autohaap/io/search_serialization.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {

@@ -122,6 +122,40 @@ TEST(Search, UniformIsNeverBetterThanAutohaap) {
   }
 }
 
+TEST(Search, SettingsOutOfRangeAreRefusedByName) {
+  auto refusal = [](const SearchSettings& s) -> std::string {
+    try {
+      validate(s);
+    } catch (const InputError& e) {
+      return e.key() + " = " + e.value();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(SearchSettings{}), "accepted");
+  SearchSettings s;
+  s.time_limit_s = std::numeric_limits<double>::quiet_NaN();  // once meant "no limit"
+  EXPECT_EQ(refusal(s), "time limit = nan");
+  s = {};
+  s.time_limit_s = -5;
+  EXPECT_EQ(refusal(s), "time limit = -5");
+  s = {};
+  s.top_k = 0;
+  EXPECT_EQ(refusal(s), "top = 0");
+  s = {};
+  s.threads = -1;
+  EXPECT_EQ(refusal(s), "threads = -1");
+  s = {};
+  s.strategy = "greedy";
+  EXPECT_EQ(refusal(s), "strategy = greedy");
+  s = {};
+  s.max_skeletons = -1;
+  EXPECT_EQ(refusal(s), "max skeletons = -1");
+  // run_search refuses the same, before any work.
+  SearchOptions options;
+  options.top_k = 0;
+  EXPECT_THROW(run_search(two_group_problem(4), options), InputError);
+}
+
 TEST(Search, ImpossibleProblemGivesNoPlanAndAReason) {
   Problem problem = two_group_problem(8, 0.01, 0.01);
   problem.model.hidden = 4096;
@@ -131,7 +165,7 @@ TEST(Search, ImpossibleProblemGivesNoPlanAndAReason) {
   for (const std::string strategy : {"autohaap", "exhaustive", "uniform", "metis"}) {
     const SearchResult r = search(problem, strategy);
     EXPECT_TRUE(r.top.empty()) << strategy;
-    EXPECT_FALSE(r.timed_out) << strategy;
+    EXPECT_EQ(r.status, PlanStatus::infeasible) << strategy;
     EXPECT_NE(r.infeasible_reason.find("tiny-gpt does not fit"), std::string::npos) << r.infeasible_reason;
     EXPECT_NE(r.infeasible_reason.find("GiB"), std::string::npos) << r.infeasible_reason;
   }
@@ -281,7 +315,7 @@ TEST(Search, CancelStopsWithTheBestSoFar) {
   SearchOptions options;
   options.cancel = &cancel;
   const SearchResult stopped = run_search(two_group_problem(8), options);
-  EXPECT_TRUE(stopped.timed_out);
+  EXPECT_EQ(stopped.status, PlanStatus::stopped_no_plan);
   EXPECT_TRUE(stopped.top.empty());
   EXPECT_NE(stopped.infeasible_reason.find("stopped"), std::string::npos);
   // Cancelled from the progress callback after the first skeleton: the plan
@@ -293,7 +327,7 @@ TEST(Search, CancelStopsWithTheBestSoFar) {
     if (p.done >= 1) cancel = true;
   };
   const SearchResult partial = run_search(two_group_problem(8), options);
-  EXPECT_TRUE(partial.timed_out);
+  EXPECT_EQ(partial.status, PlanStatus::stopped_with_plan);
   ASSERT_FALSE(partial.top.empty());
   EXPECT_TRUE(partial.top[0].predicted.fits);
 }
@@ -355,8 +389,8 @@ TEST(Search, InitializationHonoursTheDeadline) {
   LatencyCache cache;
   PrepareOptions options;
   options.top_k = 1;
-  options.deadline_s = 1;
-  options.clock = [] { return 2.0; };  // already past it
+  options.stop.deadline_s = 1;
+  options.stop.clock = [] { return 2.0; };  // already past it
   const PreparedSearch prepared = prepare_search(cost, memory, cache, options);
   EXPECT_TRUE(prepared.stopped);
   EXPECT_TRUE(prepared.skeletons.empty());
@@ -385,7 +419,7 @@ TEST(Search, InitializationStopsWithinASecondOfACancel) {
   std::atomic<bool> cancel{false};
   PrepareOptions options;
   options.top_k = 1;
-  options.cancel = &cancel;
+  options.stop.cancel = &cancel;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     cancel = true;
@@ -430,8 +464,8 @@ TEST(Search, AStopInsideABalanceLeavesItsSkeletonUndone) {
   Incumbent incumbent(1);
   int calls = 0, balanced = 0;
   ShareControl control;
-  control.deadline_s = 1;
-  control.clock = [&] { return calls++ == 0 ? 0.0 : 10.0; };  // past the deadline after the first look
+  control.stop.deadline_s = 1;
+  control.stop.clock = [&] { return calls++ == 0 ? 0.0 : 10.0; };  // past the deadline after the first look
   control.on_skeleton = [&](bool) { ++balanced; };
   const ShareOutcome out = parallel::with_threads(
       1, [&] { return search_share(cost, memory, cache, prepared.skeletons, positions, incumbent, control); });
@@ -451,7 +485,23 @@ TEST(Search, SharesSearchedApartMergeToTheSameAnswer) {
   for (std::size_t j = 1; j < prepared.skeletons.size(); ++j) {
     EXPECT_LE(prepared.skeletons[j - 1].lower_bound_s, prepared.skeletons[j].lower_bound_s);
   }
-  const auto shares = partition_by_work(prepared.skeletons, 3);
+  // Chunks of about equal work, dealt round-robin to three shares, as a
+  // distributed driver deals them to ranks.
+  const std::vector<SkeletonChunk> chunks = cut_into_chunks(prepared.skeletons, 3 * 4);
+  ASSERT_EQ(chunks.size(), 12u);
+  double total = 0;
+  for (const Skeleton& s : prepared.skeletons) total += std::max(s.work, 1e-9);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    EXPECT_LT(chunks[c].begin, chunks[c].end) << c;
+    EXPECT_EQ(chunks[c].begin, c == 0 ? 0 : chunks[c - 1].end) << c;
+    // About equal work: a chunk ends on the skeleton that takes it to its
+    // even share, so it exceeds that share by less than its last skeleton.
+    EXPECT_LE(chunks[c].work, total / 12 + std::max(prepared.skeletons[chunks[c].end - 1].work, 1e-9) + 1e-9) << c;
+  }
+  EXPECT_EQ(chunks.back().end, prepared.skeletons.size());
+  std::vector<std::vector<std::size_t>> shares(3);
+  for (std::size_t c = 0; c < chunks.size(); ++c)
+    for (std::size_t j = chunks[c].begin; j < chunks[c].end; ++j) shares[c % 3].push_back(j);
   std::vector<std::size_t> all;
   for (const auto& share : shares) {
     EXPECT_TRUE(std::is_sorted(share.begin(), share.end()));

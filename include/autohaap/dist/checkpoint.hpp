@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "autohaap/cost/cost_parameters.hpp"
+#include "autohaap/io/search_serialization.hpp"
 #include "autohaap/plan.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"

@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+#include "autohaap/search/search_synchronizer.hpp"
+
 namespace autohaap::dist {
 
 // True when the environment shows a parallel launcher started this process
@@ -36,11 +38,7 @@ namespace autohaap::dist {
 bool started_by_mpi_launcher();
 
 // Why a step failed, and on which rank.
-struct RankFailure {
-  int rank = 0;
-  int exit_code = 1;   // ExitCode of error.hpp: 2 invalid input, 1 otherwise
-  std::string message;
-};
+using RankFailure = SearchFailure;
 
 // Runs `step`, turning an exception into a failure (InputError: exit code
 // 2; any other std::exception: 1). For one process, and used by the

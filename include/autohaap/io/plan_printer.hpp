@@ -8,6 +8,7 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/plan_status.hpp"
 
 namespace autohaap {
 
@@ -22,8 +23,8 @@ std::string format_memory_table(const CostModel& model, const Plan& plan);
 // Lines naming every stage that does not fit and by how much; empty if all fit.
 std::string format_fit_problems(const CostModel& model, const Plan& plan);
 
-// The summary block: status, model, cluster, GPUs, stages, micro-batching,
+// The summary block: status (summary_label), model, cluster, GPUs, stages, micro-batching,
 // iteration time, tokens/s, MFU, HFU, TFLOP/s per GPU, max memory, search stats.
-std::string format_summary_block(const Plan& plan, const std::string& status);
+std::string format_summary_block(const Plan& plan, PlanStatus status);
 
 }  // namespace autohaap

@@ -10,10 +10,11 @@
 //    shape and placement, its layer range, its position in the pipeline,
 //    its neighbours' placement and the micro-batch count. Moving one layer
 //    between two stages changes two keys; every other stage is a hit.
-// Entries are plain structs with cereal serialize(), so a distributed
-// driver can ship them: delta_since(mark) returns the entries this process
-// added after a mark, import() takes a peer's; a hit on an imported entry
-// counts as a peer hit, not a hit. Keys do not name the model or devices:
+// Entries are plain structs (their cereal form is in
+// io/search_serialization.hpp), so a distributed driver can ship them:
+// delta_since(mark) returns the entries this process added after a mark,
+// import() takes a peer's; a hit on an imported entry counts as a peer
+// hit, not a hit. Keys do not name the model or devices:
 // one cache serves one Problem (a persistent cache must be stored with a
 // fingerprint of the Problem).
 //
@@ -24,10 +25,9 @@
 #pragma once
 
 #include <atomic>
-#include <cereal/types/utility.hpp>
-#include <cereal/types/vector.hpp>
 #include <compare>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "autohaap/search/parallel.hpp"
@@ -45,10 +45,6 @@ struct LayerKey {
   int last = 0;       // 1: head edge of the last stage (first = last = 0: a layer)
 
   auto operator<=>(const LayerKey&) const = default;
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(group, tp, dp, micro_batch, recompute, layer, first, last);
-  }
 };
 
 struct LayerEntry {
@@ -57,11 +53,6 @@ struct LayerEntry {
   double static_bytes = 0;
   double activation_bytes = 0;
   double working_bytes = 0;
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(forward_s, backward_s, static_bytes, activation_bytes, working_bytes);
-  }
 };
 
 struct StageKey {
@@ -75,12 +66,6 @@ struct StageKey {
   int next_group = -1, next_first_gpu = 0, next_gpus = 0, next_tp = 0, next_dp = 0;
 
   auto operator<=>(const StageKey&) const = default;
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(group, first_gpu, gpus, tp, dp, micro_batch, recompute, layer_begin, layer_end, stage_index, num_stages,
-       num_micro_batches, prev_group, prev_first_gpu, prev_gpus, prev_tp, prev_dp, next_group, next_first_gpu,
-       next_gpus, next_tp, next_dp);
-  }
 };
 
 struct StageEntry {
@@ -94,10 +79,6 @@ struct StageEntry {
 
   double time_s() const { return forward_s + backward_s; }
   bool fits() const { return memory_bytes <= capacity_bytes; }
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(forward_s, backward_s, p2p_s, dp_sync_s, optimizer_s, memory_bytes, capacity_bytes);
-  }
 };
 
 // Entries in key order: what one process sends its peers.
@@ -106,10 +87,6 @@ struct CacheDelta {
   std::vector<std::pair<StageKey, StageEntry>> stages;
 
   bool empty() const { return layers.empty() && stages.empty(); }
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(layers, stages);
-  }
 };
 
 struct CacheCounters {

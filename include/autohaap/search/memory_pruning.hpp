@@ -36,7 +36,6 @@
 #pragma once
 
 #include <array>
-#include <cereal/types/array.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -82,11 +81,6 @@ struct PruneReport {
   void merge(const PruneReport& other);
   // (rule name, count) for every rule, in rule order, zero counts included.
   std::vector<std::pair<std::string, std::int64_t>> rows() const;
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(considered, kept, removed);
-  }
 };
 
 // The first structural rule a group layout breaks with micro-batch size B

@@ -31,7 +31,6 @@
 // InputError naming the groups, before allocating anything.
 #pragma once
 
-#include <cereal/types/vector.hpp>
 #include <cstdint>
 #include <vector>
 
@@ -50,10 +49,6 @@ struct StageSlot {
   int dp = 1;
 
   bool operator==(const StageSlot&) const = default;
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(group, first_gpu, gpus, tp, dp);
-  }
 };
 
 struct Skeleton {
@@ -67,10 +62,6 @@ struct Skeleton {
   double work = 0;
 
   int num_stages() const { return static_cast<int>(stages.size()); }
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(id, micro_batch, stages, lower_bound_s, work);
-  }
 };
 
 // One group's cut: `stages` stages of `gpus_per_stage` GPUs, each (tp, dp).

@@ -1,5 +1,6 @@
 // Searcher: the search's one entry point, run_search(problem, options), and
-// the pieces a distributed driver composes the same search from.
+// the pieces the search driver (search_driver.hpp: the autohaap strategy,
+// in one process and on every MPI rank) composes the search from.
 //
 // Strategies, all scored by the same CostModel::estimate of the final plan:
 //   autohaap    memory-aware initialization, lower bounds, load balancer and
@@ -41,10 +42,12 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/plan_status.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
+#include "autohaap/search/stop_condition.hpp"
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap {
@@ -58,7 +61,10 @@ struct SearchProgress {
   double elapsed_s = 0;
 };
 
-struct SearchOptions {
+// The search's settings: plain values a user chooses (flags, manifest
+// keys), checked by validate(). What runs only under MPI is separate
+// (dist::DistributedOptions).
+struct SearchSettings {
   std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
   int threads = 0;                    // 0: all hardware threads
   int top_k = 1;
@@ -68,8 +74,12 @@ struct SearchOptions {
   // count); beyond it the search stops with an InputError instead of
   // exhausting memory. 0: no limit.
   std::int64_t max_skeletons = 1'000'000;
-  std::function<void(const SearchProgress&)> progress;
   double progress_interval_s = 0.2;
+};
+
+// The settings and what the caller hands the search at run time.
+struct SearchOptions : SearchSettings {
+  std::function<void(const SearchProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
   LatencyCache* cache = nullptr;              // autohaap: reuse this cache (e.g. loaded from disk)
 };
@@ -78,7 +88,10 @@ struct SearchResult {
   std::vector<Plan> top;  // best first; predicted and search filled
   PruneReport prune;
   SearchStats stats;
-  bool timed_out = false;         // time limit or cancel: `top` is the best so far
+  // found / infeasible / stopped (time limit or cancel: `top` is the best
+  // so far) with or without a plan; the exit code and summary label follow
+  // from it (plan_status.hpp).
+  PlanStatus status = PlanStatus::infeasible;
   std::string infeasible_reason;  // set when `top` is empty
   std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
   // Cost-model calls below a full plan estimate: stage and layer estimates
@@ -89,18 +102,27 @@ struct SearchResult {
 // Names accepted by SearchOptions::strategy.
 const std::vector<std::string>& search_strategies();
 
+// Throws InputError naming the first setting out of range (an unknown
+// strategy, top_k < 1, threads < 0, a negative or non-finite time limit,
+// negative max_skeletons); the key is the setting's name in words ("time
+// limit"), which the CLI turns into its flag (--time-limit). run_search,
+// the search driver and the CLI call it first.
+void validate(const SearchSettings& settings);
+// A number of seconds as a person writes it (5, 0.1, nan), for messages.
+std::string seconds_text(double seconds);
+
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
 
 // Candidates the exhaustive strategy would estimate (saturating at
 // INT64_MAX): sum over valid skeletons of C(L-1, p-1) * modes^p.
 std::int64_t exhaustive_candidates(const Problem& problem);
 
-// --- pieces for a distributed driver --------------------------------------
-// Rank 0 (or every rank: it is deterministic) prepares the skeleton list;
-// shares of it are searched with a shared Incumbent and a LatencyCache; the
-// plans are merged with merge_top_k (incumbent.hpp). A share may be searched
-// in several calls (chunks) so bounds and cache deltas can be exchanged in
-// between.
+// --- pieces of the search driver ---------------------------------------------
+// Every participant prepares the skeleton list (it is deterministic); it is
+// cut into chunks (cut_into_chunks), searched with a shared Incumbent and a
+// LatencyCache, and the plans are merged with merge_top_k (incumbent.hpp).
+// A share is searched chunk by chunk so bounds and cache deltas can be
+// exchanged in between.
 
 struct PrepareOptions {
   // > 0: first balance a few probe skeletons (the best lower bounds among
@@ -113,11 +135,8 @@ struct PrepareOptions {
   // Kept skeletons beyond which prepare_search throws InputError rather
   // than exhaust memory; 0: no limit.
   std::int64_t max_skeletons = 0;
-  // Stop early (PreparedSearch::stopped): cancel set, or `clock` past
-  // deadline_s (0: none).
-  const std::atomic<bool>* cancel = nullptr;
-  double deadline_s = 0;
-  std::function<double()> clock;
+  // Stop early (PreparedSearch::stopped) when it says so.
+  StopCondition stop;
 };
 
 struct PreparedSearch {
@@ -150,9 +169,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
                                 bool context_and_interleaving = false);
 
 struct ShareControl {
-  double deadline_s = 0;          // seconds on `clock` after which to stop; 0: none
-  std::function<double()> clock;  // seconds since the search started
-  const std::atomic<bool>* cancel = nullptr;
+  StopCondition stop;  // asked before and inside every skeleton
   // After each skeleton balanced (any worker, possibly concurrently):
   // whether it produced a fully estimated plan.
   std::function<void(bool estimated)> on_skeleton;
@@ -163,11 +180,6 @@ struct ShareOutcome {
   std::int64_t evaluated = 0;  // plans fully estimated
   PruneReport pruned;          // lower_bound_above_best, no_feasible_split
   bool stopped = false;        // deadline or cancel hit before the share was finished
-
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(done, evaluated, pruned, stopped);
-  }
 };
 
 // Searches skeletons[positions[j]] in the given order (ascending positions
@@ -178,10 +190,23 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
                           const std::vector<Skeleton>& skeletons, std::span<const std::size_t> positions,
                           Incumbent& incumbent, const ShareControl& control);
 
-// Splits positions 0..n-1 of `skeletons` into `shares` lists of about equal
-// total work, deterministically; each list ascending. Position j goes to the
-// share with the least work so far (ties: lowest share), so every share gets
-// a slice of the most promising skeletons.
-std::vector<std::vector<std::size_t>> partition_by_work(const std::vector<Skeleton>& skeletons, int shares);
+// A contiguous run [begin, end) of the best-first skeleton list and its
+// estimated work (sum of Skeleton::work): the unit a driver deals out,
+// searches whole and records as done.
+struct SkeletonChunk {
+  std::size_t begin = 0, end = 0;
+  double work = 0;
+};
+
+// Cuts positions 0..n-1 of `skeletons` into min(count, n) contiguous
+// chunks of about equal estimated work, none empty; deterministic.
+// Contiguous, so each chunk is itself in lower-bound order (what
+// search_share needs) and the first chunks hold the most promising
+// skeletons: dealt round-robin, every share starts near the front.
+std::vector<SkeletonChunk> cut_into_chunks(const std::vector<Skeleton>& skeletons, std::size_t count);
+// The chunks ending at `ends` (ascending, the last == skeletons.size(), as
+// a checkpoint records them), with their work.
+std::vector<SkeletonChunk> chunks_ending_at(const std::vector<Skeleton>& skeletons,
+                                            const std::vector<std::uint64_t>& ends);
 
 }  // namespace autohaap

@@ -1,0 +1,46 @@
+// StopCondition: whether a search must stop now — its cancel flag was
+// raised (SIGINT, SIGTERM, a caller) or its time limit has passed — and
+// Stopwatch, the clock a search's time is measured on. Every long loop of
+// every strategy, initialization included, and the search driver ask
+// the same StopCondition, so a time limit or a signal stops them all alike
+// (within about a second) with the best plan so far.
+//
+// Thread safety: a StopCondition is read-only once built; operator() may be
+// called from any thread at once. Cost: one relaxed atomic load and, with a
+// deadline, one clock read.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+
+namespace autohaap {
+
+// Seconds since construction, on the steady clock.
+class Stopwatch {
+ public:
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+struct StopCondition {
+  const std::atomic<bool>* cancel = nullptr;  // stop once set; nullptr: never
+  double deadline_s = 0;                      // stop once `clock` passes it; 0: no deadline
+  std::function<double()> clock;              // seconds since the search started
+
+  // A search's condition: its cancel flag and its time limit on `watch`
+  // (which must outlive the condition).
+  static StopCondition of(const std::atomic<bool>* cancel, double time_limit_s, const Stopwatch& watch) {
+    return StopCondition{cancel, time_limit_s, [&watch] { return watch.seconds(); }};
+  }
+
+  // Whether to stop now.
+  bool operator()() const {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return true;
+    return deadline_s > 0 && clock && clock() > deadline_s;
+  }
+};
+
+}  // namespace autohaap

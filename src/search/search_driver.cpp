@@ -1,0 +1,541 @@
+#include "autohaap/search/search_driver.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "autohaap/batch/fingerprint.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/search/incumbent.hpp"
+#include "autohaap/search/parallel.hpp"
+#include "autohaap/search/stop_condition.hpp"
+#include "strategies.hpp"
+
+namespace autohaap {
+namespace {
+
+// After each exchange every participant runs this on the same queues, so
+// they stay agreed without messages: each one with nothing queued takes
+// every other chunk of the queue with the most estimated work left (ties:
+// the lowest rank). Alternate chunks, not the tail, so the taker also gets
+// promising ones and both queues stay in lower-bound order.
+void rebalance(std::vector<std::deque<int>>& queues, const std::vector<SkeletonChunk>& chunks,
+               std::vector<std::int64_t>& taken) {
+  const int n = static_cast<int>(queues.size());
+  for (int taker = 0; taker < n; ++taker) {
+    if (!queues[taker].empty()) continue;
+    int donor = -1;
+    double most = 0;
+    for (int r = 0; r < n; ++r) {
+      if (queues[r].size() < 2) continue;
+      double work = 0;
+      for (int c : queues[r]) work += chunks[c].work;
+      if (work > most) {
+        most = work;
+        donor = r;
+      }
+    }
+    if (donor < 0) return;
+    std::deque<int> keep, give;
+    for (std::size_t i = 0; i < queues[donor].size(); ++i) (i % 2 ? give : keep).push_back(queues[donor][i]);
+    taken[taker] += static_cast<std::int64_t>(give.size());
+    queues[donor] = std::move(keep);
+    queues[taker] = std::move(give);
+  }
+}
+
+// Which skeleton a plan is on (what same_skeleton compares: B and every
+// stage's placement and degrees), hashed. Two skeletons that collide only
+// merge in the count below, which makes the bound looser, never unsound.
+std::uint64_t skeleton_key(const Plan& plan) {
+  std::vector<std::int32_t> fields = {plan.micro_batch_size, static_cast<std::int32_t>(plan.stages.size())};
+  for (const StagePlan& s : plan.stages) fields.insert(fields.end(), {s.group, s.first_gpu, s.gpus, s.tp, s.dp});
+  return fnv1a64(std::string_view(reinterpret_cast<const char*>(fields.data()), fields.size() * sizeof fields[0]));
+}
+
+// The K-th best iteration time over the distinct skeletons of every
+// participant's top-K: K different skeletons are known to be at least that
+// fast, so no plan slower than it can enter the final top-K. Tighter than
+// the minimum of the participants' own K-th bests (each holds only part of
+// the top-K); distinct, because a resumed checkpoint's plans are on every
+// participant. Infinity while fewer than K are known.
+double job_kth_best(const std::vector<RoundReport>& reports, int k) {
+  std::unordered_map<std::uint64_t, double> best;
+  for (const RoundReport& r : reports) {
+    for (std::size_t i = 0; i < r.top_keys.size() && i < r.top_times.size(); ++i) {
+      auto [it, added] = best.emplace(r.top_keys[i], r.top_times[i]);
+      if (!added) it->second = std::min(it->second, r.top_times[i]);
+    }
+  }
+  if (static_cast<int>(best.size()) < k) return std::numeric_limits<double>::infinity();
+  std::vector<double> times;
+  times.reserve(best.size());
+  for (const auto& [key, time] : best) times.push_back(time);
+  std::nth_element(times.begin(), times.begin() + (k - 1), times.end());
+  return times[k - 1];
+}
+
+CacheCounters minus(const CacheCounters& a, const CacheCounters& b) {
+  return CacheCounters{a.hits - b.hits, a.peer_hits - b.peer_hits, a.misses - b.misses, a.entries - b.entries};
+}
+
+class SearchDriver {
+ public:
+  SearchDriver(const Problem& problem, const SearchOptions& search, const DriverOptions& options,
+               SearchSynchronizer& sync)
+      : problem_(problem), search_(search), options_(options), sync_(sync), cost_(problem), memory_(cost_),
+        cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
+        threads_(search.threads > 0 ? search.threads : parallel::hardware_threads()),
+        stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {}
+
+  DriverResult run() {
+    DriverResult out;
+    out.rank_count = sync_.size();
+    if (auto failure = sync_.agree([&] { validate_options(); })) {
+      out.failure = failure;
+      return out;
+    }
+    if (search_.strategy != "autohaap") return run_baseline(out);
+    if (!set_up(out)) return out;
+    if (!stopped_) search_rounds(out);
+    if (!out.failure) finish(out);
+    return out;
+  }
+
+ private:
+  bool root() const { return sync_.rank() == 0; }
+  bool checkpointing() const { return sync_.checkpoint_interval_s() > 0; }
+
+  void validate_options() const {
+    validate(search_);
+    sync_.validate(search_);
+  }
+
+  // Baselines are single-process algorithms: rank 0 runs them, the others
+  // wait (without spinning) for the outcome.
+  DriverResult& run_baseline(DriverResult& out) {
+    std::optional<SearchFailure> failure;
+    if (root()) failure = sync_.attempt([&] { out.result = run_search(problem_, search_); });
+    sync_.wait_for_all();
+    Outcome outcome;
+    if (root()) {
+      outcome.status = failure ? PlanStatus::failed : out.result.status;
+      if (failure) {
+        outcome.failure_code = failure->exit_code;
+        outcome.failure = failure->message;
+      }
+    }
+    sync_.share_outcome(outcome);
+    apply_outcome(outcome, out);
+    return out;
+  }
+
+  void apply_outcome(const Outcome& outcome, DriverResult& out) const {
+    out.result.status = outcome.status;
+    if (outcome.failure_code != 0) out.failure = SearchFailure{0, outcome.failure_code, outcome.failure};
+  }
+
+  // Initialization on every participant, then the chunk table (and a
+  // restored state) shared; every failure here is agreed before searching,
+  // and so is a stop (time limit or signal) during initialization: then
+  // stopped_ is set and rank 0's probes are the best plans so far, as when
+  // one process stops there. Returns false on a failure.
+  bool set_up(DriverResult& out) {
+    // A damaged or foreign checkpoint is refused before the initialization,
+    // which may take minutes; its skeleton list is compared after it.
+    if (auto failure = sync_.agree([&] { sync_.open(); })) {
+      out.failure = failure;
+      return false;
+    }
+    start_counters_ = cache_.counters();
+    auto initialize = [&] {
+      if (options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::input))
+        throw InputError("command line", "--inject-failure", std::to_string(sync_.rank()) + ":input",
+                         "no failure (a test asked this rank to fail while loading inputs)");
+      parallel::with_threads(threads_, [&] {
+        PrepareOptions prepare;
+        prepare.top_k = search_.top_k;
+        prepare.max_skeletons = search_.max_skeletons;
+        prepare.stop = stop_;
+        prepared_ = prepare_search(cost_, memory_, cache_, prepare);
+      });
+      // A stopped initialization holds part of the list: nothing to compare.
+      if (!prepared_.stopped) sync_.check_list(prepared_.skeletons);
+    };
+    if (auto failure = sync_.agree(initialize)) {
+      out.failure = failure;
+      return false;
+    }
+    init_counters_ = cache_.counters();
+    if (options_.live_progress) {
+      progress_.set_total(static_cast<std::int64_t>(prepared_.skeletons.size()));
+      progress_.add_pruned(prepared_.prune.removed_initially());
+    }
+    if (sync_.any(prepared_.stopped)) {
+      stopped_ = true;
+      plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather
+      if (root()) {
+        Incumbent best(search_.top_k);
+        for (const Plan& plan : prepared_.probes) best.offer(plan);
+        final_top_ = best.plans();
+        init_evaluated_ = static_cast<std::int64_t>(prepared_.probes.size());
+      }
+      return true;
+    }
+
+    const std::size_t count = static_cast<std::size_t>(std::max(1, options_.chunks_per_rank)) * sync_.size();
+    if (auto failure = sync_.share_chunks(prepared_.skeletons, count, restored_)) {
+      out.failure = failure;
+      return false;
+    }
+    chunks_ = chunks_ending_at(prepared_.skeletons, restored_.chunk_end);
+    done_ = restored_.chunk_done;
+    done_.resize(chunks_.size(), 0);
+    out.chunks = static_cast<std::int64_t>(chunks_.size());
+    if (restored_.resumed) {
+      for (const Plan& plan : restored_.top) incumbent_.offer(plan);
+      // Entries restored from disk count as this participant's own hits.
+      cache_.import(restored_.cache, false);
+      restored_.cache = CacheDelta{};
+      out.resumed = true;
+      out.chunks_restored = std::count(done_.begin(), done_.end(), std::uint8_t{1});
+    }
+
+    // Deal the unfinished chunks round-robin: rank r starts with the r-th
+    // most promising one.
+    const int n = sync_.size(), me = sync_.rank();
+    queues_.assign(n, {});
+    taken_.assign(n, 0);
+    int next = 0;
+    for (std::size_t c = 0; c < chunks_.size(); ++c) {
+      if (!done_[c]) queues_[next++ % n].push_back(static_cast<int>(c));
+    }
+    report_.rank = me;
+    report_.threads = threads_;
+    report_.share_chunks = static_cast<std::int64_t>(queues_[me].size());
+    for (int c : queues_[me]) report_.share_skeletons += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
+    mark_ = cache_.mark();
+    last_checkpoint_s_ = clock_.seconds();
+    return true;
+  }
+
+  // Searches this participant's queue from the front until the interval is
+  // used up; records finished chunks in `mine`. Does not change the queues:
+  // every participant applies every finished list after the exchange.
+  void search_own_queue(RoundReport& mine, double round_start) {
+    const std::deque<int>& queue = queues_[sync_.rank()];
+    const bool fail_here = options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::search);
+    if (fail_here && queue.empty()) throw std::runtime_error("test failure injected on this rank while searching");
+    ShareControl control;
+    control.stop = stop_;
+    if (options_.live_progress) {
+      control.on_skeleton = [this](bool estimated) {
+        progress_.add_done(1);
+        if (estimated) progress_.add_evaluated(1);
+        progress_.set_best(incumbent_.bound());
+        progress_.tick();
+      };
+    }
+    parallel::with_threads(threads_, [&] {
+      std::vector<std::size_t> positions;
+      for (int c : queue) {
+        positions.resize(chunks_[c].end - chunks_[c].begin);
+        std::iota(positions.begin(), positions.end(), chunks_[c].begin);
+        const ShareOutcome outcome =
+            search_share(cost_, memory_, cache_, prepared_.skeletons, positions, incumbent_, control);
+        evaluated_ += outcome.evaluated;
+        skipped_ += outcome.pruned.count(PruneRule::lower_bound_above_best);
+        no_split_ += outcome.pruned.count(PruneRule::no_feasible_split);
+        skeletons_done_ += outcome.done;
+        if (outcome.stopped) {
+          mine.stop = true;
+          return;
+        }
+        mine.finished.push_back(c);
+        if (fail_here) throw std::runtime_error("test failure injected on this rank while searching");
+        if (clock_.seconds() - round_start >= options_.exchange_interval_s) return;
+      }
+    });
+  }
+
+  void search_rounds(DriverResult& out) {
+    const int me = sync_.rank();
+    std::optional<SearchFailure> failure;
+    while (true) {
+      RoundReport mine;
+      const double round_start = clock_.seconds();
+      if (!failure) {
+        failure = sync_.attempt([&] { search_own_queue(mine, round_start); });
+        if (failure && sync_.size() > 1) failure->message = "rank " + std::to_string(me) + ": " + failure->message;
+      }
+      report_.search_s += clock_.seconds() - round_start;
+      if (!failure && pending_failure_) failure = std::exchange(pending_failure_, std::nullopt);
+      mine.stop = mine.stop || stop_();
+
+      // The exchange. Every participant gets here each round, finished or
+      // not; an exception inside it cannot be agreed on, so it ends the job.
+      try {
+        report_.idle_s += sync_.wait_for_all();
+        const double exchange_start = clock_.seconds();
+        if (options_.inject_failure.fires(me, InjectedFailure::Where::exchange))
+          throw std::runtime_error("test failure injected on this rank inside an exchange");
+        if (failure) {
+          mine.failure_code = failure->exit_code;
+          mine.failure = failure->message;
+        }
+        // Alone, the incumbent's own bound is already the job's.
+        if (sync_.size() > 1) {
+          for (const Plan& plan : incumbent_.plans()) {
+            mine.top_keys.push_back(skeleton_key(plan));
+            mine.top_times.push_back(plan.predicted.iteration_time_s);
+          }
+        }
+        mine.evaluated = evaluated_;
+        mine.skipped = skipped_;
+        mine.no_split = no_split_;
+        mine.checkpoint_now =
+            root() && checkpointing() && exchange_start - last_checkpoint_s_ >= sync_.checkpoint_interval_s();
+        reports_ = sync_.exchange_round(mine);
+        ++report_.rounds;
+
+        bool stop = false;
+        for (int r = 0; r < sync_.size(); ++r) {
+          const RoundReport& theirs = reports_[r];
+          if (theirs.failure_code != 0 && !out.failure)
+            out.failure = SearchFailure{r, theirs.failure_code, theirs.failure};
+          for (int c : theirs.finished) {
+            if (queues_[r].empty() || queues_[r].front() != c)
+              throw std::logic_error("rank " + std::to_string(r) + " finished a chunk out of its queue's order");
+            queues_[r].pop_front();
+            done_[c] = 1;
+            if (r == me) ++report_.chunks_done;
+          }
+          stop = stop || theirs.stop;
+        }
+        incumbent_.tighten(job_kth_best(reports_, search_.top_k));
+        if (out.failure) return;
+        const bool all_done = std::all_of(queues_.begin(), queues_.end(), [](const auto& q) { return q.empty(); });
+        const bool last = stop || all_done;
+        // Entries help only a round still to come: the last would ship
+        // them for nothing.
+        if (!last) sync_.exchange_cache(cache_, mark_);
+        if (checkpointing() && (reports_[0].checkpoint_now || last)) save_checkpoint(last, out);
+        if (last) {
+          // Stopped with work left: the plans are the best so far.
+          stopped_ = stop && !all_done;
+          report_.exchange_s += clock_.seconds() - exchange_start;
+          return;
+        }
+        rebalance(queues_, chunks_, taken_);
+        report_progress(incumbent_.bound());
+        report_.exchange_s += clock_.seconds() - exchange_start;
+      } catch (const std::exception& e) {
+        const int code = dynamic_cast<const InputError*>(&e) ? kExitInvalidInput : kExitFailure;
+        sync_.abort("rank " + std::to_string(me) + ": " + e.what(), code);
+      }
+    }
+  }
+
+  // Totals over every participant, from the latest exchange (search phase)
+  // plus what a restored checkpoint had done.
+  std::int64_t total_evaluated() const {
+    std::int64_t n = restored_.evaluated;
+    for (const RoundReport& r : reports_) n += r.evaluated;
+    return n;
+  }
+  PruneReport total_search_prune() const {
+    PruneReport p = restored_.pruned;
+    for (const RoundReport& r : reports_) {
+      p.add(PruneRule::lower_bound_above_best, r.skipped);
+      p.add(PruneRule::no_feasible_split, r.no_split);
+    }
+    return p;
+  }
+
+  // Rank 0, after each exchange: the job's totals (live progress reports
+  // per skeleton instead).
+  void report_progress(double bound) const {
+    if (!root() || !search_.progress || options_.live_progress) return;
+    SearchProgress p;
+    for (std::size_t c = 0; c < chunks_.size(); ++c)
+      if (done_[c]) p.done += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
+    p.total = static_cast<std::int64_t>(prepared_.skeletons.size());
+    p.evaluated = init_evaluated_ + total_evaluated();
+    p.pruned = prepared_.prune.removed_initially() + total_search_prune().skipped_in_search();
+    p.best_iteration_s = bound;
+    p.elapsed_s = clock_.seconds();
+    search_.progress(p);
+  }
+
+  // Collective: rank 0 gathers every top-K and saves the state. A write
+  // error is not fatal at once: it is reported at the next exchange (or in
+  // the outcome) so every participant ends cleanly.
+  void save_checkpoint(bool last, DriverResult& out) {
+    std::vector<std::vector<Plan>> plans = sync_.gather_plans(incumbent_.plans());
+    // Every participant must know the last gather happened, or finish()
+    // would gather again on some only.
+    plans_gathered_ = last;
+    if (!root()) return;
+    SearchState state;
+    for (const SkeletonChunk& c : chunks_) state.chunk_end.push_back(c.end);
+    state.chunk_done = done_;
+    state.top = merge_top_k(plans, search_.top_k);
+    state.evaluated = total_evaluated();
+    state.pruned = total_search_prune();
+    state.cache = cache_.snapshot();
+    if (last) final_top_ = state.top;
+    const std::optional<SearchFailure> failure = sync_.write_checkpoint(state, last);
+    last_checkpoint_s_ = clock_.seconds();
+    if (failure) {
+      pending_failure_ = failure;
+      return;
+    }
+    ++out.checkpoints_written;
+  }
+
+  void finish(DriverResult& out) {
+    try {
+      if (!plans_gathered_) {
+        std::vector<std::vector<Plan>> plans = sync_.gather_plans(incumbent_.plans());
+        if (root()) final_top_ = merge_top_k(plans, search_.top_k);
+      }
+      const CacheCounters search_phase = minus(cache_.counters(), init_counters_);
+      report_.chunks_taken = taken_.empty() ? 0 : taken_[sync_.rank()];
+      report_.evaluated = evaluated_;
+      report_.pruned = skipped_ + no_split_;
+      report_.cache_hits = search_phase.hits;
+      report_.cache_peer_hits = search_phase.peer_hits;
+      report_.cache_misses = search_phase.misses;
+      report_.bytes_sent = sync_.bytes_sent();
+      report_.bytes_received = sync_.bytes_received();
+      report_.wall_s = clock_.seconds();
+      out.ranks = sync_.gather_reports(report_);
+
+      std::int64_t searched = 0;
+      for (std::uint8_t d : done_) searched += d;
+      out.chunks_searched = searched - out.chunks_restored;
+
+      Outcome outcome;
+      if (root()) build_result(out, outcome);
+      sync_.share_outcome(outcome);
+      apply_outcome(outcome, out);
+    } catch (const std::exception& e) {
+      sync_.abort("rank " + std::to_string(sync_.rank()) + ": " + e.what(), kExitFailure);
+    }
+  }
+
+  void build_result(DriverResult& out, Outcome& outcome) {
+    SearchResult& result = out.result;
+    result.top = std::move(*final_top_);
+    result.prune = prepared_.prune;
+    result.prune.merge(total_search_prune());
+    result.candidates = result.prune.considered;
+    SearchStats& stats = result.stats;
+    stats.strategy = search_.strategy;
+    stats.evaluated = init_evaluated_ + total_evaluated();
+    stats.pruned = result.prune.removed_initially() + result.prune.skipped_in_search();
+    // Initialization's cache use (rank 0's, as one process counts it) and
+    // every participant's search phase.
+    const CacheCounters initialization = minus(init_counters_, start_counters_);
+    stats.cache_hits = initialization.hits + initialization.peer_hits;
+    stats.cache_misses = initialization.misses;
+    for (const RankReport& r : out.ranks) {
+      stats.cache_hits += r.cache_hits + r.cache_peer_hits;
+      stats.cache_misses += r.cache_misses;
+    }
+    result.stage_estimates = stats.cache_misses;
+    stats.ranks = sync_.size();
+    stats.threads = threads_;
+    stats.wall_s = clock_.seconds();
+    for (Plan& plan : result.top) plan.search = stats;
+    result.status = search_status(!result.top.empty(), stopped_);
+    if (result.top.empty()) {
+      result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan that "
+                                            "fits memory was found"
+                                          : infeasible_reason(cost_, result.prune);
+    }
+    if (options_.live_progress) {
+      progress_.add_pruned(total_search_prune().skipped_in_search());
+      progress_.set_done(skeletons_done_);
+      progress_.finish();
+    } else {
+      report_progress(incumbent_.bound());
+    }
+    outcome.status = result.status;
+    if (pending_failure_) {
+      outcome.failure_code = pending_failure_->exit_code;
+      outcome.failure = pending_failure_->message;
+    }
+  }
+
+  const Problem& problem_;
+  const SearchOptions& search_;
+  const DriverOptions& options_;
+  SearchSynchronizer& sync_;
+  const CostModel cost_;
+  const MemoryPruner memory_;
+  LatencyCache own_cache_;
+  LatencyCache& cache_;  // search_.cache, or own_cache_
+  Incumbent incumbent_;
+  const int threads_;
+  Stopwatch clock_;
+  const StopCondition stop_;  // the search's time limit and cancel flag, on clock_
+  strategy::ProgressReporter progress_;
+
+  PreparedSearch prepared_;
+  std::int64_t init_evaluated_ = 0;  // rank 0: the probes' plans, when initialization stopped
+  CacheCounters start_counters_;     // the cache's counters before and after initialization
+  CacheCounters init_counters_;
+  SearchState restored_;             // the chunk table; counters and plans of a resumed run
+
+  std::vector<SkeletonChunk> chunks_;
+  std::vector<std::uint8_t> done_;
+  std::vector<std::deque<int>> queues_;  // per participant, chunks not yet started; identical everywhere
+  std::vector<std::int64_t> taken_;      // per participant, chunks taken over from peers
+  std::vector<RoundReport> reports_;     // the latest exchange's
+  std::uint64_t mark_ = 0;
+  double last_checkpoint_s_ = 0;
+  std::optional<SearchFailure> pending_failure_;
+  bool stopped_ = false;                        // initialization, or the rounds with chunks left, ended on a stop
+  bool plans_gathered_ = false;                 // the last checkpoint gathered the final plans (everywhere)
+  std::optional<std::vector<Plan>> final_top_;  // rank 0: the merged final plans
+
+  // This participant's search-phase totals.
+  std::int64_t evaluated_ = 0, skipped_ = 0, no_split_ = 0, skeletons_done_ = 0;
+  RankReport report_;
+};
+
+}  // namespace
+
+DriverResult drive_search(const Problem& problem, const SearchOptions& search, const DriverOptions& options,
+                          SearchSynchronizer& sync) {
+  SearchDriver driver(problem, search, options, sync);
+  return driver.run();
+}
+
+// --- LocalSynchronizer ----------------------------------------------------------
+
+std::optional<SearchFailure> LocalSynchronizer::agree(const std::function<void()>& step) {
+  step();
+  return std::nullopt;
+}
+
+std::optional<SearchFailure> LocalSynchronizer::attempt(const std::function<void()>& step) {
+  step();
+  return std::nullopt;
+}
+
+void LocalSynchronizer::abort(const std::string& message, int /*exit_code*/) { throw std::runtime_error(message); }
+
+std::optional<SearchFailure> LocalSynchronizer::share_chunks(const std::vector<Skeleton>& skeletons,
+                                                             std::size_t count, SearchState& state) {
+  state = SearchState{};
+  for (const SkeletonChunk& c : cut_into_chunks(skeletons, count)) state.chunk_end.push_back(c.end);
+  return std::nullopt;
+}
+
+}  // namespace autohaap
