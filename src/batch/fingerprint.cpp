@@ -136,6 +136,8 @@ std::string canonical_text(const Problem& problem) {
   l.add("training.micro_batch_sizes", sizes).add("training.recompute_modes", modes);
 
   l.add("profiles.size", problem.profiles.size());
+  // Only when set, so fingerprints from before the option stay valid.
+  if (problem.profiles_only) l.add("profiles_only", true);
   for (const auto& [k, latency] : problem.profiles.entries()) {
     l.add("profile", k.device + "|" + k.op + "|" + std::to_string(k.tp) + "|" + std::to_string(k.micro_batch) + "|" +
                          std::to_string(k.seq_len) + "|" + std::to_string(k.layer) + "|" + num(latency));

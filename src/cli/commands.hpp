@@ -23,6 +23,7 @@ struct ProblemArgs {
   std::string cluster;
   std::string train;     // empty: the default training settings
   std::string profiles;  // optional measured profile table
+  bool profiles_only = false;  // search: only the points the profiles measure (Problem::profiles_only)
 };
 void add_problem_options(CLI::App* command, ProblemArgs& args, bool required);
 

@@ -52,6 +52,9 @@ Problem load_problem_args(const ProblemArgs& a) {
     p.profiles = std::filesystem::is_directory(a.profiles, ec) ? load_metis_profiles(a.profiles, p)
                                                                : load_profile_csv(a.profiles);
   }
+  if (a.profiles_only && a.profiles.empty())
+    throw InputError("command line", "--profiles-only", "set", "only with --profiles (the measurements to keep to)");
+  p.profiles_only = a.profiles_only;
   return p;
 }
 

@@ -321,6 +321,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->default_val(SearchOptions{}.max_skeletons)
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
+  cmd->add_flag("--profiles-only", a.problem.profiles_only,
+                "search only the devices, tp and micro-batches the --profiles measure");
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
   cmd->add_option("--report", a.report, "write a picture of the best plan (.svg, or .html with its tables)");
   cmd->add_option("--checkpoint", a.checkpoint,

@@ -60,11 +60,15 @@ std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& p
                                  const std::string& strategy, int top_k) {
   // The problem's fingerprint (every spec field and the tool version, one
   // canonical list shared with the batch runner) plus what else changes
-  // the answer.
+  // the answer: every cost parameter, and the prune rules a checkpoint
+  // counts (their number sets the layout of its prune report).
   std::string text = "search checkpoint\nproblem=" + problem_fingerprint(problem) + "\nstrategy=" + strategy +
-                     "\ntop=" + std::to_string(top_k) + "\ncost=";
+                     "\ntop=" + std::to_string(top_k) + "\nprune_rules=" + std::to_string(kPruneRuleCount) +
+                     "\ncost=";
   for (double p : {parameters.nvlink_efficiency, parameters.network_efficiency, parameters.zero3_exposed_fraction,
-                   parameters.dp_overlap, parameters.per_layer_overhead_s})
+                   parameters.dp_overlap, parameters.per_layer_overhead_s, parameters.cuda_context_GiB,
+                   parameters.nccl_GiB_per_communicator, parameters.allocator_fragmentation,
+                   parameters.deepspeed_state_fragmentation})
     text += bits(p) + ",";
   return fnv1a64(text);
 }

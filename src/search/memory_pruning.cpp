@@ -22,6 +22,7 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"tp_exceeds_node", "tensor parallelism does not divide the GPUs of a node"},
     {"tp_not_dividing_heads", "tensor parallelism does not divide the attention (or key/value) heads"},
     {"dp_not_dividing_micro_batch", "a stage's data parallelism does not divide the micro-batch"},
+    {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},
     {"more_stages_than_layers", "more pipeline stages than layers"},
     {"stage_cannot_hold_one_layer", "a stage cannot hold one layer, even with the leanest recompute"},
     {"capacity_below_layers", "the stages together cannot hold all layers"},
@@ -47,7 +48,13 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
   // refinement adds it to finished plans.
   const auto rule = broken_stage_rule(problem.model, problem.seq_len(), &problem.cluster.groups[layout.group],
                                       StageDegrees{layout.tp, 1, layout.dp}, micro_batch);
-  if (!rule) return std::nullopt;
+  if (!rule) {
+    if (problem.profiles_only &&
+        !problem.profiles.measures_layer(problem.cluster.groups[layout.group].device.name, layout.tp,
+                                         micro_batch / layout.dp, problem.seq_len()))
+      return PruneRule::not_profiled;
+    return std::nullopt;
+  }
   switch (*rule) {
     case StageRule::tp_exceeds_node:
       return PruneRule::tp_exceeds_node;
@@ -221,8 +228,7 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
       if (rule == kNone) ok[j].push_back(li);
     }
   }
-  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::dp_not_dividing_micro_batch);
-       ++r) {
+  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::not_profiled); ++r) {
     std::int64_t with_r = 1, after_r = 1;
     for (std::size_t j = 0; j < order.size(); ++j) {
       with_r *= at_least[j][r];
@@ -336,7 +342,7 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   if (report.count(memory_rule) == 0) {
     const PruneRule rule = largest_of({PruneRule::micro_batch_not_dividing_batch, PruneRule::tp_exceeds_node,
                                        PruneRule::tp_not_dividing_heads, PruneRule::dp_not_dividing_micro_batch,
-                                       PruneRule::more_stages_than_layers});
+                                       PruneRule::not_profiled, PruneRule::more_stages_than_layers});
     std::snprintf(buffer, sizeof buffer, "no valid plan: %lld of %lld candidate skeletons removed because %s (%s)",
                   static_cast<long long>(report.count(rule)), static_cast<long long>(report.considered), describe(rule),
                   to_string(rule));

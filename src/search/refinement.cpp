@@ -16,6 +16,14 @@ double time_of(const CostModel& model, Plan& plan) {
   return plan.predicted.fits ? plan.predicted.iteration_time_s : 1e300;
 }
 
+// Whether a stage may split its sequences over cp GPUs: the model allows
+// it, and a --profiles-only search keeps cp 1 (profiles time whole
+// sequences; a cp share of one is never measured).
+bool context_parallel_allowed(const Problem& problem, int cp) {
+  if (cp > 1 && problem.profiles_only) return false;
+  return context_parallel_violation(problem.model, problem.seq_len(), cp).empty();
+}
+
 // Splits stage i's replicas into dp / cp replicas of cp GPUs each.
 void set_cp(StagePlan& s, int cp) {
   const int replicas = s.cp * s.dp;
@@ -50,7 +58,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
       const int replicas = best.stages[i].cp * best.stages[i].dp;
       for (int cp = 1; cp <= replicas; ++cp) {
         if (replicas % cp != 0 || cp == best.stages[i].cp) continue;
-        if (!context_parallel_violation(problem.model, problem.seq_len(), cp).empty()) continue;
+        if (!context_parallel_allowed(problem, cp)) continue;
         Plan candidate = best;
         set_cp(candidate.stages[i], cp);
         if (best.micro_batch_size % candidate.stages[i].dp != 0) continue;
@@ -83,7 +91,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
   for (int cp = 1; cp <= replicas; ++cp) {
     if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
-    if (!context_parallel_violation(problem.model, problem.seq_len(), cp).empty()) continue;
+    if (!context_parallel_allowed(problem, cp)) continue;
     for (int vpp = 1; vpp <= most; ++vpp) {
       if (!interleaving_violation(problem.model, vpp, stage_layers, plan.num_micro_batches).empty()) continue;
       Plan candidate = plan;

@@ -23,6 +23,8 @@ set(_report_cases
   "export_unknown_target|2|--to: deepspeed not in|export|${_mixed}|--to|deepspeed"
   "metis_profiles_estimate|0|0 +a100-40gb +2 +1 x 2 .0,6. +none +5.02 +9.92 |estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_search_scores_measured_or_corrected|0|stage times:( [0-9]+ [a-z]+ed)+ \\(measured:.*profile correction a100-40gb layer: x1\\.[0-9]+, median of 36 measured points.*profile correction v100-32gb layer: x1\\.[0-9]+, median of 24|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m"
+  "metis_profiles_only_search|0|not_profiled +[1-9][0-9]*.*stage times:( [0-9]+ measured)+ \\(measured|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--profiles-only|--explain"
+  "profiles_only_without_profiles|2|--profiles-only: got 'set'. allowed: only with --profiles|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles-only"
   "metis_profiles_wrong_model|2|DeviceType.A100_tp1_bs1.json: model.num_layers: got '14'. allowed: 26: the embedding, the 24 layers of gpt3-350m|estimate|-m|gpt3-350m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_empty_dir|2|no .json files|estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/report|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "export_megatron_interleaved_cp_fp8|0|x cp 2 x dp 1.*--context-parallel-size 2.*--num-layers-per-virtual-pipeline-stage 4.*--overlap-param-gather.*--bf16.*--fp8-format hybrid|export|${_data}/report/llama3_70b_interleaved_cp.yaml|--to|megatron|-t|llama3-h100-fp8-megatron"

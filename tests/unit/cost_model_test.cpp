@@ -260,6 +260,19 @@ TEST(CostModel, AMeasuredOptimizerStepSetsTheDevicesStepRate) {
   EXPECT_NEAR(profiled.stage(plan, 0).optimizer_s, 4 * analytic, 1e-12);
 }
 
+TEST(ProfileTable, MeasuresALayerWholeOrInItsFiveParts) {
+  ProfileTable t;
+  t.add(ProfileKey{"a", "layer", 2, 4, 2048, 7}, 0.01);  // one layer index counts
+  EXPECT_TRUE(t.measures_layer("a", 2, 4, 2048));
+  EXPECT_FALSE(t.measures_layer("a", 2, 4, 4096));
+  EXPECT_FALSE(t.measures_layer("a", 1, 4, 2048));
+  EXPECT_FALSE(t.measures_layer("b", 2, 4, 2048));
+  for (const char* op : {"attn_qkv", "attn_core", "attn_out", "mlp"}) t.add(ProfileKey{"b", op, 1, 1, 512, -1}, 0.001);
+  EXPECT_FALSE(t.measures_layer("b", 1, 1, 512));  // the element-wise part is missing
+  t.add(ProfileKey{"b", "elementwise", 1, 1, 512, -1}, 0.001);
+  EXPECT_TRUE(t.measures_layer("b", 1, 1, 512));
+}
+
 TEST(CostModel, AMeasuredWholeLayerIsNotTakenForTheEmbeddingOrTheHead) {
   Problem p;
   p.model = gpt(2, 1024, 16);

@@ -526,5 +526,33 @@ TEST(Search, SharesSearchedApartMergeToTheSameAnswer) {
   for (std::size_t k = 0; k < merged.size(); ++k) expect_same_plan(merged[k], single.top[k]);
 }
 
+TEST(Search, ProfilesOnlyKeepsToMeasuredPointsAndStaysExact) {
+  // Whole layers measured at tp 1 with one sequence per replica on the
+  // A100s and at tp 2 with two on the V100s: every stage of the answer sits
+  // on one of those points, and the AutoHAAP search still finds the
+  // exhaustive optimum of that smaller space.
+  Problem p = two_group_problem(6);
+  const int seq = p.seq_len();
+  p.profiles.add(ProfileKey{p.cluster.groups[0].device.name, "layer", 1, 1, seq, -1}, 0.004);
+  p.profiles.add(ProfileKey{p.cluster.groups[1].device.name, "layer", 2, 2, seq, -1}, 0.009);
+  p.profiles_only = true;
+  const SearchResult autohaap = search(p, "autohaap");
+  const SearchResult exhaustive = search(p, "exhaustive");
+  ASSERT_FALSE(autohaap.top.empty()) << autohaap.infeasible_reason;
+  ASSERT_FALSE(exhaustive.top.empty());
+  EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive));
+  EXPECT_GT(autohaap.prune.count(PruneRule::not_profiled), 0);
+  const Plan& best = autohaap.top.at(0);
+  const CostModel cm(p);
+  for (int i = 0; i < static_cast<int>(best.stages.size()); ++i) {
+    const StagePlan& s = best.stages[i];
+    EXPECT_TRUE(p.profiles.measures_layer(s.device, s.tp, best.micro_batch_size / s.dp, seq)) << i;
+    EXPECT_EQ(s.cp, 1) << i;
+  }
+  // Without the restriction the search may leave the measured points.
+  p.profiles_only = false;
+  EXPECT_LE(best_time(search(p, "autohaap")), best_time(autohaap));
+}
+
 }  // namespace
 }  // namespace autohaap

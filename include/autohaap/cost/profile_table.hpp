@@ -68,6 +68,19 @@ class ProfileTable {
     return std::nullopt;
   }
   bool empty() const { return entries_.empty(); }
+  // Whether a layer on `device` at this tp, sequences per replica and
+  // sequence length is measured: as a whole `layer`, or as each of its five
+  // parts. Any layer index of the table counts (profiles measure every
+  // layer of a configuration, or all of them at once).
+  bool measures_layer(const std::string& device, int tp, int micro_batch, int seq_len) const {
+    for (const auto& [key, latency] : entries_)
+      if (key.device == device && key.tp == tp && key.micro_batch == micro_batch && key.seq_len == seq_len &&
+          key.op == "layer")
+        return true;
+    for (const char* op : {"attn_qkv", "attn_core", "attn_out", "mlp", "elementwise"})
+      if (!lookup(ProfileKey{device, op, tp, micro_batch, seq_len, -1})) return false;
+    return true;
+  }
   std::size_t size() const { return entries_.size(); }
   const std::map<ProfileKey, double>& entries() const { return entries_; }
 

@@ -53,13 +53,14 @@ enum class PruneRule : int {
   tp_exceeds_node,
   tp_not_dividing_heads,
   dp_not_dividing_micro_batch,
+  not_profiled,
   more_stages_than_layers,
   stage_cannot_hold_one_layer,
   capacity_below_layers,
   lower_bound_above_best,
   no_feasible_split,
 };
-inline constexpr int kPruneRuleCount = 9;
+inline constexpr int kPruneRuleCount = 10;
 
 // Stable snake_case name (what --explain and result files print).
 const char* to_string(PruneRule rule);

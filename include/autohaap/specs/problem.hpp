@@ -14,6 +14,10 @@ struct Problem {
   ClusterSpec cluster;
   TrainingSpec training;
   ProfileTable profiles;  // empty: analytic latencies only
+  // Search only the (device, tp, sequences per replica) points the profiles
+  // measure a whole layer at (ProfileTable::measures_layer): a plan scored on
+  // measurements alone, at the price of the points nobody measured.
+  bool profiles_only = false;
 
   int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
 };
