@@ -44,7 +44,7 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
     throw InputError(src, "--dp", std::to_string(r.dp), "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
   }
   const long long B = static_cast<long long>(r.micro_batch_per_replica) * r.dp;
-  const int G = problem.training.global_batch;
+  const int G = r.global_batch.value_or(problem.training.global_batch);
   if (G % B != 0) {
     throw InputError(src, "--micro-batch", std::to_string(r.micro_batch_per_replica),
                      "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
@@ -64,7 +64,7 @@ Plan make_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
   plan.micro_batch_size = static_cast<int>(B);  // divides G
   plan.num_micro_batches = static_cast<int>(G / B);
   plan.vpp = r.vpp;
-  plan.zero = problem.training.zero;
+  plan.zero = r.zero.value_or(problem.training.zero);
   const std::vector<int> layer_end = even_split(model.layers, r.pp);
   std::vector<int> stage_layers;
   for (int i = 0; i < r.pp; ++i) stage_layers.push_back(layer_end[i] - (i == 0 ? 0 : layer_end[i - 1]));

@@ -338,5 +338,29 @@ TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {
   EXPECT_GT(pr.mfu, 0.45);
 }
 
+TEST(CostModel, APlanIsScoredWithItsOwnZeroStageAndBatch) {
+  // The plan carries its execution settings; the training spec's ZeRO stage
+  // and global batch do not change its estimate.
+  Problem p = generic_problem(100.0);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2, plan.zero = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 2, 1, 2, 0, 2, Recompute::none}};
+  p.training.zero = 1;
+  const Problem same = p;
+  const CostModel reference(same);
+  p.training.zero = 3;
+  p.training.global_batch = 512;
+  const CostModel other(p);
+  const StageEstimate a = reference.stage(plan, 0), b = other.stage(plan, 0);
+  EXPECT_EQ(a.memory.total(), b.memory.total());
+  EXPECT_EQ(a.dp_sync_s, b.dp_sync_s);
+  EXPECT_EQ(reference.estimate(plan).mfu, other.estimate(plan).mfu);
+  // ... while the plan's own do: ZeRO-3 shards the weights too.
+  Plan sharded = plan;
+  sharded.zero = 3;
+  EXPECT_LT(other.stage(sharded, 0).memory.weights, b.memory.weights);
+  EXPECT_NEAR(other.model_flops_per_iteration(plan.global_batch), 4.8e12, 1);
+}
+
 }  // namespace
 }  // namespace autohaap
