@@ -1,13 +1,20 @@
 // Plan: an asymmetric pipeline — stages in order, each on GPUs of one node
-// group with its own tp, cp, dp, layer range and recompute mode — plus what the
-// cost model predicts for it and how the search found it. The same schema is
-// written by `search` and read by `estimate` (io/plan_io.hpp).
+// group with its own tp, cp, dp, layer range and recompute mode — plus its
+// execution settings (global batch, micro-batches, ZeRO stage, which the
+// cost model reads from the plan), what the cost model predicts for it, how
+// the search found it, and the specs it was made for. The same schema
+// (io/plan_schema.hpp) is written by `search` and read by `estimate`,
+// `report` and `export` (io/plan_io.hpp). A new field is its member here and
+// its line in that schema: every format follows.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "autohaap/specs/cluster.hpp"
+#include "autohaap/specs/model.hpp"
 #include "autohaap/specs/training.hpp"
 
 namespace autohaap {
@@ -88,6 +95,15 @@ struct SearchStats {
   int threads = 1;
 };
 
+// The specs a plan was made for, as its file carries them, so that the file
+// alone re-reads, re-scores and draws the plan wherever it is (measured
+// profiles are not carried: pass --profiles again).
+struct PlanSpecs {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+};
+
 struct Plan {
   std::string model;          // model name
   std::string cluster;        // cluster name
@@ -103,6 +119,9 @@ struct Plan {
   std::vector<StagePlan> stages;
   PredictedPerformance predicted;
   SearchStats search;
+  // Plan files only (binary archives leave it out: every rank has the
+  // problem). Unset in plans built in code and in older plan files.
+  std::optional<PlanSpecs> specs;
 
   int num_gpus() const {
     int n = 0;

@@ -20,6 +20,9 @@ struct UniformPlanRequest {
   int vpp = 1;  // Megatron's --virtual-pipeline-model-parallel-size (1: plain 1F1B)
   int micro_batch_per_replica = 1;  // Megatron's --micro-batch-size: B = this x dp
   Recompute recompute = Recompute::none;
+  // The plan's execution settings; unset: the training settings'.
+  std::optional<int> global_batch;  // sequences per iteration
+  std::optional<int> zero;          // ZeRO stage 0-3
 };
 
 // Places stage i on the next tp·cp·dp free GPUs of the cluster, group by group

@@ -1,155 +1,25 @@
 #include "autohaap/batch/fingerprint.hpp"
 
-#include <cstdio>
-#include <sstream>
-
 #include "autohaap/cost/cost_parameters.hpp"
 
 namespace autohaap {
-namespace {
-
-// Round-trip precision, so two doubles that differ print differently.
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-class Lines {
- public:
-  template <class T>
-  Lines& add(const std::string& key, const T& value) {
-    out_ << key << '=';
-    if constexpr (std::is_floating_point_v<T>) {
-      out_ << num(value);
-    } else {
-      out_ << value;
-    }
-    out_ << '\n';
-    return *this;
-  }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
-
-void add_device(Lines& l, const std::string& p, const DeviceSpec& d) {
-  l.add(p + "name", d.name)
-      .add(p + "architecture", to_string(d.architecture))
-      .add(p + "memory_GiB", d.memory_GiB)
-      .add(p + "peak_tflops", d.peak_tflops)
-      .add(p + "peak_fp32_tflops", d.peak_fp32_tflops)
-      .add(p + "peak_tf32_tflops", d.peak_tf32_tflops)
-      .add(p + "peak_fp8_tflops", d.peak_fp8_tflops)
-      .add(p + "has_bf16", d.has_bf16)
-      .add(p + "hbm_GBps", d.hbm_GBps)
-      .add(p + "memory_efficiency", d.memory_efficiency)
-      .add(p + "nvlink_GBps", d.nvlink_GBps)
-      .add(p + "pcie_GBps", d.pcie_GBps)
-      .add(p + "nic_GBps", d.nic_GBps)
-      .add(p + "attention_forward_efficiency", d.attention_forward_efficiency)
-      .add(p + "attention_backward_efficiency", d.attention_backward_efficiency)
-      .add(p + "gemm_efficiency.size", d.gemm_efficiency.size());
-  for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
-    const std::string q = p + "gemm_efficiency[" + std::to_string(i) + "].";
-    l.add(q + "gemm_gflop", d.gemm_efficiency[i].gemm_gflop).add(q + "efficiency", d.gemm_efficiency[i].efficiency);
-  }
-}
-
-}  // namespace
-
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state) {
-  for (unsigned char c : bytes) {
-    state ^= c;
-    state *= 0x100000001b3ULL;
-  }
-  return state;
-}
-
-std::string hex64(std::uint64_t value) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
-  return buf;
-}
-
 std::string canonical_text(const Problem& problem) {
-  Lines l;
-  const ModelSpec& m = problem.model;
-  l.add("model.name", m.name)
-      .add("model.family", to_string(m.family))
-      .add("model.layers", m.layers)
-      .add("model.hidden", m.hidden)
-      .add("model.ffn_hidden", m.ffn_hidden)
-      .add("model.heads", m.heads)
-      .add("model.kv_heads", m.kv_heads)
-      .add("model.vocab", m.vocab)
-      .add("model.seq_len", m.seq_len)
-      .add("model.tied_embeddings", m.tied_embeddings)
-      .add("model.flash_attention", m.flash_attention)
-      .add("model.dropout", m.dropout)
-      .add("model.generic_layers.size", m.generic_layers.size());
-  for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
-    const GenericLayer& g = m.generic_layers[i];
-    const std::string p = "model.generic_layers[" + std::to_string(i) + "].";
-    l.add(p + "name", g.name)
-        .add(p + "params", g.params)
-        .add(p + "forward_gflop", g.forward_gflop)
-        .add(p + "activation_MB", g.activation_MB)
-        .add(p + "output_MB", g.output_MB);
-  }
-
-  const ClusterSpec& c = problem.cluster;
-  l.add("cluster.name", c.name)
-      .add("cluster.inter_group_GBps", c.inter_group_GBps)
-      .add("cluster.inter_group_latency_us", c.inter_group_latency_us)
-      .add("cluster.groups.size", c.groups.size());
-  for (std::size_t i = 0; i < c.groups.size(); ++i) {
-    const NodeGroup& g = c.groups[i];
-    const std::string p = "cluster.groups[" + std::to_string(i) + "].";
-    l.add(p + "name", g.name)
-        .add(p + "nodes", g.nodes)
-        .add(p + "gpus_per_node", g.gpus_per_node)
-        .add(p + "intra_node_GBps", g.intra_node_GBps)
-        .add(p + "intra_node_latency_us", g.intra_node_latency_us)
-        .add(p + "inter_node_GBps", g.inter_node_GBps)
-        .add(p + "inter_node_latency_us", g.inter_node_latency_us);
-    add_device(l, p + "device.", g.device);
-  }
-
-  const TrainingSpec& t = problem.training;
-  l.add("training.global_batch", t.global_batch)
-      .add("training.seq_len", t.seq_len)
-      .add("training.precision", to_string(t.precision))
-      .add("training.optimizer", to_string(t.optimizer))
-      .add("training.zero", t.zero)
-      .add("training.headroom_GiB", t.headroom_GiB)
-      .add("training.sequence_parallel", t.sequence_parallel)
-      .add("training.grad_reduce_dtype", to_string(grad_precision(t)))
-      .add("training.runtime", to_string(t.runtime))
-      .add("training.pipeline_p2p", to_string(pipeline_p2p(t)))
-      .add("training.overlap_grad_reduce", t.overlap_grad_reduce)
-      .add("training.fused_cross_entropy", t.fused_cross_entropy);
-  std::string sizes, modes;
-  for (int b : t.micro_batch_sizes) sizes += std::to_string(b) + ",";
-  for (Recompute r : t.recompute_modes) modes += std::string(to_string(r)) + ",";
-  l.add("training.micro_batch_sizes", sizes).add("training.recompute_modes", modes);
-
+  CanonicalText l;
   l.add("profiles.size", problem.profiles.size());
   // Only when set, so fingerprints from before the option stay valid.
   if (problem.profiles_only) l.add("profiles_only", true);
   for (const auto& [k, latency] : problem.profiles.entries()) {
     l.add("profile", k.device + "|" + k.op + "|" + std::to_string(k.tp) + "|" + std::to_string(k.micro_batch) + "|" +
-                         std::to_string(k.seq_len) + "|" + std::to_string(k.layer) + "|" + num(latency));
+                         std::to_string(k.seq_len) + "|" + std::to_string(k.layer) + "|" + canonical_number(latency));
   }
-  return l.str();
+  return canonical_text(problem.model) + canonical_text(problem.cluster) + canonical_text(problem.training) + l.str();
 }
 
 std::string problem_fingerprint(const Problem& problem) {
   // The cost model's calibrated constants decide every latency as much as
   // the specs do; a recalibration must not reuse old answers.
   const CostParameters cost;
-  Lines l;
+  CanonicalText l;
   l.add("version", AUTOHAAP_VERSION)
       .add("cost.nvlink_efficiency", cost.nvlink_efficiency)
       .add("cost.network_efficiency", cost.network_efficiency)
@@ -163,7 +33,7 @@ std::string problem_fingerprint(const Problem& problem) {
 }
 
 std::string input_fingerprint(const Problem& problem, const BatchOptions& options) {
-  Lines l;
+  CanonicalText l;
   l.add("problem", problem_fingerprint(problem))
       .add("strategy", options.strategy)
       .add("top", options.top)

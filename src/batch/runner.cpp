@@ -113,7 +113,7 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
       // Not recorded: a partial answer must not be mistaken for the answer.
     } else if (has_plan(result.status)) {
       const Plan& best = result.top.front();
-      write_plan(best, plan_file, entry.problem.cluster);
+      write_plan(best, plan_file, entry.problem);
       r.status = r.outcome = EntryStatus::found;
       r.iteration_time_s = best.predicted.iteration_time_s;
       r.tokens_per_s = best.predicted.tokens_per_s;

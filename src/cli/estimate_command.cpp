@@ -11,6 +11,7 @@
 #include "autohaap/io/plan_printer.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "commands.hpp"
+#include "plan_problem.hpp"
 #include "problem_args.hpp"
 
 namespace autohaap::cli {
@@ -27,19 +28,24 @@ struct EstimateArgs {
 };
 
 int run_estimate(const EstimateArgs& a) {
-  Problem problem = load_problem_args(a.problem);
-  if (a.zero >= 0) {
-    if (a.zero > 3) throw InputError("command line", "--zero", std::to_string(a.zero), "0, 1, 2 or 3");
-    problem.training.zero = a.zero;
-  }
+  if (a.zero > 3) throw InputError("command line", "--zero", std::to_string(a.zero), "0, 1, 2 or 3");
 
+  Problem problem;
   Plan plan;
   if (!a.plan_file.empty()) {
-    plan = read_plan(a.plan_file);
-    check_plan_against(plan, problem.model, problem.cluster, a.plan_file);
-    problem.training.zero = plan.zero;
-    problem.training.global_batch = plan.global_batch;
+    // --model, --cluster and --train default to the specs the plan file
+    // carries; the plan carries its own ZeRO stage and global batch, and
+    // the cost model reads them there.
+    PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
+    std::cout << pp.notes;
+    problem = std::move(pp.problem);
+    plan = std::move(pp.plan);
   } else {
+    if (a.problem.model.empty() || a.problem.cluster.empty()) {
+      throw InputError("command line", a.problem.model.empty() ? "--model" : "--cluster", "(missing)",
+                       "a catalog name or YAML file (required without --plan)");
+    }
+    problem = load_problem_args(a.problem);
     if (a.tp <= 0 || a.pp <= 0 || a.dp <= 0 || a.micro_batch <= 0) {
       throw InputError("command line", "--plan or --tp/--pp/--dp/--micro-batch", "(missing)",
                        "either --plan FILE or all of --tp, --pp, --dp and --micro-batch");
@@ -48,6 +54,7 @@ int run_estimate(const EstimateArgs& a) {
     r.tp = a.tp, r.pp = a.pp, r.dp = a.dp, r.micro_batch_per_replica = a.micro_batch;
     r.cp = a.cp, r.vpp = a.vpp;
     r.recompute = parse_recompute(a.recompute, "--recompute");
+    if (a.zero >= 0) r.zero = a.zero;
     plan = make_uniform_plan(problem, r);
   }
 
@@ -58,13 +65,13 @@ int run_estimate(const EstimateArgs& a) {
   std::cout << "AutoHAAP estimate: " << problem.model.name << " on " << problem.cluster.name << " ("
             << plan.num_gpus() << " of " << problem.cluster.total_gpus() << " GPUs), global batch "
             << plan.global_batch << " = micro-batch " << plan.micro_batch_size << " x " << plan.num_micro_batches
-            << ", zero " << problem.training.zero << "\n"
+            << ", zero " << plan.zero << "\n"
             << precision_notes(problem) << "\n";
   std::cout << format_stage_table(model, plan) << "\nmemory per GPU (GiB)\n" << format_memory_table(model, plan)
             << "\n";
   std::cout << format_fit_problems(model, plan);
   if (!a.out.empty()) {
-    write_plan(plan, a.out, problem.cluster);
+    write_plan(plan, a.out, problem);  // with the specs it was scored with
     std::cout << "plan written to " << a.out << "\n";
   }
   const PlanStatus status = plan.predicted.fits ? PlanStatus::estimated : PlanStatus::does_not_fit;
@@ -77,7 +84,7 @@ int run_estimate(const EstimateArgs& a) {
 CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
   auto a = std::make_shared<EstimateArgs>();
   auto* cmd = app.add_subcommand("estimate", "score one plan: per-stage time and memory, iteration time, MFU");
-  add_problem_options(cmd, a->problem, true);
+  add_problem_options(cmd, a->problem, false);
   cmd->add_option("--plan", a->plan_file, "plan file (YAML or JSON) to score");
   cmd->add_option("--tp", a->tp, "tensor-parallel degree (Megatron-style uniform plan)");
   cmd->add_option("--pp", a->pp, "pipeline stages");
@@ -92,6 +99,9 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--recompute", a->recompute, "none | selective | full")->default_val("none");
   cmd->add_option("--zero", a->zero, "ZeRO stage 0-3 (default: the training settings')");
   cmd->add_option("-o,--out", a->out, "write the scored plan here (.json or .yaml)");
+  cmd->footer(
+      "--model and --cluster are required without --plan. With --plan they, and --train, default to the\n"
+      "specs the plan file carries (or, for a plan file without them, to the names it gives).");
   action = [a] { return run_estimate(*a); };
   return cmd;
 }

@@ -67,6 +67,7 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
 
 int run_export(const ExportArgs& a) {
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
+  std::cerr << pp.notes;  // standard output may be the export itself
   std::string text;
   int code = kExitOk;
   if (a.to == "megatron") {
@@ -77,7 +78,7 @@ int run_export(const ExportArgs& a) {
     Plan scored = pp.plan;
     const CostModel model(pp.problem);
     scored.predicted = model.estimate(scored);
-    text = plan_to_json(scored, pp.problem.cluster);
+    text = plan_to_json(scored, pp.problem);
   }
   if (a.out.empty()) {
     std::cout << text;
@@ -102,7 +103,8 @@ CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("-o,--out", a->out, "write here instead of standard output");
   add_problem_options(cmd, a->problem, false);
   cmd->footer(
-      "--model and --cluster default to the names in the plan file.\n"
+      "--model, --cluster and --train default to the specs the plan file carries (for a plan file without\n"
+      "them: the model and cluster it names, the built-in training settings).\n"
       "Exit 3 with --to megatron: stock Megatron-LM cannot run this plan; the reasons and the nearest plan it\n"
       "can run (with its arguments and predicted iteration time) are printed instead.");
   action = [a] { return run_export(*a); };

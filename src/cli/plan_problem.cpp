@@ -1,19 +1,49 @@
 #include "plan_problem.hpp"
 
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"
 #include "problem_args.hpp"
 
 namespace autohaap::cli {
+namespace {
 
-PlanProblem load_plan_problem(const std::string& plan_file, ProblemArgs args) {
+// "note: ..." when the spec given is not the one the plan was made for.
+template <class Spec>
+std::string differs(const char* what, const std::string& flag, const Spec& given, const Spec& embedded,
+                    const std::string& plan_file) {
+  const std::string ours = spec_fingerprint(given), theirs = spec_fingerprint(embedded);
+  if (ours == theirs) return "";
+  return std::string("note: the ") + what + " given (" + flag + ") is not the one " + plan_file +
+         " was made for (fingerprint " + ours + ", the plan's " + theirs + "); scored with the one given\n";
+}
+
+}  // namespace
+
+PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& args) {
   PlanProblem out;
   out.plan = read_plan(plan_file);
-  if (args.model.empty()) args.model = out.plan.model;
-  if (args.cluster.empty()) args.cluster = out.plan.cluster;
-  out.problem = load_problem_args(args);
+  const std::optional<PlanSpecs>& embedded = out.plan.specs;
+  if (!embedded) {
+    ProblemArgs named = args;
+    if (named.model.empty()) named.model = out.plan.model;
+    if (named.cluster.empty()) named.cluster = out.plan.cluster;
+    out.problem = load_problem_args(named);
+  } else {
+    // Only what was given is loaded; the rest is the plan's own.
+    Problem& p = out.problem;
+    p.model = args.model.empty() ? embedded->model : load_model(args.model);
+    p.cluster = args.cluster.empty() ? embedded->cluster : load_cluster(args.cluster);
+    p.training = args.train.empty() ? embedded->training : load_training(args.train);
+    if (!args.profiles.empty()) p.profiles = load_profiles_arg(args.profiles, p);
+    if (!args.model.empty())
+      out.notes += differs("model", "--model " + args.model, p.model, embedded->model, plan_file);
+    if (!args.cluster.empty())
+      out.notes += differs("cluster", "--cluster " + args.cluster, p.cluster, embedded->cluster, plan_file);
+    if (!args.train.empty())
+      out.notes += differs("training", "--train " + args.train, p.training, embedded->training, plan_file);
+  }
   check_plan_against(out.plan, out.problem.model, out.problem.cluster, plan_file);
-  out.problem.training.zero = out.plan.zero;
-  out.problem.training.global_batch = out.plan.global_batch;
   return out;
 }
 

@@ -1,8 +1,16 @@
-// Shared by the commands that take a plan file (report, export): read the
-// plan and the problem it is scored in. --model and --cluster default to
-// the names the plan carries, so `autohaap report plan.yaml --out p.svg`
-// works for plans on catalog models and clusters; the training settings
-// take the plan's global batch and ZeRO stage, as `estimate --plan` does.
+// Shared by the commands that take a plan file (estimate --plan, report,
+// export): read the plan and the problem it is scored in.
+//
+// Each of --model, --cluster and --train that is given wins. Those not
+// given come from the specs the plan file embeds (io/plan_io.hpp), so a
+// plan written by `search -o` is drawn, re-estimated and exported in any
+// folder with no other file; for a plan file without embedded specs (older
+// or hand-written ones), --model and --cluster default to the names the
+// plan carries (catalog names, or files found from the current folder) and
+// the training settings to the built-in default, as before. A spec given
+// that differs from the embedded one (by fingerprint) is used, with a note.
+// The plan carries its own global batch and ZeRO stage, which the cost
+// model reads there (cost/cost_model.hpp).
 #pragma once
 
 #include <string>
@@ -16,10 +24,11 @@ namespace autohaap::cli {
 struct PlanProblem {
   Plan plan;
   Problem problem;
+  std::string notes;  // lines "note: ..." on specs given that differ from the plan's
 };
 
 // Throws InputError for a bad plan file, unknown specs, or a plan made for
 // another model or cluster (check_plan_against).
-PlanProblem load_plan_problem(const std::string& plan_file, ProblemArgs args);
+PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& args);
 
 }  // namespace autohaap::cli

@@ -43,15 +43,17 @@ std::string precision_notes(const Problem& p) {
   return notes;
 }
 
+ProfileTable load_profiles_arg(const std::string& profiles, const Problem& problem) {
+  // A directory is Metis's layout (one JSON file per device, tp and
+  // micro-batch); a file is AutoHAAP's own CSV table.
+  std::error_code ec;
+  return std::filesystem::is_directory(profiles, ec) ? load_metis_profiles(profiles, problem)
+                                                     : load_profile_csv(profiles);
+}
+
 Problem load_problem_args(const ProblemArgs& a) {
   Problem p = load_problem(a.model, a.cluster, a.train);
-  if (!a.profiles.empty()) {
-    // A directory is Metis's layout (one JSON file per device, tp and
-    // micro-batch); a file is AutoHAAP's own CSV table.
-    std::error_code ec;
-    p.profiles = std::filesystem::is_directory(a.profiles, ec) ? load_metis_profiles(a.profiles, p)
-                                                               : load_profile_csv(a.profiles);
-  }
+  if (!a.profiles.empty()) p.profiles = load_profiles_arg(a.profiles, p);
   if (a.profiles_only && a.profiles.empty())
     throw InputError("command line", "--profiles-only", "set", "only with --profiles (the measurements to keep to)");
   p.profiles_only = a.profiles_only;

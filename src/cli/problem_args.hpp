@@ -10,6 +10,9 @@
 namespace autohaap::cli {
 
 Problem load_problem_args(const ProblemArgs& args);
+// The --profiles argument for `problem`'s model and cluster: a Metis profile
+// directory or a CSV table.
+ProfileTable load_profiles_arg(const std::string& profiles, const Problem& problem);
 // Lines that tell the user how the inputs were interpreted, e.g. BF16
 // requested on a device without it (costed in FP16: same bytes, FP16 peak).
 std::string precision_notes(const Problem& problem);

@@ -25,6 +25,7 @@ int run_report(const ReportArgs& a) {
   // A wrong extension is reported before the plan is even read.
   const ReportFormat format = report_format_for(a.out);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
+  std::cout << pp.notes;
   const CostModel model(pp.problem);
   write_report(model, pp.plan, a.out);
   const PredictedPerformance perf = model.estimate(pp.plan);
@@ -42,7 +43,9 @@ CLI::App* register_report_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
   cmd->add_option("-o,--out", a->out, "report file: .svg (picture) or .html (picture and tables)")->required();
   add_problem_options(cmd, a->problem, false);
-  cmd->footer("--model and --cluster default to the names in the plan file.");
+  cmd->footer(
+      "--model, --cluster and --train default to the specs the plan file carries (for a plan file without\n"
+      "them: the model and cluster it names, the built-in training settings).");
   action = [a] { return run_report(*a); };
   return cmd;
 }

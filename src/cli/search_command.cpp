@@ -224,7 +224,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
             << format_stage_table(model, best) << "\nmemory per GPU (GiB)\n"
             << format_memory_table(model, best) << "\n";
   if (!a.out.empty()) {
-    write_plan(best, a.out, problem.cluster);
+    write_plan(best, a.out, problem);  // self-contained: with its specs
     std::cout << "plan written to " << a.out << "\n";
   }
   if (!a.report.empty()) {

@@ -31,12 +31,12 @@ struct StateBytes {
   double weights, gradients, optimizer;  // per parameter of the stage, after sharding
 };
 
-StateBytes state_bytes(const TrainingSpec& t, int dp) {
+StateBytes state_bytes(const TrainingSpec& t, int zero, int dp) {
   const bool fp32 = full_precision(t.precision);
   const double w = fp32 ? 4 : 2;
   const double moments = optimizer_moment_bytes(t.optimizer);
   const double g = bytes_per_element(grad_precision(t));
-  auto shard = [&](int stage) { return t.zero >= stage ? static_cast<double>(dp) : 1.0; };
+  auto shard = [&](int stage) { return zero >= stage ? static_cast<double>(dp) : 1.0; };
   StateBytes b{w / shard(3), g / shard(2), (moments + (fp32 ? 0 : 4)) / shard(1)};
   if (t.runtime == Runtime::deepspeed && !fp32) {
     const bool bf16_optimizer = grad_precision(t) == Precision::fp32;
@@ -386,7 +386,7 @@ LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, in
   const TrainingSpec& tr = problem_.training;
   const double params = layer_params(problem_.model, layer) / shape.tp;
   LayerMemory m;
-  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.replicas()));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, tr.zero, shape.replicas()));
   m.activation_bytes = layer_activation_bytes(problem_.model, layer, x, shape.recompute);
   m.working_bytes = layer_working_bytes(problem_.model, layer, x, shape.recompute);
   return m;
@@ -400,7 +400,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   if (last) params += head_params(problem_.model, first);
   params /= shape.tp;
   LayerMemory m;
-  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, shape.replicas()));
+  m.static_bytes = params * static_bytes_per_param(state_bytes(tr, tr.zero, shape.replicas()));
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
   m.working_bytes = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
@@ -409,8 +409,15 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
 
 MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
                                         int stage_index, int num_stages, int num_micro_batches, int vpp) const {
+  return stage_memory(shape, problem_.training.zero, micro_batch, layer_begin, layer_end, stage_index, num_stages,
+                      num_micro_batches, vpp);
+}
+
+MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int micro_batch, int layer_begin,
+                                        int layer_end, int stage_index, int num_stages, int num_micro_batches,
+                                        int vpp) const {
   const TrainingSpec& tr = problem_.training;
-  const StateBytes sb = state_bytes(tr, shape.replicas());
+  const StateBytes sb = state_bytes(tr, zero, shape.replicas());
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const bool first = stage_index == 0, last = stage_index == num_stages - 1;
 
@@ -436,7 +443,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
   m.weights = params * sb.weights;
   m.gradients = params * sb.gradients;
   m.optimizer = params * sb.optimizer;
-  if (tr.zero >= 3 && dp > 1) {
+  if (zero >= 3 && dp > 1) {
     // ZeRO-3/FSDP gathers a layer's full weights for its pass and prefetches
     // the next one; the gathered layer's gradient exists unsharded until
     // its reduce-scatter (PyTorch FSDP, Zhao et al. 2023, Sec. 3.2: at most
@@ -444,7 +451,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
     // (stage3_max_live_parameters, default 1e9 elements; reduce buckets of
     // 5e8), which bounds the very wide layers.
     constexpr double kMaxLiveParams = 1e9;
-    const StateBytes whole = state_bytes(tr, 1);
+    const StateBytes whole = state_bytes(tr, zero, 1);
     working += std::min(2 * largest_layer, kMaxLiveParams) * whole.weights +
                std::min(largest_layer, kDeepSpeedReduceBucket) * whole.gradients;
   }
@@ -456,7 +463,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch
   m.runtime = (parameters_.cuda_context_GiB + communicators * parameters_.nccl_GiB_per_communicator) * kGiB;
   // DeepSpeed's ZeRO-1/2 optimizer reduces gradients through one bucket of
   // 16-bit elements, allocated once.
-  if (tr.runtime == Runtime::deepspeed && (tr.zero == 1 || tr.zero == 2) && dp > 1)
+  if (tr.runtime == Runtime::deepspeed && (zero == 1 || zero == 2) && dp > 1)
     m.runtime += kDeepSpeedReduceBucket * 2;
   m.allocator = parameters_.allocator_fragmentation * (m.activations + m.logits);
   if (tr.runtime == Runtime::deepspeed)
@@ -496,6 +503,7 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   const int B = plan.micro_batch_size;
   const bool first = i == 0, last = i == p - 1;
   const TrainingSpec& tr = problem_.training;
+  const int zero = plan.zero;  // the plan's execution settings, not the training's
 
   StageEstimate e;
   TimeSource source = TimeSource::measured;
@@ -555,7 +563,7 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
                            : tp_link(g, parameters_);
   const double grad_bytes = params * bytes_per_element(grad_precision(tr));
   const double weight_bytes = params * eb;
-  if (tr.zero >= 3) {
+  if (zero >= 3) {
     // ZeRO-3 (Rajbhandari et al. 2020, Sec. 7.2.2): every micro-batch
     // all-gathers the weights for the forward and again for the backward and
     // reduce-scatters the gradients, partly hidden by prefetching.
@@ -576,18 +584,18 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
     // the 8 of an fp32 all-reduce. Overlapped with the backward pass, only
     // what the last micro-batch's backward cannot hide stays exposed
     // (gradients are final only then).
-    const double sync = tr.zero >= 1 ? ring_reduce_scatter_s(grad_bytes, replicas, dp_link) +
-                                           ring_allgather_s(weight_bytes, replicas, dp_link)
-                                     : nccl_allreduce_s(grad_bytes, replicas, dp_link);
+    const double sync = zero >= 1 ? ring_reduce_scatter_s(grad_bytes, replicas, dp_link) +
+                                        ring_allgather_s(weight_bytes, replicas, dp_link)
+                                  : nccl_allreduce_s(grad_bytes, replicas, dp_link);
     const double reduce = (1.0 - parameters_.dp_overlap) * sync;
     e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
   }
-  const double owned = params / (tr.zero >= 1 ? replicas : 1);
+  const double owned = params / (zero >= 1 ? replicas : 1);
   e.optimizer_s = owned * optimizer_bytes_per_param(tr) / (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
   // A profile's measured step, where it has one, sets the rate of this device.
   if (!correction_.empty()) e.optimizer_s *= correction_.factor(g.device.name, "optimizer").value_or(1.0);
 
-  e.memory = stage_memory(shape, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
+  e.memory = stage_memory(shape, zero, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
   e.capacity_bytes = capacity_bytes(s.group);
   return e;
 }
@@ -612,11 +620,11 @@ double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, 
   return m * pace + (sum - pace) / std::max(1, vpp) + tail;
 }
 
-double CostModel::model_flops_per_iteration() const {
+double CostModel::model_flops_per_iteration(int global_batch) const {
   // Forward + backward = 3 x forward (Narayanan et al. 2021, Sec. 5.1);
   // no recompute: model FLOPs as in MFU (Chowdhery et al. 2022, PaLM, App. B).
   const ModelSpec& m = problem_.model;
-  const double batch = problem_.training.global_batch;
+  const double batch = global_batch;
   const int s = problem_.seq_len();
   double f = head_forward_flops(m, batch, s);
   for (int l = 0; l < m.layers; ++l) f += layer_forward_flops(m, l, batch, s);
@@ -661,7 +669,7 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
   out.bubble_s = (sum_time - max_time) / plan.vpp;
   const double tokens = static_cast<double>(plan.global_batch) * problem_.seq_len();
   out.tokens_per_s = tokens / out.iteration_time_s;
-  const double model_flops = model_flops_per_iteration() * plan.global_batch / problem_.training.global_batch;
+  const double model_flops = model_flops_per_iteration(plan.global_batch);
   out.mfu = model_flops / (out.iteration_time_s * peak);
   out.hfu = hardware_flops_per_iteration(plan) / (out.iteration_time_s * peak);
   out.model_tflops_per_gpu = model_flops / out.iteration_time_s / plan.num_gpus() / 1e12;

@@ -27,8 +27,9 @@
 namespace autohaap {
 
 // The deepest nesting of arrays and objects a JSON input may have. The
-// deepest schema read is a plan's (root, stages, a stage, its layer range:
-// 4 levels); 64 leaves room for any schema to grow and keeps a recursive
+// deepest schema read is a plan's with its specs (root, specs, cluster,
+// groups, a group, its device, its efficiency curve, a point: 8 levels); 64
+// leaves room for any schema to grow and keeps a recursive
 // walk of an accepted document to a few kilobytes of stack.
 inline constexpr int kMaxJsonDepth = 64;
 

@@ -256,8 +256,6 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
   for (const auto& [device, gpus] : budget) {
     // The same question on only this device type's node groups.
     Problem sub = problem;
-    sub.training.zero = std::min(plan.zero, 1);
-    sub.training.global_batch = plan.global_batch;
     sub.cluster.groups.clear();
     std::vector<int> original_group;
     int min_gpn = 0;
@@ -269,9 +267,9 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
       min_gpn = min_gpn == 0 ? group.gpus_per_node : std::min(min_gpn, group.gpus_per_node);
     }
     if (sub.cluster.groups.empty()) continue;
-    Problem scored = problem;  // full cluster: group indices of the candidates refer to it
-    scored.training = sub.training;
-    const CostModel model(scored);
+    // Scored on the full cluster (group indices of the candidates refer to
+    // it); the cost model reads each candidate's batch and ZeRO stage.
+    const CostModel model(problem);
 
     // Every tp the stage rule allows (a divisor of the heads, the key/value
     // heads and the GPUs of a node); build_uniform_plan applies the rule.
@@ -284,17 +282,19 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
             for (const Recompute r : problem.training.recompute_modes) {
               UniformPlanRequest req;
               req.tp = tp, req.pp = pp, req.dp = dp, req.micro_batch_per_replica = b, req.recompute = r;
+              req.global_batch = plan.global_batch;
+              req.zero = std::min(plan.zero, 1);
               UniformPlanResult built = build_uniform_plan(sub, req);
               if (!built.plan) continue;  // does not divide or place: not a candidate
               Plan& candidate = *built.plan;
               for (StagePlan& s : candidate.stages) s.group = original_group.at(s.group);
-              if (!megatron_blockers(candidate, scored).empty()) continue;
+              if (!megatron_blockers(candidate, problem).empty()) continue;
               candidate.predicted = model.estimate(candidate);
               if (!candidate.predicted.fits) continue;
               const double t = candidate.predicted.iteration_time_s;
               if (!best || t < best->plan.predicted.iteration_time_s ||
                   (t == best->plan.predicted.iteration_time_s && candidate.num_gpus() < best->plan.num_gpus())) {
-                best = NearestMegatronPlan{candidate, scored};
+                best = NearestMegatronPlan{candidate, problem};
               }
             }
           }

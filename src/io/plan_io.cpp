@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
-#include <sstream>
+#include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "autohaap/error.hpp"
@@ -18,36 +18,19 @@
 #include "autohaap/io/spec_loader.hpp"
 #include "autohaap/io/yaml_value.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"
+#include "document_writer.hpp"
+#include "name_list.hpp"
+#include "spec_writer.hpp"
 
 namespace autohaap {
 namespace {
 
+using detail::DocumentWriter;
+using detail::number_text;
+using serialization_detail::expected_kind;
+
 constexpr const char* kMissing = "<missing>";
-
-// The keys each mapping of a plan document may hold. A key outside these is
-// a typo or a file of another kind, and is rejected rather than ignored.
-using KeyList = std::vector<std::string_view>;
-const KeyList kPlanKeys = {"format", "model", "cluster", "global_batch", "micro_batch_size",
-                           "num_micro_batches", "vpp", "zero", "stages", "predicted", "search"};
-const KeyList kStageKeys = {"device", "group", "first_gpu", "nodes", "gpus", "tp", "cp", "dp", "layers", "recompute"};
-const KeyList kPredictedKeys = {"iteration_time_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu",
-                                "bubble_s", "stage_time_s", "stage_memory_GiB", "fits"};
-const KeyList kSearchKeys = {"strategy", "evaluated", "pruned", "cache_hits", "cache_misses",
-                             "wall_s", "ranks", "threads"};
-
-bool known(const KeyList& keys, std::string_view key) {
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-std::string known_keys(const KeyList& keys) {
-  std::string s = "one of ";
-  for (std::size_t i = 0; i < keys.size(); ++i) s += (i ? ", " : "") + std::string(keys[i]);
-  return s;
-}
-
-std::string join_key(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
 
 std::string stage_key(std::size_t i, const char* key) {
   return "stages[" + std::to_string(i) + "]." + key;
@@ -74,13 +57,6 @@ int nodes_spanned(const StagePlan& s, int gpus_per_node) {
   return (s.first_gpu + s.gpus - 1) / gpus_per_node - s.first_gpu / gpus_per_node + 1;
 }
 
-std::vector<int> stage_nodes(const Plan& plan, int gpus_per_node) {
-  std::vector<int> nodes;
-  if (gpus_per_node <= 0) return nodes;
-  for (const auto& s : plan.stages) nodes.push_back(nodes_spanned(s, gpus_per_node));
-  return nodes;
-}
-
 std::vector<int> stage_nodes(const Plan& plan, const ClusterSpec& cluster) {
   std::vector<int> nodes;
   for (const auto& s : plan.stages) {
@@ -90,294 +66,302 @@ std::vector<int> stage_nodes(const Plan& plan, const ClusterSpec& cluster) {
   return nodes;
 }
 
-// A plan that was never estimated has no stage times; one that did not come
-// from a search has no strategy. Writing their zeros would read as results.
-PlanSections sections_of(const Plan& plan) {
-  return PlanSections{!plan.predicted.stage_time_s.empty(), !plan.search.strategy.empty()};
+// One count for all groups; 0: the embedded cluster's, if any.
+std::vector<int> stage_nodes(const Plan& plan, int gpus_per_node) {
+  if (gpus_per_node <= 0 && plan.specs) return stage_nodes(plan, plan.specs->cluster);
+  std::vector<int> nodes;
+  if (gpus_per_node <= 0) return nodes;
+  for (const auto& s : plan.stages) nodes.push_back(nodes_spanned(s, gpus_per_node));
+  return nodes;
 }
 
-// ---------------------------------------------------------------- YAML out
+// ------------------------------------------------------------- writing
 
-// The shortest text that reads back as the same double, so a YAML round trip
-// is exact without printing 17 digits for 0.1. Non-finite values use the
-// YAML spellings, which yaml-cpp reads back.
-std::string number_text(double v) {
-  if (std::isnan(v)) return ".nan";
-  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, v);
-  return std::string(buffer, result.ptr);
+// The keys of `specs`: what each spec's fingerprint was when written (for
+// people and scripts grouping plans by their problem; readers recompute
+// them), then the specs in the form of their YAML files.
+void write_specs(DocumentWriter& out, const PlanSpecs& s) {
+  out.key("fingerprints");
+  out.begin_map();
+  out.key("model");
+  out.value(spec_fingerprint(s.model));
+  out.key("cluster");
+  out.value(spec_fingerprint(s.cluster));
+  out.key("training");
+  out.value(spec_fingerprint(s.training));
+  out.end_map();
+  out.key("model");
+  out.begin_map();
+  detail::write_model(out, s.model);
+  out.end_map();
+  out.key("cluster");
+  out.begin_map();
+  detail::write_cluster(out, s.cluster);
+  out.end_map();
+  out.key("training");
+  out.begin_map();
+  detail::write_training(out, s.training);
+  out.end_map();
 }
 
-// Names go out quoted when a YAML reader would otherwise take them for a
-// number, a boolean or null (a cluster called "2024" or "yes"): our reader
-// asks for strings, but scripts reading plan files with other parsers do not.
-void emit_name(YAML::Emitter& out, const std::string& name) {
-  bool ambiguous = false;
-  try {
-    const YAML::Node as_plain = YAML::Load(name);
-    double number;
-    bool flag;
-    ambiguous = !as_plain.IsScalar() || YAML::convert<double>::decode(as_plain, number) ||
-                YAML::convert<bool>::decode(as_plain, flag);
-  } catch (const YAML::Exception&) {
-    // Not valid as a plain scalar at all; the emitter quotes it by itself.
-  }
-  if (ambiguous && !name.empty()) out << YAML::DoubleQuoted;
-  out << name;
-}
-
-void emit_numbers(YAML::Emitter& out, const std::vector<double>& values) {
-  out << YAML::Flow << YAML::BeginSeq;
-  for (double v : values) out << number_text(v);
-  out << YAML::EndSeq;
-}
-
-std::string yaml_text(const Plan& plan, const std::vector<int>& nodes) {
-  const PlanSections sections = sections_of(plan);
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "format" << YAML::Value << kPlanFormat;
-  out << YAML::Key << "model" << YAML::Value;
-  emit_name(out, plan.model);
-  out << YAML::Key << "cluster" << YAML::Value;
-  emit_name(out, plan.cluster);
-  out << YAML::Key << "global_batch" << YAML::Value << plan.global_batch;
-  out << YAML::Key << "micro_batch_size" << YAML::Value << plan.micro_batch_size;
-  out << YAML::Key << "num_micro_batches" << YAML::Value << plan.num_micro_batches;
-  out << YAML::Key << "vpp" << YAML::Value << plan.vpp;
-  out << YAML::Key << "zero" << YAML::Value << plan.zero;
-
-  out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
-  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
-    const StagePlan& s = plan.stages[i];
-    out << YAML::BeginMap;
-    out << YAML::Key << "device" << YAML::Value;
-    emit_name(out, s.device);
-    out << YAML::Key << "group" << YAML::Value << s.group;
-    out << YAML::Key << "first_gpu" << YAML::Value << s.first_gpu;
-    if (i < nodes.size() && nodes[i] > 0) out << YAML::Key << "nodes" << YAML::Value << nodes[i];
-    out << YAML::Key << "gpus" << YAML::Value << s.gpus;
-    out << YAML::Key << "tp" << YAML::Value << s.tp;
-    out << YAML::Key << "cp" << YAML::Value << s.cp;
-    out << YAML::Key << "dp" << YAML::Value << s.dp;
-    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << s.layer_begin
-        << s.layer_end << YAML::EndSeq;
-    out << YAML::Key << "recompute" << YAML::Value << to_string(s.recompute);
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-
-  if (sections.predicted) {
-    const PredictedPerformance& p = plan.predicted;
-    out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "iteration_time_s" << YAML::Value << number_text(p.iteration_time_s);
-    out << YAML::Key << "tokens_per_s" << YAML::Value << number_text(p.tokens_per_s);
-    out << YAML::Key << "mfu" << YAML::Value << number_text(p.mfu);
-    out << YAML::Key << "hfu" << YAML::Value << number_text(p.hfu);
-    out << YAML::Key << "model_tflops_per_gpu" << YAML::Value << number_text(p.model_tflops_per_gpu);
-    out << YAML::Key << "bubble_s" << YAML::Value << number_text(p.bubble_s);
-    out << YAML::Key << "stage_time_s" << YAML::Value;
-    emit_numbers(out, p.stage_time_s);
-    out << YAML::Key << "stage_memory_GiB" << YAML::Value;
-    emit_numbers(out, p.stage_memory_GiB);
-    out << YAML::Key << "fits" << YAML::Value << p.fits;
-    out << YAML::EndMap;
-  }
-  if (sections.search) {
-    const SearchStats& s = plan.search;
-    out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "strategy" << YAML::Value;
-    emit_name(out, s.strategy);
-    out << YAML::Key << "evaluated" << YAML::Value << static_cast<long long>(s.evaluated);
-    out << YAML::Key << "pruned" << YAML::Value << static_cast<long long>(s.pruned);
-    out << YAML::Key << "cache_hits" << YAML::Value << static_cast<long long>(s.cache_hits);
-    out << YAML::Key << "cache_misses" << YAML::Value << static_cast<long long>(s.cache_misses);
-    out << YAML::Key << "wall_s" << YAML::Value << number_text(s.wall_s);
-    out << YAML::Key << "ranks" << YAML::Value << s.ranks;
-    out << YAML::Key << "threads" << YAML::Value << s.threads;
-    out << YAML::EndMap;
-  }
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
-}
-
-// ---------------------------------------------------------------- JSON out
-
-std::string json_text(const Plan& plan, const std::vector<int>& nodes) {
-  std::ostringstream os;
-  {
-    // cereal's "precision" option caps decimal places, which would round
-    // small numbers away; rapidjson's default (no cap) keeps the round trip
-    // exact. Two-space indent, as in the YAML form.
-    using Options = cereal::JSONOutputArchive::Options;
-    cereal::JSONOutputArchive ar(
-        os, Options(rj::Writer<rj::StringBuffer>::kDefaultMaxDecimalPlaces, Options::IndentChar::space, 2));
-    save_plan(ar, plan, sections_of(plan), nodes);
-  }  // the archive closes the document when it goes out of scope
-  return os.str() + "\n";
-}
-
-// ---------------------------------------------------------------- YAML in
-
-class YamlPlanReader {
+// The schema visitor that writes a plan file (plan_schema.hpp): every key
+// but the sections a plan does not have; each stage's node count where
+// known.
+class FileWriter {
  public:
-  explicit YamlPlanReader(const std::string& file) : file_(file) {}
+  FileWriter(DocumentWriter& out, const std::vector<int>& nodes) : out_(out), nodes_(nodes) {}
 
-  Plan read(const std::string& text) const {
-    const YAML::Node loaded = parse_yaml(text, file_);
-    // const: operator[] on a mutable node may add the key it looks for.
-    const YAML::Node root = loaded;
-    if (!root.IsDefined() || root.IsNull())
-      throw InputError(file_, "", "an empty document", std::string("a plan mapping (format: ") + kPlanFormat + ")");
-    require_map(root, "");
-
-    Plan plan;
-    const auto format = read<std::string>(root, "", "format");
-    if (format != kPlanFormat) throw InputError(file_, "format", format, kPlanFormat);
-    plan.model = read<std::string>(root, "", "model");
-    plan.cluster = read<std::string>(root, "", "cluster");
-    plan.global_batch = read<int>(root, "", "global_batch");
-    plan.micro_batch_size = read<int>(root, "", "micro_batch_size");
-    plan.num_micro_batches = read<int>(root, "", "num_micro_batches");
-    plan.vpp = read_optional<int>(root, "", "vpp", 1);
-    plan.zero = read<int>(root, "", "zero");
-
-    const YAML::Node stages = required(root, "", "stages", "a list of stages");
-    if (!stages.IsSequence()) throw InputError(file_, "stages", render(stages), "a list of stages");
-    for (std::size_t i = 0; i < stages.size(); ++i)
-      plan.stages.push_back(read_stage(stages[i], "stages[" + std::to_string(i) + "]"));
-
-    if (const YAML::Node p = root["predicted"]) plan.predicted = read_predicted(p, "predicted");
-    if (const YAML::Node s = root["search"]) plan.search = read_search(s, "search");
-
-    check_keys(root, "", kPlanKeys);
-    for (std::size_t i = 0; i < stages.size(); ++i)
-      check_keys(stages[i], "stages[" + std::to_string(i) + "]", kStageKeys);
-    if (root["predicted"]) check_keys(root["predicted"], "predicted", kPredictedKeys);
-    if (root["search"]) check_keys(root["search"], "search", kSearchKeys);
-    return plan;
+  void tag(const char* key, const char* text) {
+    out_.key(key);
+    out_.value(std::string(text));
+  }
+  template <class T>
+  void field(const char* key, const T& v) {
+    out_.key(key);
+    put(v);
+  }
+  template <class T, class U>
+  void optional(const char* key, const T& v, const U&) {
+    field(key, v);
+  }
+  void range(const char* key, int begin, int end) {
+    out_.key(key);
+    out_.begin_list(true);
+    out_.value(begin);
+    out_.value(end);
+    out_.end_list();
+  }
+  template <class T>
+  void list(const char* key, const std::vector<T>& items, const char*, const char*) {
+    out_.key(key);
+    out_.begin_list(false);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      item_ = i;
+      out_.begin_map();
+      plan_schema::describe(*this, items[i]);
+      out_.end_map();
+    }
+    item_ = kNone;
+    out_.end_list();
+  }
+  template <class T, class Written>
+  void section(const char* key, const T& v, Written written) {
+    if (!written(v)) return;
+    out_.key(key);
+    out_.begin_map();
+    plan_schema::describe(*this, v);
+    out_.end_map();
+  }
+  void informational(const char* key) {
+    if (item_ >= nodes_.size() || nodes_[item_] <= 0) return;
+    out_.key(key);
+    out_.value(nodes_[item_]);
+  }
+  void specs(const char* key, const std::optional<PlanSpecs>& specs) {
+    if (!specs) return;
+    out_.key(key);
+    out_.begin_map();
+    write_specs(out_, *specs);
+    out_.end_map();
   }
 
  private:
-  static std::string render(const YAML::Node& node) {
-    if (!node.IsDefined()) return kMissing;
-    if (node.IsNull()) return "null";
-    if (node.IsScalar()) return shorten(node.Scalar());
-    YAML::Emitter out;
-    out << YAML::Flow << node;
-    return shorten(out.c_str());
-  }
-
-  void require_map(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsMap()) throw InputError(file_, path, render(node), "a mapping");
-  }
-
-  YAML::Node required(const YAML::Node& map, const std::string& path, const char* key, const char* kind) const {
-    const YAML::Node child = map[key];
-    if (!child.IsDefined())
-      throw InputError(file_, join_key(path, key), kMissing, std::string("a value for this required key: ") + kind);
-    return child;
-  }
-
-  // A scalar of type T. Quoted scalars are strings: `tp: "4"` is refused as
-  // an integer, as it is in JSON, so both formats accept the same documents.
-  template <class T>
-  T convert(const YAML::Node& node, const std::string& path) const {
-    T value{};
-    bool quoted = node.Tag() == "!";
-    bool ok = node.IsScalar() && (std::is_same_v<T, std::string> || !quoted) &&
-              YAML::convert<T>::decode(node, value);
-    if (!ok) throw InputError(file_, path, render(node), serialization_detail::expected_kind<T>());
-    return value;
-  }
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
   template <class T>
-  T read(const YAML::Node& map, const std::string& path, const char* key) const {
-    return convert<T>(required(map, path, key, serialization_detail::expected_kind<T>()), join_key(path, key));
+  void put(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      out_.value(v);
+    } else if constexpr (std::is_enum_v<T>) {
+      out_.value(std::string(plan_schema::EnumNames<T>::name(v)));
+    } else if constexpr (std::is_integral_v<T> && sizeof(T) <= sizeof(int)) {
+      out_.value(static_cast<int>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      out_.value(static_cast<long long>(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      out_.value(static_cast<double>(v));
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      out_.begin_list(true);
+      for (double x : v) out_.value(x);
+      out_.end_list();
+    } else {
+      static_assert(std::is_same_v<T, std::string>, "a plan value the schema cannot write");
+      out_.value(v);
+    }
   }
 
-  // A key added after the first plans were written; absent means `absent`.
+  DocumentWriter& out_;
+  const std::vector<int>& nodes_;  // per stage, or empty
+  std::size_t item_ = kNone;       // the stage being written
+};
+
+std::string yaml_text(const Plan& plan, const std::vector<int>& nodes) {
+  return detail::yaml_document([&](DocumentWriter& out) {
+    FileWriter w(out, nodes);
+    plan_schema::describe(w, plan);
+  });
+}
+
+std::string json_text(const Plan& plan, const std::vector<int>& nodes) {
+  return detail::json_document([&](DocumentWriter& out) {
+    FileWriter w(out, nodes);
+    plan_schema::describe(w, plan);
+  });
+}
+
+// ------------------------------------------------------------- reading
+
+// The schema visitor that reads a plan file (plan_schema.hpp), YAML or JSON
+// (converted node by node, below). Every value is taken as the schema says:
+// a missing required key, a value of another type, an unknown enum name or
+// a layer range not 2 long is an InputError naming the key path. Once every
+// value is read, each mapping's keys are checked against the schema's, in
+// the order the mappings were met: a key the schema does not list is
+// refused, with the closest listed one as a hint.
+class FileReader {
+ public:
+  // `json`: the document was JSON, whose strings are quoted and whose
+  // numbers and booleans are not: a string must be quoted there.
+  FileReader(const std::string& file, bool json) : file_(file), json_(json) {}
+
+  Plan read(const YAML::Node& root) {
+    Plan plan;
+    plan_ = &plan;
+    visit(YamlValue(root, file_, ""), plan);
+    for (const Mapping& m : mappings_) check_keys(m);
+    return plan;
+  }
+
+  void tag(const char* key, const char* text) {
+    const auto value = get<std::string>(required(key, expected_kind<std::string>()));
+    if (value != text) throw InputError(file_, here().key_path(key), value, text);
+  }
   template <class T>
-  T read_optional(const YAML::Node& map, const std::string& path, const char* key, T absent) const {
-    const YAML::Node child = map[key];
-    return child.IsDefined() ? convert<T>(child, join_key(path, key)) : absent;
+  void field(const char* key, T& member) {
+    member = get<T>(required(key, expected_kind<T>()));
   }
+  template <class T, class U>
+  void optional(const char* key, T& member, const U& absent) {
+    const auto v = find(key);
+    member = v ? get<T>(*v) : static_cast<T>(absent);
+  }
+  void range(const char* key, int& begin, int& end) {
+    const YamlValue v = required(key, expected_kind<std::vector<int>>());
+    const auto pair = get<std::vector<int>>(v);
+    if (pair.size() != 2) {
+      std::string shown = "[";
+      for (std::size_t i = 0; i < pair.size(); ++i) shown += (i ? ", " : "") + std::to_string(pair[i]);
+      throw InputError(file_, v.path(), shown + "]", "[first, end): a list of 2 integers");
+    }
+    begin = pair[0];
+    end = pair[1];
+  }
+  template <class T>
+  void list(const char* key, std::vector<T>& items, const char* kind, const char* item_kind) {
+    const YamlValue v = required(key, kind);
+    if (!v.is_list()) fail(v, kind);
+    const std::vector<YamlValue> elements = v.as_list();
+    items.assign(elements.size(), T{});
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      if (!elements[i].is_map()) fail(elements[i], item_kind);
+      visit(elements[i], items[i]);
+    }
+  }
+  template <class T, class Written>
+  void section(const char* key, T& member, Written) {
+    member = T{};
+    const auto v = find(key);
+    if (!v) return;
+    if (!v->is_map()) fail(*v, expected_kind<T>());
+    visit(*v, member);
+  }
+  void informational(const char* key) { find(key); }
+  void specs(const char* key, std::optional<PlanSpecs>& specs) {
+    specs.reset();
+    const auto v = find(key);
+    if (!v) return;
+    if (!v->is_map()) fail(*v, "a mapping of model, cluster and training");
+    const YamlObject obj = v->as_object();
+    obj.check_keys({"fingerprints", "model", "cluster", "training"});
+    PlanSpecs s;
+    s.model = read_model(obj.at("model", "a model spec").as_object(), plan_->model);
+    s.cluster = read_cluster(obj.at("cluster", "a cluster spec").as_object(), plan_->cluster);
+    s.training = read_training(obj.at("training", "a training spec").as_object());
+    specs = std::move(s);
+  }
+
+ private:
+  // A mapping met while reading, and the keys the schema gave it.
+  struct Mapping {
+    YamlObject object;
+    std::vector<std::string> keys;
+  };
 
   template <class T>
-  std::vector<T> read_list(const YAML::Node& map, const std::string& path, const char* key) const {
-    const std::string list_path = join_key(path, key);
-    const YAML::Node node = required(map, path, key, serialization_detail::expected_kind<std::vector<T>>());
-    if (!node.IsSequence())
-      throw InputError(file_, list_path, render(node), serialization_detail::expected_kind<std::vector<T>>());
-    std::vector<T> values;
-    for (std::size_t i = 0; i < node.size(); ++i)
-      values.push_back(convert<T>(node[i], list_path + "[" + std::to_string(i) + "]"));
-    return values;
+  void visit(const YamlValue& v, T& value) {
+    mappings_.push_back({YamlObject(v.node(), file_, v.path()), {}});  // refuses a key given twice
+    const std::size_t saved = current_;
+    current_ = mappings_.size() - 1;
+    plan_schema::describe(*this, value);
+    current_ = saved;
   }
 
-  StagePlan read_stage(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsMap()) throw InputError(file_, path, render(node), "a mapping (one stage)");
-    StagePlan s;
-    s.device = read<std::string>(node, path, "device");
-    s.group = read<int>(node, path, "group");
-    s.first_gpu = read<int>(node, path, "first_gpu");
-    s.gpus = read<int>(node, path, "gpus");
-    s.tp = read<int>(node, path, "tp");
-    s.cp = read_optional<int>(node, path, "cp", 1);
-    s.dp = read<int>(node, path, "dp");
-    const auto layers = read_list<int>(node, path, "layers");
-    if (layers.size() != 2)
-      throw InputError(file_, join_key(path, "layers"), render(node["layers"]), "[first, end): a list of 2 integers");
-    s.layer_begin = layers[0];
-    s.layer_end = layers[1];
-    const auto recompute = read<std::string>(node, path, "recompute");
-    const auto parsed = parse_recompute(recompute);
-    if (!parsed) throw InputError(file_, join_key(path, "recompute"), recompute, kRecomputeNames);
-    s.recompute = *parsed;
-    return s;
+  const YamlObject& here() const { return mappings_[current_].object; }
+
+  // Every key the schema asks for is a key the mapping may hold.
+  std::optional<YamlValue> find(const char* key) {
+    mappings_[current_].keys.emplace_back(key);
+    return here().find(key);
+  }
+  YamlValue required(const char* key, const std::string& kind) {
+    auto v = find(key);
+    if (!v) throw InputError(file_, here().key_path(key), kMissing, "a value for this required key: " + kind);
+    return *v;
   }
 
-  PredictedPerformance read_predicted(const YAML::Node& node, const std::string& path) const {
-    require_map(node, path);
-    PredictedPerformance p;
-    p.iteration_time_s = read<double>(node, path, "iteration_time_s");
-    p.tokens_per_s = read<double>(node, path, "tokens_per_s");
-    p.mfu = read<double>(node, path, "mfu");
-    p.hfu = read<double>(node, path, "hfu");
-    p.model_tflops_per_gpu = read<double>(node, path, "model_tflops_per_gpu");
-    p.bubble_s = read<double>(node, path, "bubble_s");
-    p.stage_time_s = read_list<double>(node, path, "stage_time_s");
-    p.stage_memory_GiB = read_list<double>(node, path, "stage_memory_GiB");
-    p.fits = read<bool>(node, path, "fits");
-    return p;
+  [[noreturn]] void fail(const YamlValue& v, const std::string& allowed) const {
+    throw InputError(file_, v.path(), shorten(v.text()), allowed);
   }
 
-  SearchStats read_search(const YAML::Node& node, const std::string& path) const {
-    require_map(node, path);
-    SearchStats s;
-    s.strategy = read<std::string>(node, path, "strategy");
-    s.evaluated = read<long long>(node, path, "evaluated");
-    s.pruned = read<long long>(node, path, "pruned");
-    s.cache_hits = read<long long>(node, path, "cache_hits");
-    s.cache_misses = read<long long>(node, path, "cache_misses");
-    s.wall_s = read<double>(node, path, "wall_s");
-    s.ranks = read<int>(node, path, "ranks");
-    s.threads = read<int>(node, path, "threads");
-    return s;
+  // A value of type T. Quoted scalars are strings: `tp: "4"` is refused as
+  // an integer, in YAML as in JSON.
+  template <class T>
+  T get(const YamlValue& v) const {
+    if constexpr (std::is_enum_v<T>) {
+      using Names = plan_schema::EnumNames<T>;
+      const auto name = get<std::string>(v);
+      const auto parsed = Names::parse(name);
+      if (!parsed) throw InputError(file_, v.path(), name, Names::kAllowed);
+      return *parsed;
+    } else if constexpr (std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::vector<double>>) {
+      if (!v.is_list()) fail(v, expected_kind<T>());
+      T values;
+      for (const YamlValue& item : v.as_list()) values.push_back(get<typename T::value_type>(item));
+      return values;
+    } else {
+      T value{};
+      const bool quoted = v.node().Tag() == "!";
+      const bool as_text = std::is_same_v<T, std::string>;
+      const bool ok = v.is_scalar() && (as_text ? quoted || !json_ : !quoted) && YAML::convert<T>::decode(v.node(), value);
+      if (!ok) fail(v, expected_kind<T>());
+      return value;
+    }
   }
 
-  void check_keys(const YAML::Node& map, const std::string& path, const KeyList& keys) const {
-    for (const auto& entry : map) {
-      const std::string key = entry.first.Scalar();
-      if (!known(keys, key)) throw InputError(file_, join_key(path, key), render(entry.second), known_keys(keys));
+  void check_keys(const Mapping& m) const {
+    for (const std::string& key : m.object.keys()) {
+      if (std::find(m.keys.begin(), m.keys.end(), key) != m.keys.end()) continue;
+      throw InputError(file_, m.object.key_path(key), shorten(m.object.find(key)->text()),
+                       "one of " + detail::names_with_hint(m.keys, key));
     }
   }
 
   const std::string& file_;
+  const bool json_;
+  Plan* plan_ = nullptr;
+  std::vector<Mapping> mappings_;
+  std::size_t current_ = 0;
 };
-
-// ---------------------------------------------------------------- JSON in
 
 std::string render(const rj::Value& value) {
   if (value.IsString()) return shorten(value.GetString());
@@ -387,94 +371,48 @@ std::string render(const rj::Value& value) {
   return shorten(buffer.GetString());
 }
 
-// The value at a key path such as "stages[2].tp", or null if there is none.
-const rj::Value* find_json(const rj::Value& root, const std::string& path) {
-  const rj::Value* v = &root;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '.') {
-      ++i;
-    } else if (path[i] == '[') {
-      const std::size_t close = path.find(']', i);
-      if (close == std::string::npos) return nullptr;
-      const unsigned long index = std::stoul(path.substr(i + 1, close - i - 1));
-      if (!v->IsArray() || index >= v->Size()) return nullptr;
-      v = &(*v)[static_cast<rj::SizeType>(index)];
-      i = close + 1;
-    } else {
-      const std::size_t end = std::min(path.find_first_of(".[", i), path.size());
-      const std::string key = path.substr(i, end - i);
-      if (!v->IsObject()) return nullptr;
-      const auto member = v->FindMember(key.c_str());
-      if (member == v->MemberEnd()) return nullptr;
-      v = &member->value;
-      i = end;
-    }
+// A JSON value as the YAML node the reader walks: strings keep a quoted
+// scalar's tag ("!"), numbers their JSON text (4.0 stays 4.0, not an
+// integer), keys given twice stay twice (and are refused as in YAML).
+YAML::Node yaml_of(const rj::Value& v) {
+  if (v.IsObject()) {
+    YAML::Node map(YAML::NodeType::Map);
+    for (const auto& member : v.GetObject())
+      map.force_insert(std::string(member.name.GetString(), member.name.GetStringLength()), yaml_of(member.value));
+    return map;
   }
-  return v;
+  if (v.IsArray()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const rj::Value& item : v.GetArray()) list.push_back(yaml_of(item));
+    return list;
+  }
+  if (v.IsString()) {
+    YAML::Node text(std::string(v.GetString(), v.GetStringLength()));
+    text.SetTag("!");
+    return text;
+  }
+  if (v.IsNull()) return YAML::Node(YAML::NodeType::Null);
+  if (v.IsDouble() && !std::isfinite(v.GetDouble())) return YAML::Node(number_text(v.GetDouble()));
+  rj::StringBuffer buffer;
+  rj::Writer<rj::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return YAML::Node(std::string(buffer.GetString(), buffer.GetSize()));
 }
 
-void check_json_keys(const rj::Value& object, const std::string& path, const KeyList& keys,
-                     const std::string& file) {
-  for (const auto& member : object.GetObject()) {
-    const std::string key(member.name.GetString(), member.name.GetStringLength());
-    if (!known(keys, key)) throw InputError(file, join_key(path, key), render(member.value), known_keys(keys));
-  }
+Plan read_yaml(const std::string& text, const std::string& file) {
+  const YAML::Node root = parse_yaml(text, file);
+  if (!root.IsDefined() || root.IsNull())
+    throw InputError(file, "", "an empty document", std::string("a plan mapping (format: ") + kPlanFormat + ")");
+  if (!root.IsMap()) throw InputError(file, "", shorten(YamlValue(root, file, "").text()), "a mapping");
+  return FileReader(file, false).read(root);
 }
 
 Plan read_json(const std::string& text, const std::string& file) {
-  // Parsed here first, apart from cereal, for what the archive cannot tell:
-  // where a syntax error is, which optional sections exist, and the value
-  // behind a key the archive failed to read.
   rj::Document doc;
-  const std::string checked = parse_json(text, file, doc);
+  parse_json(text, file, doc);
   if (!doc.IsObject())
     throw InputError(file, "", render(doc), std::string("a JSON object (format: ") + kPlanFormat + ")");
-
-  // Plans written before interleaving and context parallelism hold neither
-  // `vpp` nor a stage's `cp`; they mean 1. Filled in here so the schema
-  // (plan_serialization.hpp) stays one fixed layout.
-  bool filled = false;
-  auto fill = [&](rj::Value& object, const char* key) {
-    if (!object.IsObject() || object.HasMember(key)) return;
-    object.AddMember(rj::Value(key, doc.GetAllocator()), rj::Value(1), doc.GetAllocator());
-    filled = true;
-  };
-  fill(doc, "vpp");
-  if (doc.HasMember("stages") && doc["stages"].IsArray())
-    for (rj::Value& stage : doc["stages"].GetArray()) fill(stage, "cp");
-  std::string filled_text;
-  if (filled) {
-    rj::StringBuffer buffer;
-    rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, rj::kWriteNanAndInfFlag> writer(buffer);
-    doc.Accept(writer);
-    filled_text.assign(buffer.GetString(), buffer.GetSize());
-  }
-
-  Plan plan;
-  const PlanSections sections{doc.HasMember("predicted"), doc.HasMember("search")};
-  try {
-    std::istringstream is(filled ? filled_text : checked);
-    cereal::JSONInputArchive ar(is);
-    load_plan(ar, plan, sections);
-  } catch (const PlanFieldError& e) {
-    if (e.value()) throw InputError(file, e.key_path(), *e.value(), e.allowed());
-    const rj::Value* value = find_json(doc, e.key_path());
-    if (!value) throw InputError(file, e.key_path(), kMissing, "a value for this required key: " + e.allowed());
-    throw InputError(file, e.key_path(), render(*value), e.allowed());
-  } catch (const cereal::Exception& e) {
-    // Not expected once the document parsed; still bad input, not a crash.
-    throw InputError(file, "", e.what(), "a plan document");
-  }
-
-  // The load succeeded, so the sections have the shapes the schema asks for.
-  check_json_keys(doc, "", kPlanKeys, file);
-  const rj::Value& stages = doc["stages"];
-  for (rj::SizeType i = 0; i < stages.Size(); ++i)
-    check_json_keys(stages[i], "stages[" + std::to_string(i) + "]", kStageKeys, file);
-  if (sections.predicted) check_json_keys(doc["predicted"], "predicted", kPredictedKeys, file);
-  if (sections.search) check_json_keys(doc["search"], "search", kSearchKeys, file);
-  return plan;
+  return FileReader(file, true).read(yaml_of(doc));
 }
 
 }  // namespace
@@ -490,7 +428,7 @@ bool is_json_path(std::string_view path) {
 }
 
 Plan plan_from_string(const std::string& text, bool is_json, const std::string& file) {
-  Plan plan = is_json ? read_json(text, file) : YamlPlanReader(file).read(text);
+  Plan plan = is_json ? read_json(text, file) : read_yaml(text, file);
   check_plan(plan, file);
   return plan;
 }
@@ -499,12 +437,28 @@ Plan read_plan(const std::string& path) {
   return plan_from_string(read_file(path), is_json_path(path), path);
 }
 
+PlanSpecs plan_specs(const Problem& problem) { return PlanSpecs{problem.model, problem.cluster, problem.training}; }
+
+namespace {
+
+Plan with_specs(const Plan& plan, const Problem& problem) {
+  Plan out = plan;
+  out.specs = plan_specs(problem);
+  return out;
+}
+
+}  // namespace
+
 std::string plan_to_yaml(const Plan& plan, int gpus_per_node_hint) {
   return yaml_text(plan, stage_nodes(plan, gpus_per_node_hint));
 }
 
 std::string plan_to_yaml(const Plan& plan, const ClusterSpec& cluster) {
   return yaml_text(plan, stage_nodes(plan, cluster));
+}
+
+std::string plan_to_yaml(const Plan& plan, const Problem& problem) {
+  return plan_to_yaml(with_specs(plan, problem), problem.cluster);
 }
 
 std::string plan_to_json(const Plan& plan, int gpus_per_node_hint) {
@@ -515,6 +469,10 @@ std::string plan_to_json(const Plan& plan, const ClusterSpec& cluster) {
   return json_text(plan, stage_nodes(plan, cluster));
 }
 
+std::string plan_to_json(const Plan& plan, const Problem& problem) {
+  return plan_to_json(with_specs(plan, problem), problem.cluster);
+}
+
 void write_plan(const Plan& plan, const std::string& path, int gpus_per_node_hint) {
   write_file_atomically(path, is_json_path(path) ? plan_to_json(plan, gpus_per_node_hint)
                                                  : plan_to_yaml(plan, gpus_per_node_hint));
@@ -522,6 +480,10 @@ void write_plan(const Plan& plan, const std::string& path, int gpus_per_node_hin
 
 void write_plan(const Plan& plan, const std::string& path, const ClusterSpec& cluster) {
   write_file_atomically(path, is_json_path(path) ? plan_to_json(plan, cluster) : plan_to_yaml(plan, cluster));
+}
+
+void write_plan(const Plan& plan, const std::string& path, const Problem& problem) {
+  write_file_atomically(path, is_json_path(path) ? plan_to_json(plan, problem) : plan_to_yaml(plan, problem));
 }
 
 void check_plan(const Plan& plan, const std::string& file) {
@@ -594,6 +556,14 @@ void check_plan(const Plan& plan, const std::string& file) {
   if (!(search.wall_s >= 0)) throw InputError(file, "search.wall_s", number_text(search.wall_s), "a number >= 0");
   at_least("search.ranks", search.ranks, 1);
   at_least("search.threads", search.threads, 1);
+
+  if (plan.specs) {
+    if (plan.specs->model.name != plan.model)
+      throw InputError(file, "specs.model.name", plan.specs->model.name, "'" + plan.model + "' (the plan's model)");
+    if (plan.specs->cluster.name != plan.cluster)
+      throw InputError(file, "specs.cluster.name", plan.specs->cluster.name,
+                       "'" + plan.cluster + "' (the plan's cluster)");
+  }
 }
 
 void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,

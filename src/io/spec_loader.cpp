@@ -9,6 +9,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/plan_schema.hpp"  // kPlanFormat
 #include "autohaap/io/yaml_value.hpp"
 #include "name_list.hpp"
 
@@ -17,8 +18,6 @@ namespace autohaap {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kPlanFormat = "autohaap-plan/1";
 
 // ---------------------------------------------------------------- helpers
 
@@ -379,6 +378,14 @@ TrainingSpec load_training(const std::string& ref) {
   }
   return parse_training(YamlObject(load_yaml_file(ref), ref, ""));
 }
+
+ModelSpec read_model(const YamlObject& obj, const std::string& default_name) { return parse_model(obj, default_name); }
+
+ClusterSpec read_cluster(const YamlObject& obj, const std::string& default_name) {
+  return parse_cluster(obj, default_name);
+}
+
+TrainingSpec read_training(const YamlObject& obj) { return parse_training(obj); }
 
 Problem load_problem(const std::string& model, const std::string& cluster, const std::string& training) {
   Problem p;

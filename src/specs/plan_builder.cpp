@@ -38,7 +38,7 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
     return refuse("--dp", std::to_string(r.dp), "at most the cluster's " + std::to_string(total_gpus) + " GPUs");
   }
   const long long B = static_cast<long long>(r.micro_batch_per_replica) * r.dp;
-  const int G = problem.training.global_batch;
+  const int G = r.global_batch.value_or(problem.training.global_batch);
   if (G % B != 0) {
     return refuse("--micro-batch", std::to_string(r.micro_batch_per_replica),
                   "micro-batch x dp (" + std::to_string(B) + ") must divide the global batch " + std::to_string(G));
@@ -65,7 +65,7 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
   plan.micro_batch_size = static_cast<int>(B);  // divides G
   plan.num_micro_batches = static_cast<int>(G / B);
   plan.vpp = r.vpp;
-  plan.zero = problem.training.zero;
+  plan.zero = r.zero.value_or(problem.training.zero);
   const std::vector<int> layer_end = even_split(model.layers, r.pp);
   std::vector<int> stage_layers;
   for (int i = 0; i < r.pp; ++i) stage_layers.push_back(layer_end[i] - (i == 0 ? 0 : layer_end[i - 1]));

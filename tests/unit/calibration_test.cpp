@@ -70,6 +70,7 @@ TEST(Calibration, MegatronRunsWithinFifteenPercent) {
 
     Plan plan;
     plan.global_batch = r.global_batch;
+    plan.zero = p.training.zero;
     plan.micro_batch_size = r.micro_batch * r.dp;
     plan.num_micro_batches = r.global_batch / plan.micro_batch_size;
     const int per_stage = r.layers / r.pp;

@@ -238,7 +238,8 @@ TEST(CostModel, UnmeasuredConfigurationsTakeTheProfilesMeasuredOverAnalyticFacto
   EXPECT_EQ(corrected.source, TimeSource::corrected);
 
   // Without profiles every time is analytic.
-  const CostModel plain(generic_problem(100.0));
+  const Problem unprofiled = generic_problem(100.0);
+  const CostModel plain(unprofiled);
   EXPECT_EQ(plain.layer_timing(StageShape{0, 1, 1, Recompute::none}, 4, 0).source, TimeSource::analytic);
   EXPECT_TRUE(plain.profile_correction().empty());
 }
@@ -452,6 +453,30 @@ TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {
   EXPECT_NEAR(cm.model_flops_per_iteration(), 4.8e12, 1);
   EXPECT_LT(pr.mfu, 0.5 + 1e-9);  // never above the flat 50% efficiency
   EXPECT_GT(pr.mfu, 0.45);
+}
+
+TEST(CostModel, APlanIsScoredWithItsOwnZeroStageAndBatch) {
+  // The plan carries its execution settings; the training spec's ZeRO stage
+  // and global batch do not change its estimate.
+  Problem p = generic_problem(100.0);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2, plan.zero = 1;
+  plan.stages = {StagePlan{0, "flat", 0, 2, 1, 2, 0, 2, Recompute::none}};
+  p.training.zero = 1;
+  const Problem same = p;
+  const CostModel reference(same);
+  p.training.zero = 3;
+  p.training.global_batch = 512;
+  const CostModel other(p);
+  const StageEstimate a = reference.stage(plan, 0), b = other.stage(plan, 0);
+  EXPECT_EQ(a.memory.total(), b.memory.total());
+  EXPECT_EQ(a.dp_sync_s, b.dp_sync_s);
+  EXPECT_EQ(reference.estimate(plan).mfu, other.estimate(plan).mfu);
+  // ... while the plan's own do: ZeRO-3 shards the weights too.
+  Plan sharded = plan;
+  sharded.zero = 3;
+  EXPECT_LT(other.stage(sharded, 0).memory.weights, b.memory.weights);
+  EXPECT_NEAR(other.model_flops_per_iteration(plan.global_batch), 4.8e12, 1);
 }
 
 }  // namespace

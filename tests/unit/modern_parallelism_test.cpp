@@ -310,12 +310,12 @@ TEST(DistributedOptimizer, ReduceScatterGradientsAllGatherWeights) {
   const double params = 2 * layer_params(m, 0) + embedding_params(m) + head_params(m, true);
   const CostParameters c;
   const Link nvlink{400 * c.nvlink_efficiency, 5};
-  p.training.zero = 1;
+  plan.zero = 1;  // the plan's ZeRO stage, whatever the training settings say
   const double z1 = CostModel(p).stage(plan, 0).dp_sync_s;
   EXPECT_NEAR(z1, (1 - c.dp_overlap) * (ring_reduce_scatter_s(4 * params, 8, nvlink) +
                                          ring_allgather_s(2 * params, 8, nvlink)),
               1e-12);
-  p.training.zero = 0;
+  plan.zero = 0;
   const double z0 = CostModel(p).stage(plan, 0).dp_sync_s;
   EXPECT_NEAR(z0, (1 - c.dp_overlap) * nccl_allreduce_s(4 * params, 8, nvlink), 1e-12);
 }

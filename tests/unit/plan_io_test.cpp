@@ -14,6 +14,9 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"
 #include "plan_fixtures.hpp"
 
 namespace autohaap {
@@ -457,6 +460,105 @@ TEST(PlanIo, SyntaxErrorsGiveTheLine) {
   EXPECT_EQ(input_error_of([] { plan_from_string("", false, "empty.yaml"); }).value(), "an empty document");
   EXPECT_EQ(input_error_of([] { plan_from_string("[1, 2]", true, "list.json"); }).value(), "[1,2]");
   EXPECT_EQ(input_error_of([] { plan_from_string("- 1\n", false, "list.yaml"); }).key(), "");
+}
+
+// ------------------------------------------------------------ embedded specs
+
+// The sample plan's problem, its model, cluster and training from the
+// catalog, the cluster and training changed the way YAML files do.
+Problem sample_problem() {
+  Problem p;
+  p.model = catalog_model("gpt3-1.3b");
+  p.cluster = catalog_cluster("mixed-a100-v100");
+  p.cluster.groups[0].device.name = "a100-80gb";  // the sample plan's devices
+  p.cluster.groups[0].device.gemm_efficiency[0].efficiency = 0.1 + 0.2;
+  p.cluster.groups[1].device.name = "v100-32gb";
+  p.cluster.groups[1].device.peak_fp8_tflops = 0;
+  p.cluster.groups[1].nodes = 4;
+  p.cluster.groups[1].gpus_per_node = 4;
+  p.training.global_batch = 512;
+  p.training.precision = Precision::fp8;
+  p.training.grad_reduce_dtype = Precision::bf16;
+  p.training.micro_batch_sizes = {1, 3};
+  return p;
+}
+
+TEST(PlanIo, EmbeddedSpecsReadBackAsTheSpecsWritten) {
+  const Problem problem = sample_problem();
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "json" : "yaml");
+    const std::string text = json ? plan_to_json(sample_plan(), problem) : plan_to_yaml(sample_plan(), problem);
+    const Plan back = plan_from_string(text, json, "plan");
+    expect_same_plan(sample_plan(), back);
+    ASSERT_TRUE(back.specs.has_value());
+    EXPECT_EQ(canonical_text(back.specs->model), canonical_text(problem.model));
+    EXPECT_EQ(canonical_text(back.specs->cluster), canonical_text(problem.cluster));
+    EXPECT_EQ(canonical_text(back.specs->training), canonical_text(problem.training));
+    // The fingerprints written are those of the specs.
+    const YAML::Node doc = YAML::Load(text);
+    EXPECT_EQ(doc["specs"]["fingerprints"]["cluster"].as<std::string>(), spec_fingerprint(problem.cluster));
+    // Each stage's node count comes from the embedded cluster.
+    EXPECT_EQ(doc["stages"][2]["nodes"].as<int>(), 4);
+    // Written again, the same text.
+    EXPECT_EQ(json ? plan_to_json(back) : plan_to_yaml(back), text);
+  }
+}
+
+TEST(PlanIo, EmbeddedSpecsAreTheirYamlFiles) {
+  // specs.cluster saved as a file is a cluster file: the same cluster.
+  const Problem problem = sample_problem();
+  const YAML::Node specs = YAML::Load(plan_to_yaml(sample_plan(), problem))["specs"];
+  const fs::path dir = fs::temp_directory_path() / "autohaap_plan_io_specs";
+  fs::create_directories(dir);
+  const std::string path = (dir / "c.yaml").string();
+  YAML::Emitter out;
+  out << specs["cluster"];
+  write_file_atomically(path, out.c_str());
+  EXPECT_EQ(canonical_text(load_cluster(path)), canonical_text(problem.cluster));
+  fs::remove_all(dir);
+}
+
+TEST(PlanIo, EmbeddedSpecsMustNameThePlansModelAndCluster) {
+  Problem problem = sample_problem();
+  problem.model.name = "gpt3-2.7b";
+  const auto e = input_error_of([&] { plan_from_string(plan_to_yaml(sample_plan(), problem), false, "p.yaml"); });
+  EXPECT_EQ(e.key(), "specs.model.name");
+  EXPECT_EQ(e.value(), "gpt3-2.7b");
+  // An invalid embedded spec is refused by its key path.
+  const std::string good = plan_to_yaml(sample_plan(), sample_problem());
+  const auto bad = input_error_of([&] { plan_from_string(replaced(good, "  training:\n    global_batch: 512",
+                                                                   "  training:\n    global_batch: -1"),
+                                                          false, "p.yaml"); });
+  EXPECT_EQ(bad.key(), "specs.training.global_batch");
+}
+
+TEST(PlanIo, UnknownKeysAreRefusedWithAHint) {
+  // The keys allowed are the schema's, the file-only `nodes` included.
+  const auto e = input_error_of(
+      [&] { plan_from_string(replaced(kHandWrittenYaml, "    gpus: 16\n", "    node: 4\n    gpus: 16\n"), false, "p"); });
+  EXPECT_EQ(e.key(), "stages[1].node");
+  EXPECT_EQ(e.value(), "4");
+  EXPECT_NE(e.allowed().find("did you mean 'nodes'?"), std::string::npos) << e.what();
+  const auto root = input_error_of(
+      [&] { plan_from_string(replaced(kHandWrittenJson, R"("zero": 1,)", R"("zero": 1, "spec": {},)"), true, "p"); });
+  EXPECT_EQ(root.key(), "spec");
+  EXPECT_NE(root.allowed().find("did you mean 'specs'?"), std::string::npos) << root.what();
+}
+
+TEST(PlanIo, KeysGivenTwiceAreRefused) {
+  const auto yaml = input_error_of(
+      [&] { plan_from_string(replaced(kHandWrittenYaml, "zero: 1\n", "zero: 1\nzero: 2\n"), false, "p.yaml"); });
+  EXPECT_EQ(yaml.key(), "zero");
+  const auto json = input_error_of(
+      [&] { plan_from_string(replaced(kHandWrittenJson, R"("zero": 1,)", R"("zero": 1, "zero": 2,)"), true, "p.json"); });
+  EXPECT_EQ(json.key(), "zero");
+}
+
+TEST(PlanIo, JsonKeepsItsTypes) {
+  // A JSON number is not a name, nor 4.0 an integer.
+  expect_rejected(kHandWrittenJson, true, {R"("model": "gpt3-1.3b")", R"("model": 13)", "model", "13"});
+  expect_rejected(kHandWrittenJson, true, {R"("tp": 4, "dp": 2)", R"("tp": 4.0, "dp": 2)", "stages[0].tp", "4.0"});
+  expect_rejected(kHandWrittenJson, true, {R"("zero": 1,)", R"("zero": true,)", "zero", "true"});
 }
 
 // ------------------------------------------------------------ against specs

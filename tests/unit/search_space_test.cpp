@@ -45,7 +45,8 @@ TEST(SearchSpace, GroupOrdersAreEveryOrderedSubset) {
   const std::vector<std::vector<int>> expected = {{0}, {1}, {0, 1}, {1, 0}};
   EXPECT_EQ(space.group_orders(), expected);
   std::vector<NodeGroup> three(3, p.cluster.groups[0]);
-  EXPECT_EQ(SearchSpace(problem_with(three)).group_orders().size(), 3u + 6u + 6u);
+  const Problem with_three = problem_with(three);  // a space keeps a reference to its problem
+  EXPECT_EQ(SearchSpace(with_three).group_orders().size(), 3u + 6u + 6u);
 }
 
 TEST(SearchSpace, IdsFollowTheCanonicalOrderAndCoverTheRawSpace) {

@@ -17,9 +17,9 @@
 //                        result does not depend on them).
 //
 // The hash is 64-bit FNV-1a over a canonical text form (numbers printed with
-// round-trip precision), written as 16 hex digits. It guards against
-// accidents, not adversaries. Whoever adds a field to a spec must add it to
-// canonical_text(), or changes to that field will not be noticed.
+// round-trip precision), written as 16 hex digits: the specs' own
+// (specs/spec_fingerprint.hpp, where a new spec field must be added) and the
+// measured profiles. It guards against accidents, not adversaries.
 // Cost: linear in the size of the specs. Pure; thread-safe.
 #pragma once
 
@@ -29,16 +29,12 @@
 
 #include "autohaap/batch/manifest.hpp"
 #include "autohaap/specs/problem.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"  // fnv1a64, hex64, the specs' canonical texts
 
 namespace autohaap {
 
-// 64-bit FNV-1a of `bytes`, continuing from `state` (the offset basis by default).
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state = 0xcbf29ce484222325ULL);
-
-// 16 lower-case hex digits.
-std::string hex64(std::uint64_t value);
-
-// The problem as canonical text: one `key=value` line per field, in a fixed order.
+// The problem as canonical text: one `key=value` line per field, in a fixed
+// order (model, cluster, training, profiles).
 std::string canonical_text(const Problem& problem);
 
 std::string problem_fingerprint(const Problem& problem);

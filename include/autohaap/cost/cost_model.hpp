@@ -4,6 +4,18 @@
 // communication, and the per-GPU memory; and for a whole plan the 1F1B
 // iteration time, throughput, MFU and HFU.
 //
+// Execution settings: what a plan fixes for itself — its ZeRO stage and its
+// global batch (Plan::zero, Plan::global_batch) — is read from the plan by
+// every method that takes one (stage, estimate, hardware_flops_per_iteration),
+// never from the training settings; a plan scored with a Problem whose
+// TrainingSpec says otherwise is scored as the plan says. The methods without
+// a plan (per layer, stage_memory by shape) are the search's questions and
+// use the training settings' ZeRO stage, which every plan the search builds
+// carries.
+//
+// Holds a reference to the Problem, which must outlive the CostModel; a
+// temporary Problem is refused at compile time.
+//
 // Pure: no I/O, no threads, no MPI. Every method is const and thread-safe.
 // Cost: O(layers in the stage) per stage estimate (O(1) for transformer
 // families, whose layers are identical), O(stages) per plan.
@@ -46,6 +58,8 @@ struct LayerMemory {
 class CostModel {
  public:
   explicit CostModel(const Problem& problem, CostParameters parameters = {});
+  // The model would keep a reference to a Problem about to be destroyed.
+  explicit CostModel(const Problem&& problem, CostParameters parameters = {}) = delete;
 
   const Problem& problem() const { return problem_; }
   const CostParameters& parameters() const { return parameters_; }
@@ -75,9 +89,12 @@ class CostModel {
   static double in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp = 1);
   // Full estimate of stage i of `plan` (placement decides the links).
   StageEstimate stage(const Plan& plan, int stage_index) const;
-  // Memory only, without a Plan: for memory-aware pruning.
+  // Memory only, without a Plan: for memory-aware pruning. ZeRO stage:
+  // the training settings' (what the search plans with), or `zero`.
   MemoryBreakdown stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
                                int stage_index, int num_stages, int num_micro_batches, int vpp = 1) const;
+  MemoryBreakdown stage_memory(const StageShape& shape, int zero, int micro_batch, int layer_begin, int layer_end,
+                               int stage_index, int num_stages, int num_micro_batches, int vpp) const;
   double capacity_bytes(int group) const;
 
   // --- per plan ------------------------------------------------------------
@@ -86,9 +103,12 @@ class CostModel {
   // over vpp chunks per stage.
   static double iteration_time_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches, int vpp = 1);
 
-  // FLOPs of one iteration: model FLOPs (forward + backward, no recompute)
-  // and hardware FLOPs (with the recompute forward of each stage's mode).
-  double model_flops_per_iteration() const;
+  // FLOPs of one iteration of `global_batch` sequences (without: the
+  // training settings'): model FLOPs (forward + backward, no recompute);
+  // and of a plan's iteration, hardware FLOPs (with the recompute forward of
+  // each stage's mode).
+  double model_flops_per_iteration(int global_batch) const;
+  double model_flops_per_iteration() const { return model_flops_per_iteration(problem_.training.global_batch); }
   double hardware_flops_per_iteration(const Plan& plan) const;
 
  private:

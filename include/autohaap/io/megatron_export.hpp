@@ -51,13 +51,14 @@ std::string format_megatron_arguments(const Plan& plan, const Problem& problem);
 // layers split evenly as make_uniform_plan does) on the first GPUs of that
 // type in the cluster, using more than half and at most all of the GPUs the
 // plan has of that type; micro-batches per replica from the training
-// settings' micro_batch_sizes; ZeRO capped at 1. The fastest that fits in
+// settings' micro_batch_sizes; the plan's global batch, its ZeRO stage
+// capped at 1 (each candidate carries both). The fastest that fits in
 // memory wins (ties: fewer GPUs, then the enumeration order). Its
 // `predicted` is filled in. nullopt when none fits or the model is not a
 // transformer.
 struct NearestMegatronPlan {
   Plan plan;
-  Problem problem;  // the problem it was scored with (ZeRO capped at 1)
+  Problem problem;  // the problem it was scored with; the plan carries the batch and ZeRO (capped at 1)
 };
 std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem, const Plan& plan);
 

@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "autohaap/io/yaml_value.hpp"
 #include "autohaap/specs/cluster.hpp"
 #include "autohaap/specs/device.hpp"
 #include "autohaap/specs/model.hpp"
@@ -35,6 +36,15 @@ DeviceSpec load_device(const std::string& path_or_name);
 ClusterSpec load_cluster(const std::string& path_or_name);
 // Empty => the catalog's default training setup.
 TrainingSpec load_training(const std::string& path_or_name);
+
+// The same from a mapping already parsed — a spec written inside another
+// file, as the specs a plan file embeds (io/plan_io.hpp). Key paths in
+// errors lie under obj.path(); a group's device given as a relative path
+// resolves against obj.file()'s folder. `default_name` names a spec whose
+// mapping has no `name`.
+ModelSpec read_model(const YamlObject& obj, const std::string& default_name);
+ClusterSpec read_cluster(const YamlObject& obj, const std::string& default_name);
+TrainingSpec read_training(const YamlObject& obj);
 
 // The three inputs of one planning question; `training` may be empty.
 Problem load_problem(const std::string& model, const std::string& cluster, const std::string& training);

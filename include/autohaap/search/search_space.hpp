@@ -22,6 +22,8 @@
 // process building the same Problem numbers skeletons identically and a
 // distributed driver can hand out ids or positions as shares.
 //
+// Holds a reference to the Problem, which must outlive the space; a
+// temporary Problem is refused at compile time.
 // Immutable after construction; every method is const and thread-safe.
 // Cost: construction O(group orders * groups + layouts); decode O(groups).
 // Group orders grow as groups! (8 groups: 109,600), so the space is meant
@@ -79,6 +81,8 @@ inline constexpr std::uint64_t kMaxGroupOrders = 10'000'000;
 class SearchSpace {
  public:
   explicit SearchSpace(const Problem& problem);
+  // The space would keep a reference to a Problem about to be destroyed.
+  explicit SearchSpace(const Problem&& problem) = delete;
 
   const Problem& problem() const { return problem_; }
   // Ordered non-empty subsets of group indices, canonical order.
