@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autohaap/specs/cluster.hpp"
@@ -58,6 +59,7 @@ struct MemoryBreakdown {
 // roofline alone.
 enum class TimeSource { measured, corrected, analytic };
 const char* to_string(TimeSource source);
+std::optional<TimeSource> parse_time_source(std::string_view name);
 
 struct StageEstimate {
   double forward_s = 0;       // one micro-batch: compute + tp communication
@@ -82,6 +84,9 @@ struct PredictedPerformance {
   std::vector<double> stage_time_s;      // forward + backward of one micro-batch
   std::vector<double> stage_memory_GiB;  // per GPU
   bool fits = false;
+  // The least measured of the stages' compute times: analytic without
+  // profiles; with them, whether the plan was scored on measurements alone.
+  TimeSource time_source = TimeSource::analytic;
 };
 
 struct SearchStats {

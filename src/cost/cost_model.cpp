@@ -660,6 +660,7 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
     out.stage_time_s.push_back(e.time_s());
     out.stage_memory_GiB.push_back(e.memory.total() / kGiB);
     out.fits = out.fits && e.fits();
+    out.time_source = i == 0 ? e.time_source : worse(out.time_source, e.time_source);
     max_time = std::max(max_time, e.time_s());
     sum_time += e.time_s();
     const StagePlan& s = plan.stages[i];

@@ -59,4 +59,10 @@ const char* to_string(TimeSource source) {
   return "analytic";
 }
 
+std::optional<TimeSource> parse_time_source(std::string_view name) {
+  for (TimeSource s : {TimeSource::measured, TimeSource::corrected, TimeSource::analytic})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
 }  // namespace autohaap

@@ -63,6 +63,7 @@ inline Plan sample_plan() {
   p.predicted.stage_time_s = {0.1, 0.2, 0.1 + 0.2};
   p.predicted.stage_memory_GiB = {71.5, 40.25, 1e-300};
   p.predicted.fits = true;
+  p.predicted.time_source = TimeSource::corrected;
   p.search.strategy = "autohaap";
   p.search.evaluated = 123456789012LL;
   p.search.pruned = 42;
@@ -108,6 +109,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.predicted.stage_time_s, b.predicted.stage_time_s);
   EXPECT_EQ(a.predicted.stage_memory_GiB, b.predicted.stage_memory_GiB);
   EXPECT_EQ(a.predicted.fits, b.predicted.fits);
+  EXPECT_EQ(a.predicted.time_source, b.predicted.time_source);
   EXPECT_EQ(a.search.strategy, b.search.strategy);
   EXPECT_EQ(a.search.evaluated, b.search.evaluated);
   EXPECT_EQ(a.search.pruned, b.search.pruned);

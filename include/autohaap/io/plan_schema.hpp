@@ -61,6 +61,13 @@ struct EnumNames<Recompute> {
   static std::optional<Recompute> parse(std::string_view s) { return parse_recompute(s); }
 };
 
+template <>
+struct EnumNames<TimeSource> {
+  static constexpr const char* kAllowed = "measured, corrected or analytic";
+  static const char* name(TimeSource s) { return to_string(s); }
+  static std::optional<TimeSource> parse(std::string_view s) { return parse_time_source(s); }
+};
+
 template <class T>
 concept Enum = std::is_enum_v<T>;
 
@@ -93,6 +100,7 @@ void describe(V& v, P& p) {
   v.field("stage_time_s", p.stage_time_s);
   v.field("stage_memory_GiB", p.stage_memory_GiB);
   v.field("fits", p.fits);
+  v.optional("time_source", p.time_source, TimeSource::analytic);  // plans from before profile corrections
 }
 
 template <class V, Of<SearchStats> S>
