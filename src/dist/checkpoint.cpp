@@ -13,6 +13,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/bounded_binary_archive.hpp"
+#include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_serialization.hpp"
 
 namespace autohaap::dist {
@@ -131,6 +132,10 @@ SearchCheckpoint decode_checkpoint(const std::string& bytes, const std::string& 
   }
   if (checkpoint.chunk_done.size() != checkpoint.chunk_end.size())
     refuse(origin, "an inconsistent checkpoint (chunk lists of different lengths)");
+  // Its plans seed the resumed search and may be written out as its answer:
+  // they must satisfy what a plan file must (io/plan_io.hpp).
+  for (std::size_t i = 0; i < checkpoint.top.size(); ++i)
+    check_plan(checkpoint.top[i], origin + " (saved plan " + std::to_string(i + 1) + ")");
   return checkpoint;
 }
 

@@ -112,6 +112,16 @@ TEST(Checkpoint, RefusesDamagedTruncatedAndForeignFiles) {
   std::filesystem::remove(path);
 }
 
+TEST(Checkpoint, SavedPlansMustBeValidPlans) {
+  // A checkpoint can be made to pass its checksum; the plans it would seed
+  // the search with still face the plan file's rules.
+  SearchCheckpoint c = sample_checkpoint();
+  c.top.at(0).stages.at(1).tp = 0;
+  const std::string message = input_error([&] { decode_checkpoint(encode_checkpoint(c), "ckpt.bin"); });
+  EXPECT_NE(message.find("ckpt.bin (saved plan 1)"), std::string::npos) << message;
+  EXPECT_NE(message.find("stages[1].tp"), std::string::npos) << message;
+}
+
 TEST(Checkpoint, ALengthInsideAValidChecksumIsCheckedBeforeAllocating) {
   // A payload made to match its checksum, whose first list (the inputs
   // string's length, the second field) claims 2^40 elements: refused at
