@@ -20,7 +20,7 @@ std::string printf_string(const char* fmt, auto... args) {
 }
 
 std::string layer_range(const StagePlan& s) {
-  return "[" + std::to_string(s.layer_begin) + "," + std::to_string(s.layer_end) + ")";
+  return printf_string("[%d,%d)", s.layer_begin, s.layer_end);
 }
 
 // "tp x dp", or "tp x cp x dp" where the stage splits its sequences.
