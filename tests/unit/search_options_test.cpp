@@ -13,21 +13,14 @@
 #include "autohaap/batch/manifest.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "plan_fixtures.hpp"
 
 namespace autohaap {
 namespace {
 
-constexpr const char* kEntries = "models: [gpt3-125m]\nclusters: [a100x8]\n";
+using testing_fixtures::input_error_of;
 
-InputError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no InputError";
-  return InputError("", "", "", "");
-}
+constexpr const char* kEntries = "models: [gpt3-125m]\nclusters: [a100x8]\n";
 
 // A configuration with `option` just outside its range; nullopt when any
 // value is allowed (a path, a switch).
@@ -94,17 +87,17 @@ TEST(SearchOptions, OutOfRangeIsRefusedAlikeByFlagAndManifestKey) {
     const std::optional<SearchConfig> bad = out_of_range(option);
     if (!bad) continue;
     ++checked;
-    const InputError library = error_of([&] { validate(option, *bad); });
+    const InputError library = input_error_of([&] { validate(option, *bad); });
     EXPECT_EQ(library.key(), option.name);
     EXPECT_EQ(library.allowed(), option.allowed);
-    const InputError flag = error_of([&] { validate_flags(*bad); });
+    const InputError flag = input_error_of([&] { validate_flags(*bad); });
     EXPECT_EQ(flag.file(), "command line");
     EXPECT_EQ(flag.key(), flag_name(option));
     EXPECT_EQ(flag.value(), library.value());
     EXPECT_EQ(flag.allowed(), library.allowed());
     if (!option.in_manifest) continue;
     const std::string text = "options: {" + manifest_key(option) + ": " + value_text(option, *bad) + "}\n" + kEntries;
-    const InputError key = error_of([&] { parse_manifest(text, "m.yaml", ""); });
+    const InputError key = input_error_of([&] { parse_manifest(text, "m.yaml", ""); });
     EXPECT_EQ(key.file(), "m.yaml");
     EXPECT_EQ(key.key(), "options." + manifest_key(option));
     EXPECT_EQ(key.value(), flag.value());
@@ -117,7 +110,7 @@ TEST(SearchOptions, TheManifestReadsEveryEntryOptionAndHintsAtTypos) {
   const Manifest m = parse_manifest(std::string("options: {max_skeletons: 5000}\n") + kEntries, "m.yaml", "");
   EXPECT_EQ(m.options.max_skeletons, 5000);
   const InputError typo =
-      error_of([] { parse_manifest(std::string("options: {time_limit: 5}\n") + kEntries, "m.yaml", ""); });
+      input_error_of([] { parse_manifest(std::string("options: {time_limit: 5}\n") + kEntries, "m.yaml", ""); });
   EXPECT_EQ(typo.key(), "options.time_limit");
   EXPECT_NE(typo.allowed().find("did you mean 'time_limit_s'"), std::string::npos) << typo.what();
   // MPI and checkpoint options are the command line's only.
@@ -130,7 +123,7 @@ TEST(SearchOptions, ACheckpointNeedsTheAutohaapStrategy) {
   config.distributed.checkpoint_path = "x.ckpt";
   EXPECT_NO_THROW(validate_flags(config));
   config.search.strategy = "uniform";
-  const InputError e = error_of([&] { validate_flags(config); });
+  const InputError e = input_error_of([&] { validate_flags(config); });
   EXPECT_EQ(e.key(), "--checkpoint");
   EXPECT_EQ(e.value(), "x.ckpt");
 }
