@@ -36,8 +36,9 @@ std::string input_fingerprint(const Problem& problem, const BatchOptions& option
   CanonicalText l;
   l.add("problem", problem_fingerprint(problem))
       .add("strategy", options.strategy)
-      .add("top", options.top)
-      .add("time_limit_s", options.time_limit_s);
+      .add("top", options.top_k)
+      .add("time_limit_s", options.time_limit_s)
+      .add("max_skeletons", options.max_skeletons);
   return hex64(fnv1a64(l.str()));
 }
 

@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "autohaap/io/yaml_value.hpp"
-#include "autohaap/search/searcher.hpp"
+#include "autohaap/search/search_options.hpp"
 
 namespace autohaap {
 namespace {
@@ -108,25 +110,45 @@ std::vector<YamlValue> non_empty_list(const YamlObject& root, const std::string&
   return items;
 }
 
+// The table's options that apply to each entry's search (in_manifest),
+// read by their manifest keys and checked as the CLI checks its flags: a
+// refusal names the manifest, the key path, the value and the table's
+// wording of what is allowed.
 BatchOptions parse_options(const YamlObject& root) {
-  BatchOptions o;
+  SearchConfig config;
   const auto v = root.find("options");
-  if (!v) return o;
+  if (!v) return config.search;
   const YamlObject opts = v->as_object();
-  opts.check_keys({"strategy", "threads", "top", "time_limit_s"});
-  if (const auto s = opts.find("strategy")) {
-    o.strategy = s->as_string();
-    const auto& names = search_strategies();
-    if (std::find(names.begin(), names.end(), o.strategy) == names.end()) {
-      std::string allowed;
-      for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-      s->fail(allowed);
+  std::vector<std::string> keys;
+  for (const SearchOption& option : kSearchOptions)
+    if (option.in_manifest) keys.push_back(manifest_key(option));
+  opts.check_keys(keys);
+  for (const SearchOption& option : kSearchOptions) {
+    const auto value = option.in_manifest ? opts.find(manifest_key(option)) : std::nullopt;
+    if (!value) continue;
+    std::visit(
+        [&](auto member) {
+          auto& target = setting(config, member);
+          using T = std::remove_cvref_t<decltype(target)>;
+          if constexpr (std::is_same_v<T, std::string>) target = value->as_string();
+          else if constexpr (std::is_same_v<T, bool>) target = value->as_bool();
+          else if constexpr (std::is_same_v<T, double>) target = value->as_double();
+          else {
+            try {
+              target = value->node().template as<T>();
+            } catch (const YAML::Exception&) {
+              value->fail(std::string(option.allowed));
+            }
+          }
+        },
+        option.member);
+    try {
+      validate(option, config);
+    } catch (const InputError& e) {
+      throw InputError(value->file(), value->path(), e.value(), e.allowed());
     }
   }
-  o.threads = opts.get_int("threads", Bound::non_negative, o.threads);
-  o.top = opts.get_int("top", Bound::positive, o.top);
-  o.time_limit_s = opts.get_double("time_limit_s", Bound::non_negative, o.time_limit_s);
-  return o;
+  return config.search;
 }
 
 class Expander {

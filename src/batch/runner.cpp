@@ -98,10 +98,8 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
   bool interrupted = false;
   try {
     SearchOptions so;
-    so.strategy = manifest.options.strategy;
-    so.threads = options.threads >= 0 ? options.threads : manifest.options.threads;
-    so.top_k = manifest.options.top;
-    so.time_limit_s = manifest.options.time_limit_s;
+    static_cast<SearchSettings&>(so) = manifest.options;
+    if (options.threads >= 0) so.threads = options.threads;
     so.cancel = options.cancel;
     so.cache = &cache;
     const SearchResult result = run_search(entry.problem, so);

@@ -16,6 +16,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/dist/distributed_search.hpp"
@@ -106,26 +108,6 @@ std::string format_prune_table(const PruneReport& r) {
   return out;
 }
 
-// The flags as the library's settings.
-SearchSettings search_settings(const SearchArgs& a) {
-  SearchSettings s;
-  s.strategy = a.strategy;
-  s.threads = a.threads;
-  s.top_k = a.top;
-  s.time_limit_s = a.time_limit;
-  s.max_skeletons = a.max_skeletons;
-  return s;
-}
-
-dist::DistributedSettings distributed_settings(const SearchArgs& a) {
-  dist::DistributedSettings s;
-  s.exchange_interval_s = a.exchange_interval;
-  s.exchange_cache = !a.no_cache_exchange;
-  s.checkpoint_path = a.checkpoint;
-  s.checkpoint_interval_s = a.checkpoint_interval;
-  return s;
-}
-
 // The problem and the flags checked: everything that can be wrong with
 // the input, before any search starts.
 Problem load_search_problem(const SearchArgs& a) {
@@ -133,20 +115,12 @@ Problem load_search_problem(const SearchArgs& a) {
   if (pa.model.empty()) pa.model = "llama3-8b";
   if (pa.cluster.empty()) pa.cluster = kDefaultClusterName;
   Problem problem = load_problem_args(pa);
-  // The library's own checks, an error naming the flag ("time limit" is
-  // --time-limit). NaN and infinity fail them (a NaN time limit once meant
-  // no limit).
-  try {
-    validate(search_settings(a));
-    dist::validate(distributed_settings(a), search_settings(a));
-  } catch (const InputError& e) {
-    std::string flag = "--" + e.key();
-    std::replace(flag.begin(), flag.end(), ' ', '-');
-    throw InputError("command line", flag, e.value(), e.allowed());
-  }
+  // The option table's checks, an error naming the flag. NaN and infinity
+  // fail them (a NaN time limit once meant no limit).
+  validate_flags(a.settings);
   if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
   // What is written after the search must be writable before it starts.
-  for (const std::string* path : {&a.out, &a.report, &a.checkpoint})
+  for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
     if (!path->empty()) check_writable(*path);
   return problem;
 }
@@ -154,10 +128,34 @@ Problem load_search_problem(const SearchArgs& a) {
 SearchOptions search_options(const SearchArgs& a, const std::atomic<bool>& stop,
                              const std::shared_ptr<ProgressLine>& progress) {
   SearchOptions options;
-  static_cast<SearchSettings&>(options) = search_settings(a);
+  static_cast<SearchSettings&>(options) = a.settings.search;
   options.cancel = &stop;
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
   return options;
+}
+
+// One row of the option table as a flag: bound to its member, whose
+// initializer is the default --help shows; a switch on by default is
+// turned off by --no-NAME. Ranges are checked after parsing
+// (validate_flags), so the CLI and the manifest refuse a value alike; a
+// choice is also offered to CLI11, which lists it in --help.
+void add_flag_for(CLI::App* cmd, const SearchOption& option, SearchConfig& settings) {
+  const std::string names =
+      option.short_flag.empty() ? flag_name(option) : std::string(option.short_flag) + "," + flag_name(option);
+  const std::string help(option.help);
+  std::visit(
+      [&](auto member) {
+        auto& value = setting(settings, member);
+        using T = std::remove_cvref_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (value) cmd->add_flag_callback(names, [&value] { value = false; }, help);
+          else cmd->add_flag(names, value, help);
+        } else {
+          CLI::Option* flag = cmd->add_option(names, value, help)->capture_default_str();
+          if (option.range.choices) flag->check(CLI::IsMember(option.range.choices()));
+        }
+      },
+      option.member);
 }
 
 // `--inject-failure RANK:WHERE` (tests only).
@@ -180,7 +178,7 @@ dist::InjectedFailure parse_injected_failure(const std::string& text) {
 void print_header(const Problem& problem, const SearchArgs& a, const std::string& where) {
   std::cout << "AutoHAAP search: " << problem.model.name << " on " << problem.cluster.name << " ("
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
-            << " groups), global batch " << problem.training.global_batch << ", strategy " << a.strategy << where
+            << " groups), global batch " << problem.training.global_batch << ", strategy " << a.settings.search.strategy << where
             << "\n" << precision_notes(problem);
 }
 
@@ -203,7 +201,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // fit what the search pruned for memory.
   const CostModel model(problem);
   std::vector<Plan> top = result.top;
-  if (a.strategy == "autohaap") {
+  if (a.settings.search.strategy == "autohaap") {
     std::int64_t evaluated = 0;
     for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
       const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
@@ -217,7 +215,8 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   for (std::size_t i = 1; i < top.size();)
     if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
     else ++i;
-  if (static_cast<int>(top.size()) > a.top) top.resize(static_cast<std::size_t>(a.top));
+  const int wanted = a.settings.search.top_k;
+  if (static_cast<int>(top.size()) > wanted) top.resize(static_cast<std::size_t>(wanted));
   const Plan& best = top.front();
   std::cout << "\ntop " << top.size() << " plan" << (top.size() > 1 ? "s" : "") << "\n"
             << format_top_table(top) << "\nbest plan\n"
@@ -268,7 +267,7 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
 
   auto progress = std::make_shared<ProgressLine>(root);
   dist::DistributedOptions options;
-  static_cast<dist::DistributedSettings&>(options) = distributed_settings(a);
+  static_cast<dist::DistributedSettings&>(options) = a.settings.distributed;
   options.search = search_options(a, stop, progress);
   options.note = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   options.inject_failure = injected;
@@ -282,7 +281,7 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
   }
   if (!root) return exit_code(r.result.status);
   if (a.rank_report) std::cout << "\nper-rank report\n" << dist::format_rank_table(r.ranks);
-  if (!a.checkpoint.empty()) {
+  if (!a.settings.distributed.checkpoint_path.empty()) {
     std::cout << "\ncheckpoint: " << r.chunks << " chunks, " << r.chunks_restored << " restored, "
               << r.chunks_searched << " searched in this run\n";
   }
@@ -302,37 +301,18 @@ int run_search_command(const SearchArgs& a) {
   const std::atomic<bool>& stop = install_stop_signals();
   // A checkpoint needs the MPI synchronizer (it keeps the file), even in one
   // process.
-  if (dist::started_by_mpi_launcher() || !a.checkpoint.empty()) return run_distributed(a, stop);
+  if (dist::started_by_mpi_launcher() || !a.settings.distributed.checkpoint_path.empty()) return run_distributed(a, stop);
   return run_single_process(a, stop);
 }
 
 void add_search_options(CLI::App* cmd, SearchArgs& a) {
   add_problem_options(cmd, a.problem, false);
-  cmd->add_option("-s,--strategy", a.strategy, "autohaap | exhaustive | uniform | metis")
-      ->check(CLI::IsMember(search_strategies()))
-      ->default_val("autohaap");
-  cmd->add_option("-j,--threads", a.threads, "worker threads per process, or per MPI rank (0: all cores)")
-      ->default_val(0);
-  cmd->add_option("-k,--top", a.top, "plans to list")->default_val(1);
-  cmd->add_option("--time-limit", a.time_limit, "stop after S seconds with the best plan so far (exit 4)")
-      ->default_val(0);
-  cmd->add_option("--max-skeletons", a.max_skeletons,
-                  "most skeletons kept after initialization (about 1.7 KB each); bounds memory")
-      ->default_val(SearchOptions{}.max_skeletons)
-      ->check(CLI::PositiveNumber);
+  for (const SearchOption& option : kSearchOptions) add_flag_for(cmd, option, a.settings);
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
   cmd->add_flag("--profiles-only", a.problem.profiles_only,
                 "search only the devices, tp and micro-batches the --profiles measure");
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
   cmd->add_option("--report", a.report, "write a picture of the best plan (.svg, or .html with its tables)");
-  cmd->add_option("--checkpoint", a.checkpoint,
-                  "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
-                  "search is resumed");
-  cmd->add_option("--checkpoint-interval", a.checkpoint_interval, "seconds between checkpoints")->default_val(30);
-  cmd->add_option("--exchange-interval", a.exchange_interval,
-                  "seconds between exchanges of bounds and cache entries among MPI ranks")
-      ->default_val(0.1);
-  cmd->add_flag("--no-cache-exchange", a.no_cache_exchange, "MPI ranks exchange bounds only, not cache entries");
   cmd->add_flag("--rank-report", a.rank_report, "print what each MPI rank did (share, work, cache, traffic, time)");
   // Not in --help: the MPI tests make one rank fail on purpose with it.
   cmd->add_option("--inject-failure", a.inject_failure, "testing: make rank RANK fail at search, exchange or input")

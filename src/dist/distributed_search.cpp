@@ -13,14 +13,7 @@
 namespace autohaap::dist {
 
 void validate(const DistributedSettings& settings, const SearchSettings& search) {
-  for (const auto& [key, seconds] : {std::pair<const char*, double>{"exchange interval", settings.exchange_interval_s},
-                                     {"checkpoint interval", settings.checkpoint_interval_s}}) {
-    if (!(std::isfinite(seconds) && seconds > 0))
-      throw InputError("", key, seconds_text(seconds), "a number of seconds > 0");
-  }
-  if (!settings.checkpoint_path.empty() && search.strategy != "autohaap")
-    throw InputError("", "checkpoint", settings.checkpoint_path,
-                     "only with strategy autohaap (the baselines are not resumable)");
+  autohaap::validate(SearchConfig{search, settings});
 }
 
 DistributedResult run_distributed_search(const Problem& problem, const DistributedOptions& options,

@@ -16,31 +16,6 @@
 
 namespace autohaap {
 
-const std::vector<std::string>& search_strategies() {
-  static const std::vector<std::string> names = {"autohaap", "exhaustive", "uniform", "metis"};
-  return names;
-}
-
-std::string seconds_text(double seconds) {
-  // As the user wrote it (5, 0.1, nan), not std::to_string's 5.000000.
-  std::ostringstream text;
-  text << seconds;
-  return text.str();
-}
-
-void validate(const SearchSettings& options) {
-  const auto& names = search_strategies();
-  if (std::find(names.begin(), names.end(), options.strategy) == names.end()) {
-    throw InputError("", "strategy", options.strategy, "autohaap, exhaustive, uniform, metis");
-  }
-  if (options.top_k < 1) throw InputError("", "top", std::to_string(options.top_k), "an integer >= 1");
-  if (options.threads < 0) throw InputError("", "threads", std::to_string(options.threads), "0 (all) or more");
-  if (!(std::isfinite(options.time_limit_s) && options.time_limit_s >= 0))
-    throw InputError("", "time limit", seconds_text(options.time_limit_s), "a number of seconds >= 0 (0: none)");
-  if (options.max_skeletons < 0)
-    throw InputError("", "max skeletons", std::to_string(options.max_skeletons), "0 (no limit) or more");
-}
-
 SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   validate(options);
   if (options.strategy == "autohaap") {

@@ -67,6 +67,8 @@ set(_hostile_cases
   "hostile_profile_inf_latency|2|inf_latency.csv: row 2.latency_ms: got 'inf'. allowed: a number of milliseconds above 0|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/inf_latency.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
   "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
+  "hostile_max_skeletons_negative|2|--max-skeletons: got '-1'. allowed: 0 .no limit. or more|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|-1"
+  "hostile_exchange_interval_zero|2|--exchange-interval: got '0'. allowed: a number of seconds > 0|search|-m|gpt3-125m|-c|a100x8|--exchange-interval|0"
   "hostile_unwritable_out_before_search|2|no_such_dir/plan.json: got 'cannot create a temporary file in .*No such file or directory'. allowed: a writable path|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|-o|${_hostile}/no_such_dir/plan.json"
   "hostile_damaged_checkpoint_before_search|2|damaged.checkpoint: checkpoint: got 'a damaged or truncated checkpoint|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|--checkpoint|${_hostile}/damaged.checkpoint"
   "hostile_report_long_iteration|0|report written to .*long.svg .svg: 4 stages, 4194304 micro-batches|report|${_hostile}/long_iteration.yaml|-o|${_hostile}/long.svg"

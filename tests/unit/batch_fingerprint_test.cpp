@@ -80,7 +80,7 @@ TEST_F(BatchFingerprint, InputsCountTheOptionsThatChangeTheAnswer) {
   threads.threads = 7;  // the result does not depend on threads
   EXPECT_EQ(base, input_fingerprint(p, threads));
   BatchOptions top = o;
-  top.top = 2;
+  top.top_k = 2;
   EXPECT_NE(base, input_fingerprint(p, top));
   BatchOptions strategy = o;
   strategy.strategy = "uniform";

@@ -68,7 +68,7 @@ entries:
   EXPECT_EQ(m.name, "mine");
   EXPECT_EQ(m.options.strategy, "uniform");
   EXPECT_EQ(m.options.threads, 2);
-  EXPECT_EQ(m.options.top, 3);
+  EXPECT_EQ(m.options.top_k, 3);
   EXPECT_DOUBLE_EQ(m.options.time_limit_s, 1.5);
   EXPECT_EQ(names(m), (std::vector<std::string>{"gpt3-350m__a100x8__default", "small-one"}));
   EXPECT_EQ(m.entries[1].model, "gpt3-125m");

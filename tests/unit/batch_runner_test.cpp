@@ -105,7 +105,7 @@ TEST_F(Batch, SkipsUnchangedEntriesAndRedoesChangedOnes) {
   // Threads do not change the answer: still skipped. Top does: redone.
   manifest_.options.threads = 1;
   EXPECT_EQ(run({0}).results[0].status, EntryStatus::skipped);
-  manifest_.options.top = 2;
+  manifest_.options.top_k = 2;
   EXPECT_EQ(run({0}).results[0].status, EntryStatus::found);
 
   // A deleted plan is redone even though its inputs did not change.

@@ -11,6 +11,8 @@
 //     threads: 0                # per search; 0 = all cores
 //     top: 1                    # plans kept per search
 //     time_limit_s: 0           # per search; 0 = none
+//     max_skeletons: 1000000    # per search; 0 = no limit
+//   (the keys are the option table's: search/search_options.hpp)
 //   # then exactly one of the three forms:
 //   models: [gpt3-1.3b, ../configs/models/gpt3-2.7b.yaml]   # product form:
 //   clusters: [a100x8]                                       #   every model x
@@ -46,17 +48,16 @@
 #include <string>
 #include <vector>
 
+#include "autohaap/search/search_options.hpp"
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap {
 
-// How each entry's search runs; the same for every entry of a manifest.
-struct BatchOptions {
-  std::string strategy = "autohaap";
-  int threads = 0;          // 0: all cores. Does not change the result.
-  int top = 1;
-  double time_limit_s = 0;  // 0: none
-};
+// How each entry's search runs; the same for every entry of a manifest:
+// the `options:` keys, one per row of the option table that applies to a
+// one-process search (search_options.hpp). threads does not change the
+// result.
+using BatchOptions = SearchSettings;
 
 struct BatchEntry {
   std::string name;      // unique within the manifest; plan file DIR/<name>.json

@@ -56,18 +56,12 @@ namespace autohaap::dist {
 
 using autohaap::InjectedFailure;
 
-// The settings of a distributed search beyond the search's own.
-struct DistributedSettings {
-  double exchange_interval_s = 0.1;
-  bool exchange_cache = true;         // false: ranks exchange bounds only
-  std::string checkpoint_path;        // empty: no checkpoint
-  double checkpoint_interval_s = 30;
-  int chunks_per_rank = 64;           // granularity of shares and rebalancing
-};
+// DistributedSettings (search_options.hpp): the settings beyond the search's
+// own, with the option table they follow.
 
 // Throws InputError naming the first setting out of range (intervals not
 // > 0, a checkpoint with a strategy other than autohaap), keyed as
-// validate(SearchSettings) is.
+// validate(SearchSettings) is: validate(SearchConfig) of the two.
 void validate(const DistributedSettings& settings, const SearchSettings& search);
 
 struct DistributedOptions : DistributedSettings {

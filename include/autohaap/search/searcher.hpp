@@ -46,6 +46,7 @@
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_options.hpp"
 #include "autohaap/search/search_space.hpp"
 #include "autohaap/search/stop_condition.hpp"
 #include "autohaap/specs/problem.hpp"
@@ -59,22 +60,6 @@ struct SearchProgress {
   std::int64_t pruned = 0;
   double best_iteration_s = std::numeric_limits<double>::infinity();
   double elapsed_s = 0;
-};
-
-// The search's settings: plain values a user chooses (flags, manifest
-// keys), checked by validate(). What runs only under MPI is separate
-// (dist::DistributedOptions).
-struct SearchSettings {
-  std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
-  int threads = 0;                    // 0: all hardware threads
-  int top_k = 1;
-  double time_limit_s = 0;                    // 0: none; else stop and return the best so far
-  std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
-  // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
-  // count); beyond it the search stops with an InputError instead of
-  // exhausting memory. 0: no limit.
-  std::int64_t max_skeletons = 1'000'000;
-  double progress_interval_s = 0.2;
 };
 
 // The settings and what the caller hands the search at run time.
@@ -99,18 +84,8 @@ struct SearchResult {
   std::int64_t stage_estimates = 0;
 };
 
-// Names accepted by SearchOptions::strategy.
-const std::vector<std::string>& search_strategies();
-
-// Throws InputError naming the first setting out of range (an unknown
-// strategy, top_k < 1, threads < 0, a negative or non-finite time limit,
-// negative max_skeletons); the key is the setting's name in words ("time
-// limit"), which the CLI turns into its flag (--time-limit). run_search,
-// the search driver and the CLI call it first.
-void validate(const SearchSettings& settings);
-// A number of seconds as a person writes it (5, 0.1, nan), for messages.
-std::string seconds_text(double seconds);
-
+// SearchSettings, its validate() and search_strategies() are in
+// search_options.hpp, with the option table they follow.
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
 
 // Candidates the exhaustive strategy would estimate (saturating at

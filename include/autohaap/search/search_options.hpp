@@ -1,0 +1,164 @@
+// Search options: the one table of what a user sets for a search — its
+// name, kind, default, range, help and the settings member it fills — from
+// which `autohaap search` adds its flags (src/cli/search_command.cpp), the
+// batch manifest reads its `options:` keys (batch/manifest.hpp) and
+// validate() checks settings built in code. Every path refuses a value with
+// the same InputError value and allowed text; only file and key differ
+// (command line + flag, manifest + key path, "" + the name in words).
+//
+// Names. Each option has one name in words ("time limit"), the key that
+// validate() reports. From it:
+//   flag          "--" + words joined by '-'  (--time-limit); a switch that
+//                 is on by default is turned off by "--no-" + that
+//                 (--no-cache-exchange); `short_flag` adds e.g. -k;
+//   manifest key  words joined by '_', plus the unit suffix ("_s" for
+//                 seconds: time_limit_s), for options that apply to each
+//                 batch entry's one-process search (`in_manifest`).
+// Defaults are the member initializers of SearchSettings and
+// DistributedSettings below; --help shows them.
+//
+// Adding an option is one edit in this file: a member with its default in
+// SearchSettings (every search) or DistributedSettings (MPI and
+// checkpoints), and its row in kSearchOptions. The flag, the manifest key,
+// --help, validation and the table's unit test follow.
+//
+// Thread safety: the table is immutable; the functions keep no state.
+// Cost: a few comparisons per option.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace autohaap {
+
+// The search's settings: plain values a user chooses. What runs only under
+// MPI or with a checkpoint is separate (dist::DistributedSettings).
+struct SearchSettings {
+  std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
+  int threads = 0;                    // 0: all hardware threads
+  int top_k = 1;
+  double time_limit_s = 0;                    // 0: none; else stop and return the best so far
+  std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
+  // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
+  // count); beyond it the search stops with an InputError instead of
+  // exhausting memory. 0: no limit.
+  std::int64_t max_skeletons = 1'000'000;
+  double progress_interval_s = 0.2;
+};
+
+namespace dist {
+// The settings of a distributed search (or one with a checkpoint) beyond
+// the search's own.
+struct DistributedSettings {
+  double exchange_interval_s = 0.1;
+  bool exchange_cache = true;         // false: ranks exchange bounds only
+  std::string checkpoint_path;        // empty: no checkpoint
+  double checkpoint_interval_s = 30;
+  int chunks_per_rank = 64;           // granularity of shares and rebalancing
+};
+}  // namespace dist
+
+// Everything the options set, together.
+struct SearchConfig {
+  SearchSettings search;
+  dist::DistributedSettings distributed;
+};
+
+// Names accepted by SearchSettings::strategy.
+const std::vector<std::string>& search_strategies();
+
+// The member an option fills.
+using SearchOptionMember =
+    std::variant<std::string SearchSettings::*, int SearchSettings::*, std::int64_t SearchSettings::*,
+                 double SearchSettings::*, std::string dist::DistributedSettings::*,
+                 bool dist::DistributedSettings::*, double dist::DistributedSettings::*>;
+
+// What a value must be. Numbers: finite, and >= min (> min when
+// min_excluded). Text: one of choices() when given, else anything.
+struct OptionRange {
+  double min = 0;
+  bool min_excluded = false;
+  const std::vector<std::string>& (*choices)() = nullptr;
+};
+
+struct SearchOption {
+  std::string_view name;        // in words; see the naming rule above
+  std::string_view short_flag;  // e.g. "-k"; empty: none
+  std::string_view unit;        // manifest key suffix, e.g. "_s"; empty: none
+  SearchOptionMember member;
+  OptionRange range;
+  std::string_view allowed;     // the range in words, as errors say it
+  std::string_view help;
+  bool in_manifest;             // also a batch manifest `options:` key
+};
+
+// The table, in --help and validation order.
+inline constexpr std::array kSearchOptions{
+    SearchOption{"strategy", "-s", "", &SearchSettings::strategy, {0, false, &search_strategies},
+                 "autohaap, exhaustive, uniform, metis", "autohaap | exhaustive | uniform | metis", true},
+    SearchOption{"threads", "-j", "", &SearchSettings::threads, {0}, "0 (all) or more",
+                 "worker threads per process, or per MPI rank (0: all cores)", true},
+    SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},
+    SearchOption{"time limit", "", "_s", &SearchSettings::time_limit_s, {0}, "a number of seconds >= 0 (0: none)",
+                 "stop after S seconds with the best plan so far (exit 4)", true},
+    SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
+                 "most skeletons kept after initialization (about 1.7 KB each); bounds memory", true},
+    SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},
+                 "a file path (only with strategy autohaap)",
+                 "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
+                 "search is resumed",
+                 false},
+    SearchOption{"checkpoint interval", "", "_s", &dist::DistributedSettings::checkpoint_interval_s, {0, true},
+                 "a number of seconds > 0", "seconds between checkpoints", false},
+    SearchOption{"exchange interval", "", "_s", &dist::DistributedSettings::exchange_interval_s, {0, true},
+                 "a number of seconds > 0", "seconds between exchanges of bounds and cache entries among MPI ranks",
+                 false},
+    SearchOption{"cache exchange", "", "", &dist::DistributedSettings::exchange_cache, {}, "on or off",
+                 "MPI ranks exchange bounds only, not cache entries", false},
+};
+
+// The value a member pointer of the table names, within `config`.
+template <class T>
+T& setting(SearchConfig& config, T SearchSettings::*member) {
+  return config.search.*member;
+}
+template <class T>
+T& setting(SearchConfig& config, T dist::DistributedSettings::*member) {
+  return config.distributed.*member;
+}
+template <class T>
+const T& setting(const SearchConfig& config, T SearchSettings::*member) {
+  return config.search.*member;
+}
+template <class T>
+const T& setting(const SearchConfig& config, T dist::DistributedSettings::*member) {
+  return config.distributed.*member;
+}
+
+// "--time-limit"; "--no-cache-exchange" for a switch on by default.
+std::string flag_name(const SearchOption& option);
+// "time_limit_s".
+std::string manifest_key(const SearchOption& option);
+// The option's value in `config` as a person writes it (5, 0.1, nan).
+std::string value_text(const SearchOption& option, const SearchConfig& config);
+
+// Throws InputError("", option.name, value_text, option.allowed) when the
+// option's value in `config` is out of its range.
+void validate(const SearchOption& option, const SearchConfig& config);
+// Every option in table order, then the rules between options (a
+// checkpoint only with strategy autohaap: key "checkpoint").
+void validate(const SearchConfig& config);
+// The options of SearchSettings alone. run_search, the search driver and
+// the CLI call it first.
+void validate(const SearchSettings& settings);
+// validate(config) with the errors keyed by flag, file "command line".
+void validate_flags(const SearchConfig& config);
+
+// A number of seconds as a person writes it (5, 0.1, nan), for messages.
+std::string seconds_text(double seconds);
+
+}  // namespace autohaap
