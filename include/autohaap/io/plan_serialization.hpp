@@ -83,6 +83,14 @@ constexpr const char* expected_kind() {
   else return "a mapping";
 }
 
+// "[i]": the key path step of list item i (built only for an error).
+inline std::string index_key(std::size_t i) {
+  std::string key = "[";
+  key += std::to_string(i);
+  key += ']';
+  return key;
+}
+
 // A list of described structs on load: like std::vector's own, but an error
 // inside an item names its index.
 template <class T>
@@ -95,13 +103,12 @@ struct ListIn {
     ar(cereal::make_size_tag(n));
     items.assign(static_cast<std::size_t>(n), T{});
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const std::string index = "[" + std::to_string(i) + "]";
       try {
         ar(items[i]);
       } catch (const PlanFieldError& e) {
-        throw e.under(index);
+        throw e.under(index_key(i));
       } catch (const cereal::Exception&) {
-        throw PlanFieldError(index, std::nullopt, item_kind);
+        throw PlanFieldError(index_key(i), std::nullopt, item_kind);
       }
     }
   }
