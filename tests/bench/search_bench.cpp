@@ -199,8 +199,8 @@ int main(int argc, char** argv) {
   std::ostringstream report;
   report << "# AutoHAAP search benchmark\n\n"
          << "Threads: " << threads << ". Training: catalog `default` (global batch 512, micro-batch sizes 1/2/4/8, "
-         << "recompute none/selective/full, ZeRO-1). `evaluated` counts full plan estimates (AutoHAAP includes the "
-         << "uniform plans that seed it); `stage estimates` the cost-model stage/layer calls below that (AutoHAAP: "
+         << "recompute none/selective/full, ZeRO-1). `evaluated` counts full plan estimates (AutoHAAP: its "
+         << "probes and the skeletons it balanced to a full plan); `stage estimates` the cost-model stage/layer calls below that (AutoHAAP: "
          << "latency-cache misses). Exhaustive runs only where its candidate count is at most "
          << count(exhaustive_limit) << "; elsewhere its candidates are counted, not run.\n\n"
          << "## Runs\n\n"
