@@ -15,21 +15,26 @@ std::string canonical_text(const Problem& problem) {
   return canonical_text(problem.model) + canonical_text(problem.cluster) + canonical_text(problem.training) + l.str();
 }
 
-std::string problem_fingerprint(const Problem& problem) {
-  // The cost model's calibrated constants decide every latency as much as
-  // the specs do; a recalibration must not reuse old answers.
-  const CostParameters cost;
+std::string canonical_text(const CostParameters& cost) {
   CanonicalText l;
-  l.add("version", AUTOHAAP_VERSION)
-      .add("cost.nvlink_efficiency", cost.nvlink_efficiency)
+  l.add("cost.nvlink_efficiency", cost.nvlink_efficiency)
       .add("cost.network_efficiency", cost.network_efficiency)
       .add("cost.zero3_exposed_fraction", cost.zero3_exposed_fraction)
       .add("cost.dp_overlap", cost.dp_overlap)
       .add("cost.per_layer_overhead_s", cost.per_layer_overhead_s)
       .add("cost.cuda_context_GiB", cost.cuda_context_GiB)
       .add("cost.nccl_GiB_per_communicator", cost.nccl_GiB_per_communicator)
-      .add("cost.allocator_fragmentation", cost.allocator_fragmentation);
-  return hex64(fnv1a64(l.str() + canonical_text(problem)));
+      .add("cost.allocator_fragmentation", cost.allocator_fragmentation)
+      .add("cost.deepspeed_state_fragmentation", cost.deepspeed_state_fragmentation);
+  return l.str();
+}
+
+std::string problem_fingerprint(const Problem& problem) {
+  // The cost model's calibrated constants decide every latency as much as
+  // the specs do; a recalibration must not reuse old answers.
+  CanonicalText l;
+  l.add("version", AUTOHAAP_VERSION);
+  return hex64(fnv1a64(l.str() + canonical_text(CostParameters{}) + canonical_text(problem)));
 }
 
 std::string input_fingerprint(const Problem& problem, const BatchOptions& options) {

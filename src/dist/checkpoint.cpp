@@ -26,13 +26,6 @@ constexpr const char* kRemedy = "remove the file or choose another --checkpoint 
 // Against damage, not tampering.
 std::uint64_t checksum(const std::string& payload) { return fnv1a64(payload); }
 
-// A double's bits as text: 0.1 and 0.1 + 1 ulp are different inputs.
-std::string bits(double v) {
-  std::uint64_t u = 0;
-  std::memcpy(&u, &v, sizeof u);
-  return hex64(u);
-}
-
 void put_u64(std::string& out, std::uint64_t v) {
   char b[8];
   std::memcpy(b, &v, 8);
@@ -65,12 +58,7 @@ std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& p
   // counts (their number sets the layout of its prune report).
   std::string text = "search checkpoint\nproblem=" + problem_fingerprint(problem) + "\nstrategy=" + strategy +
                      "\ntop=" + std::to_string(top_k) + "\nprune_rules=" + std::to_string(kPruneRuleCount) +
-                     "\ncost=";
-  for (double p : {parameters.nvlink_efficiency, parameters.network_efficiency, parameters.zero3_exposed_fraction,
-                   parameters.dp_overlap, parameters.per_layer_overhead_s, parameters.cuda_context_GiB,
-                   parameters.nccl_GiB_per_communicator, parameters.allocator_fragmentation,
-                   parameters.deepspeed_state_fragmentation})
-    text += bits(p) + ",";
+                     "\n" + canonical_text(parameters);
   return fnv1a64(text);
 }
 

@@ -156,9 +156,20 @@ TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
   other = base;
   other.cluster.groups[0].device.hbm_GBps *= 1.0000001;
   EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
-  CostParameters tuned;
-  tuned.network_efficiency = 0.71;
-  EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1));
+  // Every calibrated constant, the memory ones included.
+  for (double CostParameters::*member :
+       {&CostParameters::nvlink_efficiency, &CostParameters::network_efficiency,
+        &CostParameters::zero3_exposed_fraction, &CostParameters::dp_overlap, &CostParameters::per_layer_overhead_s,
+        &CostParameters::cuda_context_GiB, &CostParameters::nccl_GiB_per_communicator,
+        &CostParameters::allocator_fragmentation, &CostParameters::deepspeed_state_fragmentation}) {
+    CostParameters tuned;
+    tuned.*member = tuned.*member * 1.01 + 1e-3;  // dp_overlap is 0 by default
+    EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1));
+  }
+  // A profile-only search is another search.
+  other = base;
+  other.profiles_only = true;
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
   EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, "autohaap", 1));
 }
 

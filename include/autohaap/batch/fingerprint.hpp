@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "autohaap/batch/manifest.hpp"
+#include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/specs/problem.hpp"
 #include "autohaap/specs/spec_fingerprint.hpp"  // fnv1a64, hex64, the specs' canonical texts
 
@@ -36,6 +37,9 @@ namespace autohaap {
 // The problem as canonical text: one `key=value` line per field, in a fixed
 // order (model, cluster, training, profiles).
 std::string canonical_text(const Problem& problem);
+// Every calibrated constant of the cost model, one `key=value` line each:
+// the one list that fingerprints and checkpoints hash.
+std::string canonical_text(const CostParameters& parameters);
 
 std::string problem_fingerprint(const Problem& problem);
 std::string input_fingerprint(const Problem& problem, const BatchOptions& options);
