@@ -99,7 +99,7 @@ Skeleton SearchSpace::make(int order_index, int micro_batch_index, const std::ve
   s.micro_batch = micro_batches_[micro_batch_index];
   std::uint64_t digits = 0;
   for (std::size_t j = 0; j < order.size(); ++j) {
-    const GroupLayout& layout = layouts_[order[j]][layout_index[j]];
+    const GroupLayout& layout = layouts_[order[j]].at(layout_index[j]);  // an index past the list throws
     digits = saturating_add(saturating_mul(digits, layouts_[order[j]].size()), layout_index[j]);
     for (int k = 0; k < layout.stages; ++k) {
       s.stages.push_back({layout.group, k * layout.gpus_per_stage, layout.gpus_per_stage, layout.tp, layout.dp});

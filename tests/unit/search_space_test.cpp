@@ -134,7 +134,13 @@ TEST(SearchSpace, SkeletonsSurviveSerialization) {
   // A distributed driver ships skeleton lists between ranks.
   const Problem p = search_fixtures::two_group_problem(8);
   const SearchSpace space(p);
-  std::vector<Skeleton> sent = {space.make(2, 1, {3, 2}), space.make(3, 0, {0, 1})};
+  // Order 2 is groups {0, 1}, order 3 {1, 0}; the layout indices are each
+  // group's last and first layouts (an index past a group's layouts would
+  // read outside its list).
+  const int last0 = static_cast<int>(space.layouts(0).size()) - 1, last1 = static_cast<int>(space.layouts(1).size()) - 1;
+  ASSERT_GE(last0, 1);
+  ASSERT_GE(last1, 1);
+  std::vector<Skeleton> sent = {space.make(2, 1, {last0, last1}), space.make(3, 0, {0, 1})};
   sent[0].lower_bound_s = 0.125;
   sent[1].work = 42;
   std::stringstream bytes;
