@@ -60,6 +60,12 @@ double optimizer_bytes_per_param(const TrainingSpec& t) {
   return bytes_per_element(grad_precision(t)) + 8 + 2 * optimizer_moment_bytes(t.optimizer) + 2;
 }
 
+// The step over `params` parameters on one GPU of `device`, at its
+// achievable memory bandwidth.
+double optimizer_step_s(double params, const TrainingSpec& t, const DeviceSpec& device) {
+  return params * optimizer_bytes_per_param(t) / (device.hbm_GBps * 1e9 * device.memory_efficiency);
+}
+
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
 }
@@ -200,19 +206,17 @@ static WorkTime work_time(const Measurements& ms, Precision precision, const Dev
       key.op = std::string(op.name) + "_backward";
       if (auto v = ms.table.lookup(key)) b = *v;
     }
+    // The roofline of one pass, times the profile's factor for this op
+    // where it has one; the whole layer's factor is applied by the caller.
+    auto unmeasured = [&](bool backward) {
+      std::optional<double> c;
+      if (correcting) c = ms.correction.factor(d.name, backward ? std::string(op.name) + "_backward" : op.name);
+      source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
+      return roofline_s(d, precision, op, backward) * c.value_or(1.0);
+    };
     if (b < 0 && f >= 0) b = op.backward_ratio * f;
-    if (b < 0) {
-      b = roofline_s(d, precision, op, true);
-      const auto c = correcting ? ms.correction.factor(d.name, std::string(op.name) + "_backward") : std::nullopt;
-      b *= c.value_or(1.0);
-      source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
-    }
-    if (f < 0) {
-      f = roofline_s(d, precision, op, false);
-      const auto c = correcting ? ms.correction.factor(d.name, op.name) : std::nullopt;
-      f *= c.value_or(1.0);
-      source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
-    }
+    if (b < 0) b = unmeasured(true);
+    if (f < 0) f = unmeasured(false);
     out.source = worse(out.source, source);
     out.forward += f;
     out.backward += b;
@@ -362,8 +366,7 @@ ProfileCorrection CostModel::fit_profile_correction() const {
     double analytic_s = -1;
     if (op == "optimizer") {
       // The whole model's step on one GPU of a tp group, without ZeRO.
-      analytic_s = total_params(problem_.model) / key.tp * optimizer_bytes_per_param(problem_.training) /
-                   (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
+      analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);
     } else if (op == "layer") {
       const WorkTime w = work_time(analytic, precision, g.device, layer_forward_work(problem_.model, layer, x), x,
                                    layer, /*is_layer=*/true);
@@ -591,7 +594,7 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
     e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
   }
   const double owned = params / (zero >= 1 ? replicas : 1);
-  e.optimizer_s = owned * optimizer_bytes_per_param(tr) / (g.device.hbm_GBps * 1e9 * g.device.memory_efficiency);
+  e.optimizer_s = optimizer_step_s(owned, tr, g.device);
   // A profile's measured step, where it has one, sets the rate of this device.
   if (!correction_.empty()) e.optimizer_s *= correction_.factor(g.device.name, "optimizer").value_or(1.0);
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,10 +74,13 @@ class ProfileTable {
   // parts. Any layer index of the table counts (profiles measure every
   // layer of a configuration, or all of them at once).
   bool measures_layer(const std::string& device, int tp, int micro_batch, int seq_len) const {
-    for (const auto& [key, latency] : entries_)
-      if (key.device == device && key.tp == tp && key.micro_batch == micro_batch && key.seq_len == seq_len &&
-          key.op == "layer")
-        return true;
+    // Keys order by (device, op, tp, micro_batch, seq_len, layer): the first
+    // "layer" key at or after layer INT_MIN is this configuration's, if any.
+    const ProfileKey first{device, "layer", tp, micro_batch, seq_len, std::numeric_limits<int>::min()};
+    if (auto it = entries_.lower_bound(first); it != entries_.end() && it->first.device == device &&
+                                               it->first.op == "layer" && it->first.tp == tp &&
+                                               it->first.micro_batch == micro_batch && it->first.seq_len == seq_len)
+      return true;
     for (const char* op : {"attn_qkv", "attn_core", "attn_out", "mlp", "elementwise"})
       if (!lookup(ProfileKey{device, op, tp, micro_batch, seq_len, -1})) return false;
     return true;
