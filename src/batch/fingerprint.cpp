@@ -8,6 +8,7 @@ std::string canonical_text(const Problem& problem) {
   l.add("profiles.size", problem.profiles.size());
   // Only when set, so fingerprints from before the option stay valid.
   if (problem.profiles_only) l.add("profiles_only", true);
+  if (problem.runnable_by != RunnableBy::any) l.add("runnable_by", to_string(problem.runnable_by));
   for (const auto& [k, latency] : problem.profiles.entries()) {
     l.add("profile", k.device + "|" + k.op + "|" + std::to_string(k.tp) + "|" + std::to_string(k.micro_batch) + "|" +
                          std::to_string(k.seq_len) + "|" + std::to_string(k.layer) + "|" + canonical_number(latency));

@@ -24,6 +24,7 @@ struct ProblemArgs {
   std::string train;     // empty: the default training settings
   std::string profiles;  // optional measured profile table
   bool profiles_only = false;  // search: only the points the profiles measure (Problem::profiles_only)
+  std::string runnable = "any";  // search: plans runnable by this framework (Problem::runnable_by)
 };
 void add_problem_options(CLI::App* command, ProblemArgs& args, bool required);
 

@@ -57,6 +57,12 @@ Problem load_problem_args(const ProblemArgs& a) {
   if (a.profiles_only && a.profiles.empty())
     throw InputError("command line", "--profiles-only", "set", "only with --profiles (the measurements to keep to)");
   p.profiles_only = a.profiles_only;
+  const auto runnable = parse_runnable_by(a.runnable);
+  if (!runnable) throw InputError("command line", "--runnable", a.runnable, "any or megatron");
+  p.runnable_by = *runnable;
+  if (p.runnable_by == RunnableBy::megatron && p.training.zero > kMegatronMaxZero)
+    throw InputError(a.train.empty() ? "built-in training settings" : a.train, "zero", std::to_string(p.training.zero),
+                     "0 or 1 with --runnable megatron (Megatron-LM's --use-distributed-optimizer is ZeRO-1)");
   return p;
 }
 

@@ -30,6 +30,7 @@
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_printer.hpp"
 #include "autohaap/search/refinement.hpp"
+#include "autohaap/search/runtime_price.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "commands.hpp"
 #include "problem_args.hpp"
@@ -60,18 +61,6 @@ class ProgressLine {
   bool enabled_;
   bool shown_ = false;
 };
-
-// The same layout: stages, degrees, layers, recompute, B and vpp.
-bool same_plan(const Plan& a, const Plan& b) {
-  if (a.vpp != b.vpp || a.micro_batch_size != b.micro_batch_size || a.stages.size() != b.stages.size()) return false;
-  for (std::size_t i = 0; i < a.stages.size(); ++i) {
-    const StagePlan &x = a.stages[i], &y = b.stages[i];
-    if (x.group != y.group || x.first_gpu != y.first_gpu || x.tp != y.tp || x.cp != y.cp || x.dp != y.dp ||
-        x.layer_begin != y.layer_begin || x.layer_end != y.layer_end || x.recompute != y.recompute)
-      return false;
-  }
-  return true;
-}
 
 std::string format_top_table(const std::vector<Plan>& top) {
   std::string out;
@@ -118,6 +107,9 @@ Problem load_search_problem(const SearchArgs& a) {
   // The option table's checks, an error naming the flag. NaN and infinity
   // fail them (a NaN time limit once meant no limit).
   validate_flags(a.settings);
+  if (problem.runnable_by != RunnableBy::any && a.settings.search.strategy == "metis")
+    throw InputError("command line", "--runnable", to_string(problem.runnable_by),
+                     "any with --strategy metis (the Metis baseline searches its own space)");
   if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
   // What is written after the search must be writable before it starts.
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
@@ -183,40 +175,44 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
 }
 
 // The tables, the plan file and the summary block; returns the exit code.
-int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& result) {
+// `options` runs the unrestricted search a --runnable comparison needs.
+int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& result,
+                 const SearchOptions& options) {
   if (a.explain) std::cout << "\n" << format_prune_table(result.prune);
-  if (result.top.empty()) {
-    std::cout << "\nno feasible plan: " << result.infeasible_reason << "\n";
+  // Interleaving, context parallelism and the uniform plans on the plans
+  // found (search/refinement.hpp says why after the search).
+  const CostModel model(problem);
+  const std::vector<Plan> top = finish_plans(model, result, a.settings.search.strategy, a.settings.search.top_k);
+  std::vector<std::pair<std::string, std::string>> extra;
+  std::string price_table;
+  if (problem.runnable_by != RunnableBy::any) {
+    // What the restriction costs, against the same search unrestricted and
+    // the uniform plans a user would write by hand.
+    std::optional<Plan> best;
+    if (!top.empty()) best = top.front();
+    const RuntimePrice price = runtime_price(problem, options, best);
+    price_table = format_runtime_price(price, best, problem.runnable_by) + "\n";
+    extra.emplace_back("runnable", to_string(problem.runnable_by));
+    auto seconds = [](const std::optional<Plan>& p) {
+      if (!p) return std::string("none");
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", p->predicted.iteration_time_s);
+      return std::string(text);
+    };
+    extra.emplace_back("unrestricted_time_s", seconds(price.unrestricted));
+    extra.emplace_back("uniform_all_time_s", seconds(price.uniform_all_gpus));
+    extra.emplace_back("uniform_alone_time_s", seconds(price.uniform_fastest_device));
+  }
+  if (top.empty()) {
+    std::cout << "\nno feasible plan: " << result.infeasible_reason << "\n" << (price_table.empty() ? "" : "\n")
+              << price_table;
     Plan empty;
     empty.model = problem.model.name;
     empty.cluster = problem.cluster.name;
     empty.search = result.stats;
-    std::cout << format_summary_block(empty, result.status);
+    std::cout << format_summary_block(empty, result.status, extra);
     return exit_code(result.status);
   }
-
-  // Interleaving and context parallelism on the plans found (one place for
-  // one process and MPI alike; search/refinement.hpp says why after the
-  // search), and the best uniform plan with its own cp and vpp: cp can make
-  // fit what the search pruned for memory.
-  const CostModel model(problem);
-  std::vector<Plan> top = result.top;
-  if (a.settings.search.strategy == "autohaap") {
-    std::int64_t evaluated = 0;
-    for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
-      const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
-      if (!known) {
-        u.search = result.stats;
-        top.push_back(std::move(u));
-      }
-    }
-  }
-  refine_plans(model, top);
-  for (std::size_t i = 1; i < top.size();)
-    if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
-    else ++i;
-  const int wanted = a.settings.search.top_k;
-  if (static_cast<int>(top.size()) > wanted) top.resize(static_cast<std::size_t>(wanted));
   const Plan& best = top.front();
   std::cout << "\ntop " << top.size() << " plan" << (top.size() > 1 ? "s" : "") << "\n"
             << format_top_table(top) << "\nbest plan\n"
@@ -230,7 +226,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     write_report(model, best, a.report);
     std::cout << "report written to " << a.report << "\n";
   }
-  std::cout << format_summary_block(best, result.status);
+  std::cout << price_table << format_summary_block(best, result.status, extra);
   return exit_code(result.status);
 }
 
@@ -241,7 +237,7 @@ int run_single_process(const SearchArgs& a, const std::atomic<bool>& stop) {
   print_header(problem, a, "");
   const SearchResult result = run_search(problem, options);
   progress->finish();
-  return print_result(problem, a, result);
+  return print_result(problem, a, result, options);
 }
 
 // Every rank runs this. MPI starts only under a launcher; errors that some
@@ -288,7 +284,7 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
   // Every collective is over: an error from here on (say, an unwritable
   // --out) ends this rank alone, like a one-process run.
   try {
-    return print_result(problem, a, r.result);
+    return print_result(problem, a, r.result, options.search);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitInvalidInput;
@@ -311,6 +307,11 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_flag("--explain", a.explain, "print how many candidates each pruning rule removed");
   cmd->add_flag("--profiles-only", a.problem.profiles_only,
                 "search only the devices, tp and micro-batches the --profiles measure");
+  cmd->add_option("--runnable", a.problem.runnable,
+                  "any: every plan AutoHAAP can score; megatron: only plans stock Megatron-LM runs (one tp, cp, dp "
+                  "and recompute mode; any layer split and device order), compared with the unrestricted best")
+      ->capture_default_str()
+      ->check(CLI::IsMember(runnable_by_names()));
   cmd->add_option("-o,--out", a.out, "write the best plan here (.json or .yaml)");
   cmd->add_option("--report", a.report, "write a picture of the best plan (.svg, or .html with its tables)");
   cmd->add_flag("--rank-report", a.rank_report, "print what each MPI rank did (share, work, cache, traffic, time)");

@@ -108,7 +108,8 @@ std::string format_fit_problems(const CostModel& model, const Plan& plan) {
   return out;
 }
 
-std::string format_summary_block(const Plan& plan, PlanStatus status) {
+std::string format_summary_block(const Plan& plan, PlanStatus status,
+                                 const std::vector<std::pair<std::string, std::string>>& extra) {
   const PredictedPerformance& p = plan.predicted;
   const double max_mem = p.stage_memory_GiB.empty()
                              ? 0.0
@@ -147,6 +148,7 @@ std::string format_summary_block(const Plan& plan, PlanStatus status) {
     out += printf_string("ranks               : %d\n", s.ranks);
     out += printf_string("threads             : %d\n", s.threads);
   }
+  for (const auto& [key, value] : extra) out += printf_string("%-20s: ", key.c_str()) + value + "\n";
   out += "== end summary ==\n";
   return out;
 }

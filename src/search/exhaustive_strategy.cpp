@@ -1,5 +1,6 @@
 // The reference optimum: every structurally valid skeleton x every
-// contiguous layer split x every per-stage recompute mode, each scored with
+// contiguous layer split x every per-stage recompute mode (one mode for
+// all stages in a Megatron-runnable search), each scored with
 // a full CostModel::estimate. No memory pruning, no bounds, no cache: only
 // for small problems, hence the candidate limit.
 #include <algorithm>
@@ -49,6 +50,9 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};
   const int layers = problem.model.layers;
+  // A Megatron-runnable search gives every stage one recompute mode
+  // (specs/runnable_by.hpp); its skeletons already share one stage shape.
+  const bool one_mode = uniform_stages_required(problem.runnable_by);
   Incumbent incumbent(options.top_k);
   std::atomic<std::int64_t> evaluated{0}, without_fit{0};
   std::atomic<bool> stopped{false};
@@ -84,6 +88,11 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
         if (plan.predicted.fits && (!found || plan_before(plan, best))) {
           best = plan;
           found = true;
+        }
+        if (one_mode) {  // every stage the same mode, the next one
+          if (++mode[0] == static_cast<int>(modes.size())) break;
+          std::fill(mode.begin(), mode.end(), mode[0]);
+          continue;
         }
         int i = p - 1;
         while (i >= 0 && ++mode[i] == static_cast<int>(modes.size())) mode[i--] = 0;

@@ -173,11 +173,20 @@ LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, La
   modes_.erase(std::unique(modes_.begin(), modes_.end()), modes_.end());
 }
 
-StageCostTable LoadBalancer::table(const Skeleton& skeleton) const {
+StageCostTable LoadBalancer::table(const Skeleton& skeleton, const std::vector<Recompute>& modes) const {
   RecomputeChoice choice;
-  choice.modes.assign(skeleton.num_stages(), modes_);
+  choice.modes.assign(skeleton.num_stages(), modes);
   return StageCostTable(cost_, &memory_, cache_, stage_estimates_, skeleton, identical_layers(skeleton),
                         std::move(choice));
+}
+
+std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
+  // Per stage its fastest mode that fits, or (a Megatron-runnable search,
+  // specs/runnable_by.hpp) one mode for every stage, each tried in turn.
+  if (!uniform_stages_required(cost_.problem().runnable_by)) return {modes_};
+  std::vector<std::vector<Recompute>> sets;
+  for (Recompute r : modes_) sets.push_back({r});
+  return sets;
 }
 
 double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
@@ -191,6 +200,26 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {
+  // The best over the mode sets: a set's search beats the bound only with a
+  // better split, so the bound tightens to each one found (ties found).
+  BalanceResult best;
+  best.status = BalanceResult::Status::no_feasible_split;
+  for (const std::vector<Recompute>& modes : mode_sets()) {
+    const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
+    BalanceResult r = balance_in(skeleton, modes, limit, stop);
+    if (r.status == BalanceResult::Status::stopped) return r;
+    if (r.status == BalanceResult::Status::found) {
+      if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
+        best = std::move(r);
+    } else if (r.status == BalanceResult::Status::above_bound && best.status == BalanceResult::Status::no_feasible_split) {
+      best.status = BalanceResult::Status::above_bound;
+    }
+  }
+  return best;
+}
+
+BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, double bound,
+                                       const std::function<bool()>& stop) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -198,7 +227,7 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   infeasible.status = BalanceResult::Status::no_feasible_split;
   if (p < 1 || p > L || num_micro_batches(problem, skeleton) < 1) return infeasible;
 
-  StageCostTable table = this->table(skeleton);
+  StageCostTable table = this->table(skeleton, modes);
   // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync
   // term (every stage holds at least one layer; identical layers only).
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, table.identical());
@@ -245,14 +274,17 @@ BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector
   bool valid = static_cast<int>(layer_end.size()) == p && p >= 1 && layer_end.back() == cost_.problem().model.layers;
   for (int i = 0; valid && i < p; ++i) valid = layer_end[i] > (i == 0 ? 0 : layer_end[i - 1]);
   if (!valid) throw std::invalid_argument("LoadBalancer::evaluate: layer_end must rise strictly to the layer count");
-  StageCostTable table = this->table(skeleton);
   BalanceResult result;
-  const double time = table.iteration_time(layer_end);
-  if (time == kInf) return result;
-  result.status = BalanceResult::Status::found;
-  result.split.layer_end = layer_end;
-  result.split.recompute = table.recompute_of(layer_end);
-  result.split.iteration_time_s = time;
+  for (const std::vector<Recompute>& modes : mode_sets()) {
+    StageCostTable table = this->table(skeleton, modes);
+    const double time = table.iteration_time(layer_end);
+    if (time == kInf) continue;
+    if (result.status == BalanceResult::Status::found && time >= result.split.iteration_time_s) continue;
+    result.status = BalanceResult::Status::found;
+    result.split.layer_end = layer_end;
+    result.split.recompute = table.recompute_of(layer_end);
+    result.split.iteration_time_s = time;
+  }
   return result;
 }
 

@@ -23,6 +23,7 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"tp_not_dividing_heads", "tensor parallelism does not divide the attention (or key/value) heads"},
     {"dp_not_dividing_micro_batch", "a stage's data parallelism does not divide the micro-batch"},
     {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},
+    {"not_runnable", "--runnable megatron: stages differ in tp or dp, or a device cannot run the precision"},
     {"more_stages_than_layers", "more pipeline stages than layers"},
     {"stage_cannot_hold_one_layer", "a stage cannot hold one layer, even with the leanest recompute"},
     {"capacity_below_layers", "the stages together cannot hold all layers"},
@@ -49,10 +50,13 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
   const auto rule = broken_stage_rule(problem.model, problem.seq_len(), &problem.cluster.groups[layout.group],
                                       StageDegrees{layout.tp, 1, layout.dp}, micro_batch);
   if (!rule) {
+    const DeviceSpec& device = problem.cluster.groups[layout.group].device;
     if (problem.profiles_only &&
-        !problem.profiles.measures_layer(problem.cluster.groups[layout.group].device.name, layout.tp,
-                                         micro_batch / layout.dp, problem.seq_len()))
+        !problem.profiles.measures_layer(device.name, layout.tp, micro_batch / layout.dp, problem.seq_len()))
       return PruneRule::not_profiled;
+    if (problem.runnable_by == RunnableBy::megatron &&
+        !megatron_runs_precision_on(problem.training.precision, device))
+      return PruneRule::not_runnable;
     return std::nullopt;
   }
   switch (*rule) {
@@ -228,7 +232,7 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
       if (rule == kNone) ok[j].push_back(li);
     }
   }
-  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::not_profiled); ++r) {
+  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::not_runnable); ++r) {
     std::int64_t with_r = 1, after_r = 1;
     for (std::size_t j = 0; j < order.size(); ++j) {
       with_r *= at_least[j][r];
@@ -260,11 +264,19 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   // (id) order, with whole subtrees skipped when a prefix cannot win.
   std::vector<int> digit(n, 0), layout_index(n), stages_before(n + 1, 0);
   std::int64_t visited = 0;
+  // Megatron-runnable: every group's stages as large, with the same tp, as
+  // the first group's (one tp and dp for the whole pipeline).
+  const bool one_shape = uniform_stages_required(space.problem().runnable_by);
+  auto same_shape = [&](int depth) {
+    return same_stage_shape(space.layouts(order[0])[layout_index[0]], space.layouts(order[depth])[layout_index[depth]]);
+  };
   int j = 0;
   while (true) {
     layout_index[j] = ok[j][digit[j]];
     stages_before[j + 1] = stages_before[j] + space.layouts(order[j])[layout_index[j]].stages;
-    if (walk.keep_prefix && !walk.keep_prefix(j, layout_index)) {
+    if (one_shape && j > 0 && !same_shape(j)) {
+      report.add(PruneRule::not_runnable, below[j]);
+    } else if (walk.keep_prefix && !walk.keep_prefix(j, layout_index)) {
       report.add(PruneRule::lower_bound_above_best, below[j]);
     } else if (j + 1 < n) {
       ++j;
@@ -342,7 +354,8 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   if (report.count(memory_rule) == 0) {
     const PruneRule rule = largest_of({PruneRule::micro_batch_not_dividing_batch, PruneRule::tp_exceeds_node,
                                        PruneRule::tp_not_dividing_heads, PruneRule::dp_not_dividing_micro_batch,
-                                       PruneRule::not_profiled, PruneRule::more_stages_than_layers});
+                                       PruneRule::not_profiled, PruneRule::not_runnable,
+                                       PruneRule::more_stages_than_layers});
     std::snprintf(buffer, sizeof buffer, "no valid plan: %lld of %lld candidate skeletons removed because %s (%s)",
                   static_cast<long long>(report.count(rule)), static_cast<long long>(report.considered), describe(rule),
                   to_string(rule));

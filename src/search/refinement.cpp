@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
@@ -29,6 +30,18 @@ void set_cp(StagePlan& s, int cp) {
   const int replicas = s.cp * s.dp;
   s.cp = cp;
   s.dp = replicas / cp;
+}
+
+// The same layout: stages, degrees, layers, recompute, B and vpp.
+bool same_plan(const Plan& a, const Plan& b) {
+  if (a.vpp != b.vpp || a.micro_batch_size != b.micro_batch_size || a.stages.size() != b.stages.size()) return false;
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const StagePlan &x = a.stages[i], &y = b.stages[i];
+    if (x.group != y.group || x.first_gpu != y.first_gpu || x.tp != y.tp || x.cp != y.cp || x.dp != y.dp ||
+        x.layer_begin != y.layer_begin || x.layer_end != y.layer_end || x.recompute != y.recompute)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -109,14 +122,38 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
 }
 
 void refine_plans(const CostModel& model, std::vector<Plan>& plans) {
+  // A Megatron-runnable search keeps one cp and vpp for every stage.
+  const bool uniform = uniform_stages_required(model.problem().runnable_by);
   for (Plan& plan : plans) {
     const SearchStats stats = plan.search;
-    plan = refine_plan(model, plan);
+    plan = uniform ? refine_uniform_plan(model, plan) : refine_plan(model, plan);
     plan.search = stats;
   }
   std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
     return a.predicted.iteration_time_s < b.predicted.iteration_time_s;
   });
+}
+
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const std::string& strategy,
+                               int top_k) {
+  std::vector<Plan> top = result.top;
+  if (top.empty()) return top;
+  if (strategy == "autohaap") {
+    std::int64_t evaluated = 0;
+    for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
+      const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
+      if (!known) {
+        u.search = result.stats;
+        top.push_back(std::move(u));
+      }
+    }
+  }
+  refine_plans(model, top);
+  for (std::size_t i = 1; i < top.size();)
+    if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
+    else ++i;
+  if (static_cast<int>(top.size()) > top_k) top.resize(static_cast<std::size_t>(top_k));
+  return top;
 }
 
 }  // namespace autohaap

@@ -182,6 +182,7 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());
   const int layers = space.problem().model.layers;
+  const bool one_shape = uniform_stages_required(space.problem().runnable_by);
   std::vector<Skeleton> all;
   auto run = [&](std::size_t task, std::vector<Skeleton>& out) {
     if (stopped.load(std::memory_order_relaxed)) return;
@@ -216,6 +217,15 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
       }
       if (layout_index == previous || stages > layers) continue;
       previous = layout_index;
+      // A probe must lie in the space searched (--runnable megatron: one
+      // stage shape for every group).
+      if (one_shape) {
+        const GroupLayout& first = space.layouts(space.group_orders()[o][0])[layout_index[0]];
+        bool same = true;
+        for (std::size_t j = 1; j < n && same; ++j)
+          same = same_stage_shape(first, space.layouts(space.group_orders()[o][j])[layout_index[j]]);
+        if (!same) continue;
+      }
       Skeleton s = space.make(o, b, layout_index);
       if (memory.check(s)) continue;
       s.lower_bound_s = balancer.lower_bound(s);

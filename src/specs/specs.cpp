@@ -3,6 +3,7 @@
 
 #include "autohaap/specs/device.hpp"
 #include "autohaap/specs/model.hpp"
+#include "autohaap/specs/runnable_by.hpp"
 #include "autohaap/specs/training.hpp"
 
 namespace autohaap {
@@ -101,6 +102,25 @@ const char* to_string(Runtime r) {
     case Runtime::fsdp: return "fsdp";
   }
   return "?";
+}
+
+const char* to_string(RunnableBy r) {
+  switch (r) {
+    case RunnableBy::any: return "any";
+    case RunnableBy::megatron: return "megatron";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& runnable_by_names() {
+  static const std::vector<std::string> names = {to_string(RunnableBy::any), to_string(RunnableBy::megatron)};
+  return names;
+}
+
+std::optional<RunnableBy> parse_runnable_by(std::string_view name) {
+  for (RunnableBy r : {RunnableBy::any, RunnableBy::megatron})
+    if (name == to_string(r)) return r;
+  return std::nullopt;
 }
 
 const char* to_string(PipelineP2P p) {

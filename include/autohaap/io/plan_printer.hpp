@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
@@ -25,6 +27,8 @@ std::string format_fit_problems(const CostModel& model, const Plan& plan);
 
 // The summary block: status (summary_label), model, cluster, GPUs, stages, micro-batching,
 // iteration time, tokens/s, MFU, HFU, TFLOP/s per GPU, max memory, search stats.
-std::string format_summary_block(const Plan& plan, PlanStatus status);
+// `extra` (key, value) lines go last, before the end line.
+std::string format_summary_block(const Plan& plan, PlanStatus status,
+                                 const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 }  // namespace autohaap

@@ -10,7 +10,9 @@
 // including its sends). For a fixed layer range the best recompute of a
 // stage is the fastest mode (none < selective < full) whose memory fits: it
 // lowers t_i and leaves the other terms alone. So the balancer derives
-// recompute instead of searching it (stage_cost_table.hpp).
+// recompute instead of searching it (stage_cost_table.hpp). A
+// Megatron-runnable search (specs/runnable_by.hpp) gives every stage one
+// mode: the split is found per mode and the best kept.
 //
 // Method (exact for that objective). The two max terms are fixed by
 // thresholds: for a bottleneck T and a sync bound S, each stage may take any
@@ -108,8 +110,16 @@ class LoadBalancer {
   std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
 
  private:
-  // A table of this skeleton's stages, each range in the fastest mode that fits.
-  StageCostTable table(const Skeleton& skeleton) const;
+  // A table of this skeleton's stages, each range in the fastest of
+  // `modes` that fits.
+  StageCostTable table(const Skeleton& skeleton, const std::vector<Recompute>& modes) const;
+  // The recompute choices a split may make: {all modes} (each stage its
+  // fastest that fits), or under a Megatron-runnable search one set per
+  // mode (every stage that mode).
+  std::vector<std::vector<Recompute>> mode_sets() const;
+  // balance() with the stages' recompute taken from `modes`.
+  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, double bound,
+                           const std::function<bool()>& stop) const;
 
   const CostModel& cost_;
   const MemoryPruner& memory_;

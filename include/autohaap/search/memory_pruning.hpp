@@ -10,6 +10,12 @@
 //     tp_not_dividing_heads            tp does not divide the (kv) heads, or
 //                                      tp > 1 on a generic layer-list model
 //     dp_not_dividing_micro_batch      a stage's dp does not divide B
+//     not_profiled                     --profiles-only: the profiles do not
+//                                      measure a layer of this layout
+//     not_runnable                     --runnable megatron: the groups' stages
+//                                      differ in tp or dp, or a device cannot
+//                                      run the precision on every rank
+//                                      (specs/runnable_by.hpp)
 //     more_stages_than_layers          every stage needs at least one layer
 //   memory (AutoHAAP only; from CostModel::stage_memory, before any latency):
 //     stage_cannot_hold_one_layer      a stage cannot hold one layer, even
@@ -54,13 +60,14 @@ enum class PruneRule : int {
   tp_not_dividing_heads,
   dp_not_dividing_micro_batch,
   not_profiled,
+  not_runnable,
   more_stages_than_layers,
   stage_cannot_hold_one_layer,
   capacity_below_layers,
   lower_bound_above_best,
   no_feasible_split,
 };
-inline constexpr int kPruneRuleCount = 10;
+inline constexpr int kPruneRuleCount = 11;
 
 // Stable snake_case name (what --explain and result files print).
 const char* to_string(PruneRule rule);
@@ -88,6 +95,13 @@ struct PruneReport {
 // (tp_exceeds_node, tp_not_dividing_heads, dp_not_dividing_micro_batch):
 // the stage rule (specs/parallel_rules.hpp) counted under its prune rule.
 std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch);
+
+// Whether two groups' layouts cut stages of one shape (as many GPUs, the
+// same tp, hence the same dp): what a Megatron-runnable skeleton needs of
+// every pair of its groups (specs/runnable_by.hpp).
+inline bool same_stage_shape(const GroupLayout& a, const GroupLayout& b) {
+  return a.gpus_per_stage == b.gpus_per_stage && a.tp == b.tp;
+}
 
 class MemoryPruner {
  public:

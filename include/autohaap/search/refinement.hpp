@@ -16,6 +16,7 @@
 // layers) plan estimates of O(stages) each.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
@@ -27,17 +28,28 @@ namespace autohaap {
 // cp found; `plan` itself when nothing is faster.
 Plan refine_plan(const CostModel& model, const Plan& plan);
 
-// A uniform plan (one tp, dp, layer count and recompute mode on every
-// stage, as Megatron-LM runs) with the fastest cp and vpp that are the same
-// on every stage, as Megatron-LM's --context-parallel-size and
+// A plan whose stages share one tp, dp and recompute mode (a uniform plan,
+// or a Megatron-runnable one with any layer counts) with the fastest cp and
+// vpp that are the same on every stage, as Megatron-LM's --context-parallel-size and
 // --virtual-pipeline-model-parallel-size set them: every cp (a divisor of
 // the stages' dp) and every vpp the rules allow, estimated; the plan
 // unchanged when none is faster. A plan that does not fit without cp (its
 // activations halve with cp 2) can fit with it.
 Plan refine_uniform_plan(const CostModel& model, const Plan& plan);
 
-// Refines each plan and orders them fastest first again (stable, so ties
-// keep the search's order).
+struct SearchResult;
+
+// The plans a search answers with: its top plans, plus (autohaap strategy)
+// the best uniform plans with their own cp and vpp — cp can make fit what
+// the search pruned for memory —, each refined (refine_plans), duplicates
+// dropped, at most `top_k`, fastest first. Empty when the search found
+// none. One place for one process, MPI ranks and the runtime comparison.
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const std::string& strategy,
+                               int top_k);
+
+// Refines each plan (refine_plan; refine_uniform_plan when the problem asks
+// for Megatron-runnable plans, specs/runnable_by.hpp) and orders them
+// fastest first again (stable, so ties keep the search's order).
 void refine_plans(const CostModel& model, std::vector<Plan>& plans);
 
 }  // namespace autohaap

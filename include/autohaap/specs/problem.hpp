@@ -5,6 +5,7 @@
 #include "autohaap/cost/profile_table.hpp"
 #include "autohaap/specs/cluster.hpp"
 #include "autohaap/specs/model.hpp"
+#include "autohaap/specs/runnable_by.hpp"
 #include "autohaap/specs/training.hpp"
 
 namespace autohaap {
@@ -18,6 +19,8 @@ struct Problem {
   // measure a whole layer at (ProfileTable::measures_layer): a plan scored on
   // measurements alone, at the price of the points nobody measured.
   bool profiles_only = false;
+  // Search only plans this framework runs as it ships (specs/runnable_by.hpp).
+  RunnableBy runnable_by = RunnableBy::any;
 
   int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
 };

@@ -1,0 +1,98 @@
+#include "autohaap/search/runtime_price.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "autohaap/search/refinement.hpp"
+
+namespace autohaap {
+namespace {
+
+// The fastest uniform plan of `problem` using every one of its GPUs, or
+// any number of them; scored on `problem`.
+std::optional<Plan> best_uniform(const Problem& problem, bool every_gpu) {
+  const CostModel model(problem);
+  std::int64_t evaluated = 0;
+  // Uniform candidates are a few hundred to a few thousand; keep them all
+  // to pick the best that uses every GPU.
+  const int keep = every_gpu ? std::numeric_limits<int>::max() / 2 : 1;
+  for (Plan& plan : uniform_plans(model, keep, evaluated, /*context_and_interleaving=*/true)) {
+    if (!plan.predicted.fits) continue;
+    if (every_gpu && plan.num_gpus() != problem.cluster.total_gpus()) continue;
+    return std::move(plan);
+  }
+  return std::nullopt;
+}
+
+std::string pipeline_of(const Plan& p) {
+  std::string out;
+  for (const StagePlan& s : p.stages) {
+    if (!out.empty()) out += " > ";
+    out += s.device + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") +
+           std::to_string(s.dp) + "[" + std::to_string(s.num_layers()) + "]";
+  }
+  if (p.vpp > 1) out += "  (vpp " + std::to_string(p.vpp) + ")";
+  return out;
+}
+
+}  // namespace
+
+RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
+                           const std::optional<Plan>& runnable_best) {
+  RuntimePrice price;
+  Problem any = problem;
+  any.runnable_by = RunnableBy::any;
+  const SearchResult result = run_search(any, options);
+  const CostModel model(any);
+  const std::vector<Plan> top = finish_plans(model, result, options.strategy, 1);
+  if (!top.empty()) price.unrestricted = top.front();
+  if (runnable_best && (!price.unrestricted || runnable_best->predicted.iteration_time_s <
+                                                   price.unrestricted->predicted.iteration_time_s))
+    price.unrestricted = runnable_best;
+  price.uniform_all_gpus = best_uniform(any, true);
+
+  // The fastest device: highest dense 16-bit peak, the first such group's
+  // device on a tie.
+  const auto& groups = any.cluster.groups;
+  if (groups.empty()) return price;
+  const auto fastest = std::max_element(groups.begin(), groups.end(), [](const NodeGroup& a, const NodeGroup& b) {
+    return a.device.peak_tflops < b.device.peak_tflops;
+  });
+  Problem alone = any;
+  alone.cluster.groups.clear();
+  for (const NodeGroup& g : groups)
+    if (g.device.name == fastest->device.name) alone.cluster.groups.push_back(g);
+  price.fastest_device = fastest->device.name;
+  price.fastest_device_gpus = alone.cluster.total_gpus();
+  price.uniform_fastest_device = best_uniform(alone, false);
+  return price;
+}
+
+std::string format_runtime_price(const RuntimePrice& price, const std::optional<Plan>& runnable_best,
+                                 RunnableBy runnable) {
+  const double reference = price.unrestricted ? price.unrestricted->predicted.iteration_time_s : 0;
+  std::string out = "price of the runtime (predicted iteration time)\n";
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-46s %12s %9s  %s\n", "plan", "iteration s", "vs best", "pipeline");
+  out += buf;
+  auto row = [&](const std::string& label, const std::optional<Plan>& plan) {
+    if (!plan) {
+      std::snprintf(buf, sizeof buf, "%-46s %12s %9s  %s\n", label.c_str(), "-", "-", "none fits");
+    } else {
+      const double t = plan->predicted.iteration_time_s;
+      std::snprintf(buf, sizeof buf, "%-46s %12.4f %+8.1f%%  %s\n", label.c_str(), t,
+                    reference > 0 ? 100 * (t / reference - 1) : 0.0, pipeline_of(*plan).c_str());
+    }
+    out += buf;
+  };
+  row("unrestricted best (any runtime)", price.unrestricted);
+  row(std::string(to_string(runnable)) + "-runnable best (this plan)", runnable_best);
+  row("best uniform plan, all GPUs", price.uniform_all_gpus);
+  row("best uniform plan, " + price.fastest_device + " alone (" + std::to_string(price.fastest_device_gpus) +
+          " GPUs)",
+      price.uniform_fastest_device);
+  return out;
+}
+
+}  // namespace autohaap
