@@ -44,7 +44,7 @@ std::string render_html_report(const CostModel& model, const Plan& plan) {
   const int p = static_cast<int>(plan.stages.size());
   std::vector<StageEstimate> est;
   for (int i = 0; i < p; ++i) est.push_back(model.stage(plan, i));
-  const Timeline timeline = simulate_1f1b(est, plan.num_micro_batches);
+  const Timeline timeline = plan_timeline(plan, est);
   const PredictedPerformance perf = model.estimate(plan);
   const std::vector<std::string> devices = device_order(plan);
   const std::string title = "AutoHAAP plan: " + plan.model + " on " + plan.cluster;

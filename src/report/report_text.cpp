@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/training.hpp"
 
 namespace autohaap::report_text {
@@ -46,6 +47,16 @@ std::string stage_layers(const StagePlan& s) {
   return text;
 }
 
+std::string stage_chunks(const StagePlan& s, int vpp) {
+  if (vpp <= 1) return "";
+  std::string text = "chunks ";
+  for (int v = 0; v < vpp; ++v) {
+    if (v > 0) text += '+';
+    text += std::to_string(chunk_layers(s.num_layers(), vpp, v));
+  }
+  return text;
+}
+
 std::vector<std::string> device_order(const Plan& plan) {
   std::vector<std::string> order;
   for (const StagePlan& s : plan.stages) {
@@ -83,6 +94,23 @@ std::string device_tint(int index) {
   for (int shift = 16; shift >= 0; shift -= 8) {
     const unsigned v = (c >> shift) & 0xffu;
     out |= ((v + 255u) / 2u) << shift;
+  }
+  return hex(out);
+}
+
+std::string chunk_colour(int index, bool forward, int chunk, int chunks) {
+  if (chunk <= 0 || chunks <= 1) return forward ? device_tint(index) : device_colour(index);
+  const unsigned c = kPalette[static_cast<std::size_t>(index) % kPalette.size()];
+  const double depth = static_cast<double>(std::min(chunk, chunks - 1)) / (chunks - 1);
+  // Forwards from halfway to white down to 30% white; backwards from the
+  // saturated colour down to 35% black.
+  const double white = forward ? 0.5 - 0.2 * depth : 0.0;
+  const double black = forward ? 0.0 : 0.35 * depth;
+  unsigned out = 0;
+  for (int shift = 16; shift >= 0; shift -= 8) {
+    const double v = static_cast<double>((c >> shift) & 0xffu);
+    const double mixed = (v + (255.0 - v) * white) * (1.0 - black);
+    out |= static_cast<unsigned>(std::lround(std::clamp(mixed, 0.0, 255.0))) << shift;
   }
   return hex(out);
 }

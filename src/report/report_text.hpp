@@ -23,6 +23,10 @@ std::string duration(double seconds);
 // "layers 0–9 (10), recompute full".
 std::string stage_layers(const StagePlan& stage);
 
+// How an interleaved stage splits its layers into `vpp` model chunks
+// (chunk_layers): "chunks 4+3+3"; "" when vpp is 1.
+std::string stage_chunks(const StagePlan& stage, int vpp);
+
 // Device types in order of first use along the pipeline; a device's colour
 // is its index here, so one device keeps one colour in every picture.
 std::vector<std::string> device_order(const Plan& plan);
@@ -31,5 +35,10 @@ int device_index(const std::vector<std::string>& order, const std::string& devic
 // (forward passes), both "#rrggbb".
 std::string device_colour(int index);
 std::string device_tint(int index);
+// The colour of a pass of device `index` in model chunk `chunk` of
+// `chunks`: chunk 0 is device_tint (forward) or device_colour (backward);
+// later chunks go a step darker each, forwards staying lighter than any
+// backward, so the chunks of an interleaved stage tell apart.
+std::string chunk_colour(int index, bool forward, int chunk, int chunks);
 
 }  // namespace autohaap::report_text

@@ -175,9 +175,7 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
   }
   out += text(20, 72,
               "iteration " + duration(perf.iteration_time_s) + " (cost model), " + duration(timeline.iteration_s) +
-                  (plan.vpp > 1 ? " (drawn without interleaving: each bar is all " + std::to_string(plan.vpp) +
-                                      " chunks of a stage)"
-                                : std::string(" (this schedule)")) +
+" (this schedule)" +
                   " · " + fixed(perf.tokens_per_s, 0) + " tokens/s · MFU " +
                   fixed(100 * perf.mfu, 1) + "% · " + fixed(perf.model_tflops_per_gpu, 1) + " TFLOP/s per GPU · " +
                   fit,
@@ -185,45 +183,49 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
   return out;
 }
 
-void stage_label(std::string& out, const StagePlan& s, int i, const Layout& L) {
+void stage_label(std::string& out, const StagePlan& s, int i, int vpp, const Layout& L) {
   const double top = L.row_top(i), h = L.row_height;
+  const std::string chunks = vpp > 1 ? " in " + stage_chunks(s, vpp) : "";
   const std::string name = "Stage " + std::to_string(i) + " — " + s.device;
   const std::string gpus = std::to_string(s.gpus) + (s.gpus == 1 ? " GPU" : " GPUs") + " (tp " +
                            std::to_string(s.tp) + " × dp " + std::to_string(s.dp) + ")";
   if (h >= 38) {
     out += text(12, top + h / 2 - 7, name, "font-size=\"12\" font-weight=\"bold\"");
     out += text(12, top + h / 2 + 6, gpus, "font-size=\"10.5\"");
-    out += text(12, top + h / 2 + 18, stage_layers(s), "font-size=\"10.5\"");
+    out += text(12, top + h / 2 + 18, stage_layers(s) + chunks, "font-size=\"10.5\"");
   } else if (h >= 24) {
     out += text(12, top + h / 2 - 2, name + ", " + gpus, "font-size=\"11\" font-weight=\"bold\"");
-    out += text(12, top + h / 2 + 10, stage_layers(s), "font-size=\"10\"");
+    out += text(12, top + h / 2 + 10, stage_layers(s) + chunks, "font-size=\"10\"");
   } else {
     out += text(12, top + h / 2 + 3.5,
                 "S" + std::to_string(i) + " " + s.device + " tp" + std::to_string(s.tp) + "×dp" +
                     std::to_string(s.dp) + " L" + std::to_string(s.layer_begin) + "–" +
-                    std::to_string(s.layer_end - 1),
+                    std::to_string(s.layer_end - 1) + (vpp > 1 ? " ×" + std::to_string(vpp) : ""),
                 "font-size=\"" + px(std::clamp(h * 0.55, 7.0, 10.0)) + "\"");
   }
 }
 
-// The passes of one stage and kind, in one group that sets their colour.
-void pass_boxes(std::string& out, const StageTimeline& st, int i, PassKind kind, const std::string& fill,
-                const Layout& L, bool detailed) {
+// The passes of one stage, kind and chunk, in one group that sets their
+// colour; `vpp` > 1 names the chunk on each box.
+void pass_boxes(std::string& out, const StageTimeline& st, int i, PassKind kind, int chunk, int vpp,
+                const std::string& fill, const Layout& L, bool detailed) {
   const bool fwd = kind == PassKind::forward;
+  const std::string chunk_attr = vpp > 1 ? "\" data-chunk=\"" + std::to_string(chunk) : "";
+  const std::string chunk_words = vpp > 1 ? " chunk " + std::to_string(chunk) : "";
   out += "<g fill=\"" + fill + "\"";
   if (detailed) out += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
   out += ">\n";
   const double y = L.box_top(i), h = L.box_bottom(i) - L.box_top(i);
   for (const PipelineOp& op : st.ops) {
-    if (op.kind != kind) continue;
+    if (op.kind != kind || op.chunk != chunk) continue;
     const double x = L.x(op.start_s);
     // Thin passes still show: a micro-batch never vanishes from the picture.
     const double w = std::max(L.x(op.end_s) - x, 0.4);
     out += "<rect class=\"" + std::string(fwd ? "fwd" : "bwd") + "\" data-stage=\"" + std::to_string(i) +
-           "\" data-mb=\"" + std::to_string(op.micro_batch) + "\" x=\"" + px(x) + "\" y=\"" + px(y) + "\" width=\"" +
+           "\" data-mb=\"" + std::to_string(op.micro_batch) + chunk_attr + "\" x=\"" + px(x) + "\" y=\"" + px(y) + "\" width=\"" +
            px(w) + "\" height=\"" + px(h) + "\"";
     if (detailed) {
-      out += "><title>stage " + std::to_string(i) + (fwd ? " forward" : " backward") + " of micro-batch " +
+      out += "><title>stage " + std::to_string(i) + chunk_words + (fwd ? " forward" : " backward") + " of micro-batch " +
              std::to_string(op.micro_batch) + ": " + fixed(op.start_s, 4) + "–" + fixed(op.end_s, 4) +
              " s</title></rect>\n";
     } else {
@@ -235,7 +237,7 @@ void pass_boxes(std::string& out, const StageTimeline& st, int i, PassKind kind,
   // Micro-batch numbers where the box is wide enough to hold them.
   std::string labels;
   for (const PipelineOp& op : st.ops) {
-    if (op.kind != kind) continue;
+    if (op.kind != kind || op.chunk != chunk) continue;
     const double x0 = L.x(op.start_s), x1 = L.x(op.end_s);
     const std::string n = std::to_string(op.micro_batch);
     if (x1 - x0 < text_width(n, 9) + 4 || h < 10) continue;
@@ -252,6 +254,7 @@ void sends(std::string& out, const Timeline& t, const Layout& L) {
   if (p < 2) return;
   out += "<g class=\"sends\" stroke=\"" + std::string(kSendColour) +
          "\" stroke-width=\"0.7\" stroke-opacity=\"0.6\">\n";
+  std::string wraps;
   for (int i = 0; i < p; ++i) {
     for (const PipelineOp& op : t.stages[i].ops) {
       // Activations go down to the next stage, gradients up to the previous.
@@ -259,10 +262,20 @@ void sends(std::string& out, const Timeline& t, const Layout& L) {
         out += line(L.x(op.end_s), L.box_bottom(i), L.x(op.send_end_s), L.box_top(i + 1));
       } else if (op.kind == PassKind::backward && i > 0) {
         out += line(L.x(op.end_s), L.box_top(i), L.x(op.send_end_s), L.box_bottom(i - 1));
+      } else if (op.kind == PassKind::forward && op.chunk + 1 < t.vpp) {
+        // Interleaved: the last stage's chunk c feeds the first stage's c + 1,
+        wraps += line(L.x(op.end_s), L.box_top(i), L.x(op.send_end_s), L.box_top(0));
+      } else if (op.kind == PassKind::backward && op.chunk > 0) {
+        // and the first stage's chunk c sends its gradient to the last's c − 1.
+        wraps += line(L.x(op.end_s), L.box_bottom(i), L.x(op.send_end_s), L.box_bottom(p - 1));
       }
     }
   }
   out += "</g>\n";
+  if (!wraps.empty()) {
+    out += "<g class=\"wrap-sends\" stroke=\"" + std::string(kSendColour) +
+           "\" stroke-width=\"0.7\" stroke-opacity=\"0.35\" stroke-dasharray=\"3 2\">\n" + wraps + "</g>\n";
+  }
 }
 
 void time_axis(std::string& out, const Timeline& t, const Layout& L, double y, double grid_top) {
@@ -321,7 +334,6 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
   for (const StageTimeline& st : timeline.stages) passes += st.ops.size();
   const bool detailed = passes <= kDetailedPassLimit;
   Layout L;
-  L.rows_top = top + 16;
   L.row_height = std::clamp(600.0 / p, 14.0, 44.0);
   L.box_inset = L.row_height >= 24 ? 5 : L.row_height * 0.18;
   const double span = timeline.iteration_s > 0 ? timeline.iteration_s : 1;
@@ -336,10 +348,26 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
     L.scale = (kTimelineRight - kTimelineLeft) / span;
   }
 
-  std::string title = "1F1B schedule of one iteration: " + std::to_string(pic.plan.num_micro_batches) +
-                      " micro-batches, one box per forward and backward; grey lane = idle (pipeline bubble)";
+  const int v = pic.plan.vpp;
+  std::string title = (v > 1 ? "Interleaved 1F1B schedule of one iteration, " + std::to_string(v) +
+                                   " chunks per stage: " + std::to_string(pic.plan.num_micro_batches) +
+                                   " micro-batches, one box per chunk's forward and backward"
+                             : "1F1B schedule of one iteration: " + std::to_string(pic.plan.num_micro_batches) +
+                                   " micro-batches, one box per forward and backward");
+  title += "; grey lane = idle (pipeline bubble)";
   if (elided) title += "; " + std::to_string(elided->micro_batches) + " in the middle elided";
   out += text(20, top, title, "font-size=\"14\" font-weight=\"bold\"");
+  if (v > 1) {
+    // How the chunks are cut, which the boxes draw: by layers, as the
+    // export lays them out, each taking that share of its stage's time.
+    out += text(20, top + 15,
+                "Chunk c of a stage holds the c-th of " + std::to_string(v) +
+                    " near-equal shares of its layers (the first ones larger) and that share of its time; "
+                    "later chunks darker; dashed: the last stage's chunk c feeds the first stage's chunk c + 1",
+                "font-size=\"11\" class=\"chunk-note\"");
+    top += 15;
+  }
+  L.rows_top = top + 16;
   // Lanes first, so idle time reads as the grey showing between boxes.
   out += "<g class=\"lanes\" fill=\"" + std::string(kLaneColour) + "\">\n";
   for (int i = 0; i < p; ++i) {
@@ -370,9 +398,11 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
     const int d = device_index(pic.devices, s.device);
     out += "<g class=\"stage-row\" data-stage=\"" + std::to_string(i) + "\" data-device=\"" + escape(s.device) +
            "\">\n";
-    stage_label(out, s, i, L);
-    pass_boxes(out, st, i, PassKind::forward, device_tint(d), L, detailed);
-    pass_boxes(out, st, i, PassKind::backward, device_colour(d), L, detailed);
+    stage_label(out, s, i, v, L);
+    for (int c = 0; c < v; ++c) {
+      pass_boxes(out, st, i, PassKind::forward, c, v, chunk_colour(d, true, c, v), L, detailed);
+      pass_boxes(out, st, i, PassKind::backward, c, v, chunk_colour(d, false, c, v), L, detailed);
+    }
     const double y = L.box_top(i), h = L.box_bottom(i) - L.box_top(i);
     if (st.sync_end_s > st.sync_start_s) {
       out += rect(L.x(st.sync_start_s), y, L.x(st.sync_end_s) - L.x(st.sync_start_s), h,
@@ -392,6 +422,12 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
   for (std::size_t d = 0; d < pic.devices.size(); ++d) {
     const int di = static_cast<int>(d);
     legend.swatch(device_colour(di), pic.devices[d] + " forward / backward", "legend-pass", device_tint(di));
+  }
+  if (v > 1) {
+    // The chunk shades of the first device, forward over backward.
+    for (int c = 0; c < v; ++c)
+      legend.swatch(chunk_colour(0, false, c, v), "chunk " + std::to_string(c), "legend-chunk",
+                    chunk_colour(0, true, c, v));
   }
   legend.stroke(kSendColour, 1.2, false, "pipeline send");
   legend.swatch(kSyncColour, "gradient sync", "legend-sync");
@@ -487,7 +523,7 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
 std::string render_svg_element(const CostModel& model, const Plan& plan, const SvgReportOptions& options) {
   Picture pic{plan, {}, {}, device_order(plan)};
   for (int i = 0; i < pic.stages(); ++i) pic.est.push_back(model.stage(plan, i));
-  pic.timeline = simulate_1f1b(pic.est, plan.num_micro_batches);
+  pic.timeline = plan_timeline(plan, pic.est);
 
   std::string body;
   double y = 28;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autohaap/error.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 
@@ -28,58 +29,141 @@ std::vector<std::pair<PassKind, int>> one_f_one_b_order(int stage, int num_stage
   return order;
 }
 
+std::vector<PassSlot> interleaved_order(int stage, int num_stages, int m, int vpp) {
+  if (vpp < 2 || m < num_stages)
+    throw std::invalid_argument("interleaved_order: needs 2 or more chunks and a micro-batch per stage");
+  const int p = num_stages, v = vpp;
+  // Forward order: groups of p micro-batches, each through chunk 0, 1, …;
+  // the last group may be shorter (Megatron-LM's schedule table with its
+  // default group of p micro-batches per chunk).
+  std::vector<PassSlot> forwards;
+  const std::size_t total = static_cast<std::size_t>(m) * v;
+  forwards.reserve(total);
+  for (int lo = 0; lo < m; lo += p) {
+    const int hi = std::min(lo + p, m);
+    for (int c = 0; c < v; ++c)
+      for (int j = lo; j < hi; ++j) forwards.push_back({PassKind::forward, j, c});
+  }
+  // Backwards in the same slots, chunks mirrored (v − 1 first); each chunk
+  // takes its micro-batches in the order they went forward.
+  std::vector<PassSlot> backwards;
+  backwards.reserve(total);
+  std::vector<int> taken(v, 0);
+  for (const PassSlot& f : forwards) {
+    const int c = v - 1 - f.chunk;
+    backwards.push_back({PassKind::backward, taken[c]++, c});
+  }
+  const std::size_t warmup =
+      std::min<std::size_t>(static_cast<std::size_t>(p - stage - 1) * 2 + static_cast<std::size_t>(v - 1) * p, total);
+  std::vector<PassSlot> order;
+  order.reserve(2 * total);
+  order.insert(order.end(), forwards.begin(), forwards.begin() + static_cast<std::ptrdiff_t>(warmup));
+  for (std::size_t k = 0; k + warmup < total; ++k) {
+    order.push_back(forwards[warmup + k]);
+    order.push_back(backwards[k]);
+  }
+  order.insert(order.end(), backwards.end() - static_cast<std::ptrdiff_t>(warmup), backwards.end());
+  return order;
+}
+
 namespace {
 
+// Share of stage i's work that chunk c holds, by layers (chunk_layers).
+std::vector<std::vector<double>> chunk_shares(const std::vector<int>& stage_layers, int v) {
+  std::vector<std::vector<double>> share;
+  for (const int layers : stage_layers) {
+    std::vector<double> s(v, 1.0);
+    if (v > 1) {
+      for (int c = 0; c < v; ++c) s[c] = static_cast<double>(chunk_layers(layers, v, c)) / layers;
+    }
+    share.push_back(std::move(s));
+  }
+  return share;
+}
+
 // Every pass of m micro-batches, one by one.
-Timeline simulate_all(const std::vector<StageEstimate>& est, int m) {
+Timeline simulate_all(const std::vector<StageEstimate>& est, const std::vector<std::vector<double>>& share, int m,
+                      int v) {
   const int p = static_cast<int>(est.size());
 
   Timeline t;
   t.num_micro_batches = m;
+  t.vpp = v;
   t.stages.resize(p);
-  // Stage 0's p2p_s is its one boundary; each later stage's p2p_s adds the
-  // boundary after it to the one before it (CostModel::stage).
-  for (int i = 0; i + 1 < p; ++i) {
-    const double before = i == 0 ? 0.0 : t.boundary_send_s[i - 1];
-    t.boundary_send_s.push_back(std::max(0.0, est[i].p2p_s - before));
+  // Time of the send after each pass on stage i. Plain: stage 0's p2p_s is
+  // its one boundary; each later stage's p2p_s adds the boundary after it
+  // to the one before it (CostModel::stage). Interleaved: p2p_s over the
+  // stage's sending passes per micro-batch.
+  std::vector<double> send_fwd(p, 0.0), send_bwd(p, 0.0);
+  if (v == 1) {
+    for (int i = 0; i + 1 < p; ++i) {
+      const double before = i == 0 ? 0.0 : t.boundary_send_s[i - 1];
+      t.boundary_send_s.push_back(std::max(0.0, est[i].p2p_s - before));
+    }
+    for (int i = 0; i < p; ++i) {
+      if (i + 1 < p) send_fwd[i] = t.boundary_send_s[i];
+      if (i > 0) send_bwd[i] = t.boundary_send_s[i - 1];
+    }
+  } else {
+    for (int i = 0; i < p; ++i) {
+      const int senders = 2 * v - (i == 0 ? 1 : 0) - (i == p - 1 ? 1 : 0);
+      send_fwd[i] = send_bwd[i] = est[i].p2p_s / senders;
+    }
   }
 
   constexpr double kNotYet = -1;
-  // Arrival time of each pass's input; kNotYet until its producer ran.
-  std::vector<std::vector<double>> fwd_ready(p, std::vector<double>(m, kNotYet));
-  std::vector<std::vector<double>> bwd_ready(p, std::vector<double>(m, kNotYet));
-  std::fill(fwd_ready[0].begin(), fwd_ready[0].end(), 0.0);
+  // Arrival time of each pass's input, by stage, chunk and micro-batch;
+  // kNotYet until its producer ran.
+  auto slot = [m](int c, int j) { return static_cast<std::size_t>(c) * m + j; };
+  const std::size_t per_stage = static_cast<std::size_t>(v) * m;
+  std::vector<std::vector<double>> fwd_ready(p, std::vector<double>(per_stage, kNotYet));
+  std::vector<std::vector<double>> bwd_ready(p, std::vector<double>(per_stage, kNotYet));
+  for (int j = 0; j < m; ++j) fwd_ready[0][slot(0, j)] = 0.0;
 
-  std::vector<std::vector<std::pair<PassKind, int>>> order(p);
-  for (int i = 0; i < p; ++i) order[i] = one_f_one_b_order(i, p, m);
+  std::vector<std::vector<PassSlot>> order(p);
+  for (int i = 0; i < p; ++i) {
+    if (v > 1) {
+      order[i] = interleaved_order(i, p, m, v);
+    } else {
+      for (const auto& [kind, j] : one_f_one_b_order(i, p, m)) order[i].push_back({kind, j, 0});
+    }
+  }
   std::vector<std::size_t> next(p, 0);
   std::vector<double> free_at(p, 0.0);
 
-  // Advance every stage as far as its inputs allow; 1F1B never deadlocks,
-  // so each sweep schedules at least one pass until all are done.
-  std::size_t remaining = 2 * static_cast<std::size_t>(p) * m;
+  // Advance every stage as far as its inputs allow; neither schedule
+  // deadlocks, so each sweep schedules at least one pass until all are done.
+  std::size_t remaining = 2 * static_cast<std::size_t>(p) * per_stage;
   while (remaining > 0) {
     std::size_t scheduled = 0;
     for (int i = 0; i < p; ++i) {
       while (next[i] < order[i].size()) {
-        const auto [kind, j] = order[i][next[i]];
-        const bool fwd = kind == PassKind::forward;
-        const double ready = fwd ? fwd_ready[i][j] : bwd_ready[i][j];
+        const PassSlot pass = order[i][next[i]];
+        const int j = pass.micro_batch, c = pass.chunk;
+        const bool fwd = pass.kind == PassKind::forward;
+        const double ready = fwd ? fwd_ready[i][slot(c, j)] : bwd_ready[i][slot(c, j)];
         if (ready == kNotYet) break;
         PipelineOp op;
-        op.kind = kind;
+        op.kind = pass.kind;
         op.micro_batch = j;
+        op.chunk = c;
         op.start_s = std::max(free_at[i], ready);
-        op.end_s = op.start_s + (fwd ? est[i].forward_s : est[i].backward_s);
-        double send = 0;
-        if (fwd && i + 1 < p) send = t.boundary_send_s[i];
-        if (!fwd && i > 0) send = t.boundary_send_s[i - 1];
-        op.send_end_s = op.end_s + send;
+        op.end_s = op.start_s + (fwd ? est[i].forward_s : est[i].backward_s) * share[i][c];
+        // Forwards go to the next stage, from the last stage to the first
+        // one's next chunk; backwards the other way; the last chunk's loss
+        // turns a forward into its backward on the last stage.
+        const bool loss = fwd && i + 1 == p && c + 1 == v;
+        const bool sends = fwd ? !loss : (i > 0 || c > 0);
+        op.send_end_s = op.end_s + (sends ? (fwd ? send_fwd[i] : send_bwd[i]) : 0.0);
         free_at[i] = op.send_end_s;
         t.stages[i].busy_s += op.send_end_s - op.start_s;
-        if (fwd && i + 1 < p) fwd_ready[i + 1][j] = op.send_end_s;
-        if (fwd && i + 1 == p) bwd_ready[i][j] = op.end_s;  // the loss is computed here
-        if (!fwd && i > 0) bwd_ready[i - 1][j] = op.send_end_s;
+        if (loss) {
+          bwd_ready[i][slot(c, j)] = op.end_s;
+        } else if (fwd) {
+          fwd_ready[i + 1 < p ? i + 1 : 0][slot(i + 1 < p ? c : c + 1, j)] = op.send_end_s;
+        } else if (sends) {
+          bwd_ready[i > 0 ? i - 1 : p - 1][slot(i > 0 ? c : c - 1, j)] = op.send_end_s;
+        }
         t.stages[i].ops.push_back(op);
         ++next[i];
         ++scheduled;
@@ -105,24 +189,39 @@ Timeline simulate_all(const std::vector<StageEstimate>& est, int m) {
 }  // namespace
 
 Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m, std::size_t max_passes) {
+  return simulate_interleaved(est, std::vector<int>(est.size(), 1), m, 1, max_passes);
+}
+
+Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::vector<int>& stage_layers, int m,
+                              int v, std::size_t max_passes) {
   const int p = static_cast<int>(est.size());
   if (p < 1 || m < 1) throw std::invalid_argument("simulate_1f1b: needs at least one stage and one micro-batch");
+  if (v < 1 || stage_layers.size() != est.size())
+    throw std::invalid_argument("simulate_interleaved: needs a layer count per stage and 1 or more chunks");
+  if (v > 1 && m < p) throw std::invalid_argument("simulate_interleaved: needs a micro-batch per stage");
+  for (const int layers : stage_layers) {
+    if (layers < v) throw std::invalid_argument("simulate_interleaved: a chunk holds a layer or more");
+  }
   if (p > kMaxTimelineStages)
     throw InputError("", "stages", std::to_string(p) + " pipeline stages",
                      "at most " + std::to_string(kMaxTimelineStages) + " for a schedule (a report draws each as a row)");
-  const int cut_at = p + kEdgeMicroBatches;  // stage 0's forward of this micro-batch starts the cut
-  const int simulated = 2 * cut_at;
-  if (2 * static_cast<std::size_t>(p) * static_cast<std::size_t>(m) <= max_passes || m <= simulated)
-    return simulate_all(est, m);
+  const std::vector<std::vector<double>> share = chunk_shares(stage_layers, v);
+  // Interleaved schedules repeat in groups of p micro-batches: the cut and
+  // the elided stretch are whole groups, and the last (shorter) group stays.
+  const int group = v > 1 ? p : 1;
+  const int cut_at = (p + kEdgeMicroBatches + group - 1) / group * group;  // stage 0's forward of it starts the cut
+  const int simulated = 2 * cut_at + (v > 1 ? m % p : 0);
+  const std::size_t passes = 2 * static_cast<std::size_t>(v) * static_cast<std::size_t>(p) * static_cast<std::size_t>(m);
+  if (passes <= max_passes || m <= simulated) return simulate_all(est, share, m, v);
 
-  Timeline t = simulate_all(est, simulated);
-  const Timeline longer = simulate_all(est, simulated + 1);
-  const int skipped = m - simulated;
-  const double period = longer.pipeline_s - t.pipeline_s;
+  Timeline t = simulate_all(est, share, simulated, v);
+  const Timeline longer = simulate_all(est, share, simulated + group, v);
+  const int skipped = m - simulated;  // whole groups
+  const double period = (longer.pipeline_s - t.pipeline_s) / group;
   const double shift = skipped * period;
   double cut = 0;
   for (const PipelineOp& op : t.stages[0].ops) {
-    if (op.kind == PassKind::forward && op.micro_batch == cut_at) cut = op.start_s;
+    if (op.kind == PassKind::forward && op.chunk == 0 && op.micro_batch == cut_at) cut = op.start_s;
   }
   Timeline::Elision e;
   e.micro_batches = skipped;
@@ -140,8 +239,8 @@ Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m, std::size_t
       op.end_s += shift;
       op.send_end_s += shift;
     }
-    // Each micro-batch keeps a stage busy the same time.
-    s.busy_s += skipped * (longer.stages[i].busy_s - s.busy_s);
+    // Each group of micro-batches keeps a stage busy the same time.
+    s.busy_s += static_cast<double>(skipped / group) * (longer.stages[i].busy_s - s.busy_s);
     s.sync_start_s += shift;
     s.sync_end_s += shift;
     s.optimizer_end_s += shift;
@@ -153,10 +252,16 @@ Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m, std::size_t
   return t;
 }
 
+Timeline plan_timeline(const Plan& plan, const std::vector<StageEstimate>& est) {
+  std::vector<int> layers;
+  for (const StagePlan& s : plan.stages) layers.push_back(s.num_layers());
+  return simulate_interleaved(est, layers, plan.num_micro_batches, plan.vpp);
+}
+
 Timeline plan_timeline(const CostModel& model, const Plan& plan) {
   std::vector<StageEstimate> est;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) est.push_back(model.stage(plan, i));
-  return simulate_1f1b(est, plan.num_micro_batches);
+  return plan_timeline(plan, est);
 }
 
 }  // namespace autohaap

@@ -112,6 +112,41 @@ TEST(SvgReport, PipelineSendsAreDrawnForEveryBoundaryCrossing) {
   EXPECT_EQ(count(sends, "<line "), 2u * 2 * 64);
 }
 
+TEST(SvgReport, InterleavedPlanDrawsABoxPerChunkPassAndTheWrapAroundSends) {
+  // Four A100 stages of 6 layers in 2 chunks of 3, 8 micro-batches.
+  const Problem pb = mixed_problem();
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 4, r.dp = 2, r.micro_batch_per_replica = 2, r.vpp = 2, r.global_batch = 32;
+  const Plan plan = make_uniform_plan(pb, r);
+  ASSERT_EQ(plan.num_micro_batches, 8);
+  const CostModel model(pb);
+  const std::string svg = render_svg_report(model, plan);
+  EXPECT_EQ(count(svg, "class=\"fwd\""), 4u * 2 * 8);
+  EXPECT_EQ(count(svg, "class=\"bwd\""), 4u * 2 * 8);
+  // Every (kind, stage, micro-batch, chunk) once.
+  const std::regex box(R"re(class="(fwd|bwd)" data-stage="(\d+)" data-mb="(\d+)" data-chunk="(\d+)")re");
+  std::set<std::tuple<std::string, int, int, int>> seen;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator(); ++it)
+    seen.insert({(*it)[1], std::stoi((*it)[2]), std::stoi((*it)[3]), std::stoi((*it)[4])});
+  EXPECT_EQ(seen.size(), 2u * 4 * 8 * 2);
+  EXPECT_NE(svg.find("Interleaved 1F1B schedule"), std::string::npos);
+  EXPECT_NE(svg.find("in chunks 3+3"), std::string::npos);
+  EXPECT_NE(svg.find("stage 1 chunk 1 backward of micro-batch 7"), std::string::npos);
+  EXPECT_EQ(svg.find("without interleaving"), std::string::npos);
+  // Chunk 1 is shaded apart from chunk 0: the two forward groups of a row differ.
+  const std::size_t row = svg.find("data-stage=\"1\" data-device");
+  const std::size_t f0 = svg.find("<g fill=\"", row), f1 = svg.rfind("<g fill=\"", svg.find("data-chunk=\"1\"", row));
+  EXPECT_NE(svg.substr(f0, 17), svg.substr(f1, 17));
+  // Within the pipeline: 3 boundaries down and up per chunk; around it: the
+  // last stage's chunk 0 to the first stage's chunk 1 and back.
+  const std::size_t begin = svg.find("<g class=\"sends\"");
+  const std::string sends = svg.substr(begin, svg.find("</g>", begin) - begin);
+  EXPECT_EQ(count(sends, "<line "), 2u * 3 * 2 * 8);
+  const std::size_t wrap = svg.find("<g class=\"wrap-sends\"");
+  ASSERT_NE(wrap, std::string::npos);
+  EXPECT_EQ(count(svg.substr(wrap, svg.find("</g>", wrap) - wrap), "<line "), 2u * 8);
+}
+
 TEST(SvgReport, ManyMicroBatchesStayLight) {
   // 8 stages x 256 micro-batches: every box drawn, without tooltips or numbers.
   const Problem pb = mixed_problem();

@@ -1,7 +1,9 @@
 // SVG report: one picture of a plan that a person reads faster than the
 // numbers (DESIGN.md "Outputs").
 //
-// Top: the 1F1B timeline of one iteration (report/timeline.hpp) — one row
+// Top: the 1F1B timeline of one iteration (report/timeline.hpp; with
+// vpp > 1 the interleaved one, a box per chunk pass, later chunks darker,
+// dashed sends from the last stage's chunk c to the first's c + 1) — one row
 // per stage, labelled with its device, GPUs, tp × dp, layer range and
 // recompute mode; one box per forward and per backward of every
 // micro-batch, coloured by device type (forward light, backward dark); idle
@@ -17,7 +19,8 @@
 // sheets from elsewhere; it opens in any browser or SVG viewer. Elements
 // carry classes for tools and tests: every stage row is
 // <g class="stage-row" data-stage="i">, every pass a
-// <rect class="fwd"|"bwd" data-stage="i" data-mb="j">. Large schedules stay
+// <rect class="fwd"|"bwd" data-stage="i" data-mb="j"> (interleaved: and
+// data-chunk="c"). Large schedules stay
 // light: boxes get no text or tooltip once there are more than a few
 // thousand of them.
 //
