@@ -1,6 +1,8 @@
-// `autohaap export PLAN --to megatron|hostfile|json`: turn a plan into
-// what a training run needs — Megatron-LM arguments, a rank-to-GPU
-// hostfile, or the plan as JSON with its predicted performance.
+// `autohaap export PLAN --to megatron|hostfile|json|launch-json`: turn a
+// plan into what a training run needs — Megatron-LM arguments, a
+// rank-to-GPU hostfile, the plan as JSON with its predicted performance, or
+// the launch manifest a heterogeneous runtime starts every rank from
+// (io/launch_manifest.hpp).
 //
 // Exit codes: 0 written; 2 invalid input; 3 (megatron only) stock
 // Megatron-LM cannot run this plan — the reasons and the nearest plan it
@@ -15,6 +17,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/hostfile.hpp"
+#include "autohaap/io/launch_manifest.hpp"
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "commands.hpp"
@@ -74,6 +77,8 @@ int run_export(const ExportArgs& a) {
     code = export_megatron(pp, text);
   } else if (a.to == "hostfile") {
     text = format_hostfile(pp.plan, pp.problem.cluster);
+  } else if (a.to == "launch-json") {
+    text = launch_manifest_to_json(launch_manifest(pp.plan, pp.problem));
   } else {
     Plan scored = pp.plan;
     const CostModel model(pp.problem);
@@ -95,11 +100,11 @@ int run_export(const ExportArgs& a) {
 
 CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, or JSON");
+  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, JSON or a launch manifest");
   cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
-  cmd->add_option("--to", a->to, "megatron | hostfile | json")
+  cmd->add_option("--to", a->to, "megatron | hostfile | json | launch-json")
       ->required()
-      ->check(CLI::IsMember({"megatron", "hostfile", "json"}));
+      ->check(CLI::IsMember({"megatron", "hostfile", "json", "launch-json"}));
   cmd->add_option("-o,--out", a->out, "write here instead of standard output");
   add_problem_options(cmd, a->problem, false);
   cmd->footer(

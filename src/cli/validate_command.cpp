@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "autohaap/error.hpp"
+#include "autohaap/io/launch_manifest.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "commands.hpp"
@@ -13,12 +14,13 @@ namespace autohaap::cli {
 
 CLI::App* register_validate_command(CLI::App& app, CommandAction& action) {
   auto files = std::make_shared<std::vector<std::string>>();
-  auto* cmd = app.add_subcommand("validate", "check input files (model, device, cluster, training, plan)");
+  auto* cmd = app.add_subcommand("validate", "check input files (model, device, cluster, training, plan, launch manifest)");
   cmd->add_option("files", *files, "files to check")->required();
   action = [files] {
     for (const std::string& f : *files) {
       const std::string kind = validate_file(f);
       if (kind == "plan") read_plan(f);
+      if (kind == "launch manifest") read_launch_manifest(f);
       std::cout << f << ": valid " << kind << "\n";
     }
     return int{kExitOk};

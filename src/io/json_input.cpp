@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "autohaap/error.hpp"
+#include "document_writer.hpp"
 
 namespace autohaap {
 namespace {
@@ -125,6 +127,31 @@ std::string parse_json(std::string_view text, const std::string& file, rj::Docum
   // The checked text is well-formed: rapidjson's own writer wrote it.
   if (doc.HasParseError()) throw InputError(file, "", rj::GetParseError_En(doc.GetParseError()), "well-formed JSON");
   return checked;
+}
+
+YAML::Node yaml_of_json(const rj::Value& v) {
+  if (v.IsObject()) {
+    YAML::Node map(YAML::NodeType::Map);
+    for (const auto& member : v.GetObject())
+      map.force_insert(std::string(member.name.GetString(), member.name.GetStringLength()), yaml_of_json(member.value));
+    return map;
+  }
+  if (v.IsArray()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const rj::Value& item : v.GetArray()) list.push_back(yaml_of_json(item));
+    return list;
+  }
+  if (v.IsString()) {
+    YAML::Node text(std::string(v.GetString(), v.GetStringLength()));
+    text.SetTag("!");
+    return text;
+  }
+  if (v.IsNull()) return YAML::Node(YAML::NodeType::Null);
+  if (v.IsDouble() && !std::isfinite(v.GetDouble())) return YAML::Node(detail::number_text(v.GetDouble()));
+  rj::StringBuffer buffer;
+  rj::Writer<rj::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return YAML::Node(std::string(buffer.GetString(), buffer.GetSize()));
 }
 
 }  // namespace autohaap

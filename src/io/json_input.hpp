@@ -22,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include <yaml-cpp/yaml.h>
+
 #include "rapidjson.hpp"
 
 namespace autohaap {
@@ -46,5 +48,14 @@ std::string checked_json(std::string_view text, const std::string& file);
 // checked_json, parsed into `doc`. Returns the checked text, for a second
 // reader of the same document (cereal's archive).
 std::string parse_json(std::string_view text, const std::string& file, rj::Document& doc);
+
+// A parsed JSON value as the YAML node the YAML readers walk (YamlValue,
+// YamlObject, the plan reader), so that one set of typed accessors and key
+// checks serves both forms: strings keep a quoted scalar's tag ("!", so a
+// reader can refuse "4" where a number belongs), numbers their JSON text
+// (4.0 stays 4.0, not an integer), keys given twice stay twice (and are
+// refused as in YAML). Recursive: call it on documents from parse_json only,
+// whose nesting is bounded.
+YAML::Node yaml_of_json(const rj::Value& v);
 
 }  // namespace autohaap

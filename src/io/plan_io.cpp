@@ -371,34 +371,6 @@ std::string render(const rj::Value& value) {
   return shorten(buffer.GetString());
 }
 
-// A JSON value as the YAML node the reader walks: strings keep a quoted
-// scalar's tag ("!"), numbers their JSON text (4.0 stays 4.0, not an
-// integer), keys given twice stay twice (and are refused as in YAML).
-YAML::Node yaml_of(const rj::Value& v) {
-  if (v.IsObject()) {
-    YAML::Node map(YAML::NodeType::Map);
-    for (const auto& member : v.GetObject())
-      map.force_insert(std::string(member.name.GetString(), member.name.GetStringLength()), yaml_of(member.value));
-    return map;
-  }
-  if (v.IsArray()) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const rj::Value& item : v.GetArray()) list.push_back(yaml_of(item));
-    return list;
-  }
-  if (v.IsString()) {
-    YAML::Node text(std::string(v.GetString(), v.GetStringLength()));
-    text.SetTag("!");
-    return text;
-  }
-  if (v.IsNull()) return YAML::Node(YAML::NodeType::Null);
-  if (v.IsDouble() && !std::isfinite(v.GetDouble())) return YAML::Node(number_text(v.GetDouble()));
-  rj::StringBuffer buffer;
-  rj::Writer<rj::StringBuffer> writer(buffer);
-  v.Accept(writer);
-  return YAML::Node(std::string(buffer.GetString(), buffer.GetSize()));
-}
-
 Plan read_yaml(const std::string& text, const std::string& file) {
   const YAML::Node root = parse_yaml(text, file);
   if (!root.IsDefined() || root.IsNull())
@@ -412,7 +384,7 @@ Plan read_json(const std::string& text, const std::string& file) {
   parse_json(text, file, doc);
   if (!doc.IsObject())
     throw InputError(file, "", render(doc), std::string("a JSON object (format: ") + kPlanFormat + ")");
-  return FileReader(file, true).read(yaml_of(doc));
+  return FileReader(file, true).read(yaml_of_json(doc));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/launch_manifest.hpp"  // kLaunchManifestFormat
 #include "autohaap/io/plan_schema.hpp"  // kPlanFormat
 #include "autohaap/io/yaml_value.hpp"
 #include "name_list.hpp"
@@ -398,7 +399,9 @@ Problem load_problem(const std::string& model, const std::string& cluster, const
 std::string validate_file(const std::string& path) {
   const YamlObject obj(load_yaml_file(path), path, "");
   if (auto format = obj.find("format")) {
-    if (format->as_string() != kPlanFormat) format->fail(kPlanFormat);
+    const std::string tag = format->as_string();
+    if (tag == kLaunchManifestFormat) return "launch manifest";
+    if (tag != kPlanFormat) format->fail(std::string(kPlanFormat) + " or " + kLaunchManifestFormat);
     return "plan";
   }
   if (obj.has("groups")) {
@@ -419,8 +422,8 @@ std::string validate_file(const std::string& path) {
   }
   throw InputError(path, "", detail::join_names(obj.keys()),
                    "the keys of a model (family, layers), device (memory_GiB, peak_tflops), cluster (groups), "
-                   "training (global_batch) or plan (format: " +
-                       std::string(kPlanFormat) + ") file");
+                   "training (global_batch), plan (format: " +
+                       std::string(kPlanFormat) + ") or launch manifest (format: " + kLaunchManifestFormat + ") file");
 }
 
 // ------------------------------------------------------------- invariants

@@ -21,6 +21,11 @@ set(_report_cases
   "export_hostfile|0|# node +gpu +rank +stage +tp_rank +cp_rank +dp_rank +device\na100-40gb-node0 +0 +0 +0 +0 +0 +0 +a100-40gb.*v100-32gb-node1 +5 +29 +2 +1 +0 +3 +v100-32gb|export|${_mixed}|--to|hostfile"
   "export_json|0|\"format\": \"autohaap-plan/1\".*\"predicted\": {.*\"iteration_time_s\": [0-9.]+|export|${_mixed}|--to|json"
   "export_unknown_target|2|--to: deepspeed not in|export|${_mixed}|--to|deepspeed"
+  "export_launch_json|0|launch-json export written to .*mixed_launch.json|export|${_mixed}|--to|launch-json|-o|${_out}/mixed_launch.json"
+  "validate_launch_manifest|0|mixed_launch.json: valid launch manifest|validate|${_out}/mixed_launch.json"
+  "export_launch_json_peers|0|\"format\": \"autohaap-launch/1\".*\"world_size\": 2,.*\"rank\": 0,.*\"send_to\": .\n +{\n +\"rank\": 1,|export|${_data}/launch/two_stage.yaml|--to|launch-json"
+  "validate_launch_missing_key|2|missing_key.json: ranks\\[1\\].tokens: got '.missing.'|validate|${_data}/launch/missing_key.json"
+  "validate_launch_asymmetric_peer|2|asymmetric_peer.json: ranks\\[0\\].send_to\\[0\\]: .*lists this rank back: ranks\\[1\\].recv_from|validate|${_data}/launch/asymmetric_peer.json"
   "metis_profiles_estimate|0|0 +a100-40gb +2 +1 x 2 .0,6. +none +5.02 +9.92 |estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "metis_profiles_search_scores_measured_or_corrected|0|stage times:( [0-9]+ [a-z]+ed)+ \\(measured:.*profile correction a100-40gb layer: x1\\.[0-9]+, median of 36 measured points.*profile correction v100-32gb layer: x1\\.[0-9]+, median of 24|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m"
   "metis_profiles_only_search|0|not_profiled +[1-9][0-9]*.*stage times:( [0-9]+ measured)+ \\(measured|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/metis/gpt3-125m|--profiles-only|--explain"
@@ -32,6 +37,9 @@ set(_report_cases
   "report_interleaved_says_so|0|report written to .*interleaved.svg|report|${_data}/report/llama3_70b_interleaved_cp.yaml|-t|llama3-h100-fp8-megatron|-o|${_out}/interleaved.svg"
 )
 autohaap_cli_cases("cli;report" ${_report_cases})
+# validate reads the manifest export writes.
+set_tests_properties(cli_export_launch_json PROPERTIES FIXTURES_SETUP launch_manifest)
+set_tests_properties(cli_validate_launch_manifest PROPERTIES FIXTURES_REQUIRED launch_manifest)
 
 # The HTML report, drawn by a browser: the screenshot must show a picture.
 set_tests_properties(cli_report_html PROPERTIES FIXTURES_SETUP report_html)

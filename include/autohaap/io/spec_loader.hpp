@@ -51,9 +51,11 @@ Problem load_problem(const std::string& model, const std::string& cluster, const
 
 // Detects what kind of input `path` holds from its top-level keys, validates
 // it with the matching loader, and returns the kind: "model", "device",
-// "cluster", "training", or "plan" (a file with `format: autohaap-plan/1`;
-// only recognized here — plan_io validates it). Throws InputError when the
-// kind cannot be told or the file is invalid.
+// "cluster", "training", "plan" (a file with `format: autohaap-plan/1`;
+// only recognized here — plan_io validates it) or "launch manifest"
+// (`format: autohaap-launch/1`; only recognized here — io/launch_manifest
+// validates it). Throws InputError when the kind cannot be told or the file
+// is invalid.
 std::string validate_file(const std::string& path);
 
 // The ranges of the inputs. Each bound lies far beyond any model or machine

@@ -1,0 +1,538 @@
+#include "autohaap/io/launch_manifest.hpp"
+
+#include "json_input.hpp"  // rapidjson as cereal configures it, first
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/hostfile.hpp"
+#include "autohaap/io/spec_loader.hpp"  // limits
+#include "autohaap/io/yaml_value.hpp"
+#include "document_writer.hpp"
+
+namespace autohaap {
+namespace {
+
+using detail::DocumentWriter;
+
+// Part k of [0, total) cut into n parts in order: [⌊k·total/n⌋,
+// ⌊(k+1)·total/n⌋) — equal parts when n divides total.
+IndexRange part(int k, int n, int total) {
+  const long long t = total;
+  return {static_cast<int>(k * t / n), static_cast<int>((k + 1LL) * t / n)};
+}
+
+IndexRange intersect(IndexRange a, IndexRange b) { return {std::max(a.first, b.first), std::min(a.end, b.end)}; }
+
+bool empty(IndexRange r) { return r.first >= r.end; }
+
+// The parts of [0, total) cut into n that overlap `r`, in order.
+std::vector<std::pair<int, IndexRange>> overlapping_parts(IndexRange r, int n, int total) {
+  std::vector<std::pair<int, IndexRange>> out;
+  int k = static_cast<int>(static_cast<long long>(r.first) * n / total);
+  while (k > 0 && part(k, n, total).first > r.first) --k;
+  for (; k < n; ++k) {
+    const IndexRange p = part(k, n, total);
+    if (p.first >= r.end) break;
+    const IndexRange overlap = intersect(r, p);
+    if (!empty(overlap)) out.emplace_back(k, overlap);
+  }
+  return out;
+}
+
+std::string range_text(IndexRange r) { return "[" + std::to_string(r.first) + ", " + std::to_string(r.end) + ")"; }
+
+std::string peer_text(const LaunchPeer& p) {
+  return "{rank: " + std::to_string(p.rank) + ", sequences: " + range_text(p.sequences) +
+         ", tokens: " + range_text(p.tokens) + "}";
+}
+
+// Error messages quote peer lists; a long one would drown the message.
+std::string peers_text(const std::vector<LaunchPeer>& peers) {
+  constexpr std::size_t kShown = 4;
+  std::string out = "[";
+  for (std::size_t i = 0; i < peers.size() && i < kShown; ++i) out += (i ? ", " : "") + peer_text(peers[i]);
+  if (peers.size() > kShown) out += ", ... (" + std::to_string(peers.size()) + " in all)";
+  return out + "]";
+}
+
+std::string rank_key(std::size_t k, const std::string& key) { return "ranks[" + std::to_string(k) + "]." + key; }
+std::string stage_key(std::size_t i, const std::string& key) { return "stages[" + std::to_string(i) + "]." + key; }
+
+// The position of a rank inside its stage, in host_slots' order: tensor-
+// parallel rank fastest, then context-parallel, then data-parallel.
+int position(const LaunchStage& s, int tp_rank, int cp_rank, int dp_rank) {
+  return (dp_rank * s.cp + cp_rank) * s.tp + tp_rank;
+}
+
+template <class E, std::size_t N>
+std::vector<std::string> enum_names(const E (&values)[N]) {
+  std::vector<std::string> names;
+  for (E v : values) names.emplace_back(to_string(v));
+  return names;
+}
+
+constexpr Precision kPrecisions[] = {Precision::bf16, Precision::fp16, Precision::fp32, Precision::tf32, Precision::fp8};
+constexpr PipelineP2P kP2PModes[] = {PipelineP2P::scatter_gather, PipelineP2P::full};
+constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::selective, Recompute::full};
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+// ------------------------------------------------------------- writing
+
+void put_range(DocumentWriter& out, const char* key, IndexRange r) {
+  out.key(key);
+  out.begin_list(true);
+  out.value(r.first);
+  out.value(r.end);
+  out.end_list();
+}
+
+void put_int(DocumentWriter& out, const char* key, int v) {
+  out.key(key);
+  out.value(v);
+}
+
+void put_text(DocumentWriter& out, const char* key, const std::string& v) {
+  out.key(key);
+  out.value(v);
+}
+
+void put_peers(DocumentWriter& out, const char* key, const std::vector<LaunchPeer>& peers) {
+  out.key(key);
+  out.begin_list(false);
+  for (const LaunchPeer& p : peers) {
+    out.begin_map();
+    put_int(out, "rank", p.rank);
+    put_range(out, "sequences", p.sequences);
+    put_range(out, "tokens", p.tokens);
+    out.end_map();
+  }
+  out.end_list();
+}
+
+// ------------------------------------------------------------- reading
+
+// Typed access to the manifest's values. JSON is strict about types: a
+// number in quotes is not a number, a name without quotes not a name.
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  int integer(const YamlObject& o, const char* key) const {
+    const YamlValue v = o.at(key, "an integer");
+    if (v.node().Tag() == "!") v.fail("an integer (without quotes)");
+    return v.as_int();
+  }
+  std::string text(const YamlObject& o, const char* key) const {
+    const YamlValue v = o.at(key, "a string");
+    if (!v.is_scalar() || v.node().Tag() != "!") v.fail("a string (in quotes)");
+    return v.as_string();
+  }
+  IndexRange range(const YamlObject& o, const char* key) const {
+    const YamlValue v = o.at(key, "[first, end): a list of 2 integers");
+    if (!v.is_list() || v.node().size() != 2) v.fail("[first, end): a list of 2 integers");
+    const std::vector<YamlValue> pair = v.as_list();
+    for (const YamlValue& x : pair)
+      if (x.node().Tag() == "!") x.fail("an integer (without quotes)");
+    return {pair[0].as_int(), pair[1].as_int()};
+  }
+  template <class E, std::size_t N>
+  E choice(const YamlObject& o, const char* key, const E (&values)[N]) const {
+    const std::string name = text(o, key);
+    for (E v : values)
+      if (name == to_string(v)) return v;
+    throw InputError(file_, o.key_path(key), name, "one of " + join(enum_names(values)));
+  }
+  std::vector<YamlObject> objects(const YamlObject& o, const char* key, const char* kind) const {
+    const YamlValue v = o.at(key, std::string("a list of ") + kind);
+    if (!v.is_list()) v.fail(std::string("a list of ") + kind);
+    std::vector<YamlObject> out;
+    for (const YamlValue& item : v.as_list()) {
+      if (!item.is_map()) item.fail(kind);
+      out.push_back(item.as_object());
+    }
+    return out;
+  }
+
+  std::vector<LaunchPeer> peers(const YamlObject& o, const char* key) const {
+    std::vector<LaunchPeer> out;
+    for (const YamlObject& p : objects(o, key, "peers {rank, sequences, tokens}")) {
+      p.check_keys({"rank", "sequences", "tokens"});
+      out.push_back({integer(p, "rank"), range(p, "sequences"), range(p, "tokens")});
+    }
+    return out;
+  }
+
+  LaunchManifest manifest(const YamlObject& root) const {
+    root.check_keys({"format", "model", "cluster", "layers", "seq_len", "world_size", "global_batch",
+                     "micro_batch_size", "num_micro_batches", "vpp", "precision", "pipeline_p2p", "stages", "ranks"});
+    const YamlValue format = root.at("format", kLaunchManifestFormat);
+    if (!format.is_scalar() || format.node().Scalar() != kLaunchManifestFormat) format.fail(kLaunchManifestFormat);
+    LaunchManifest m;
+    m.model = text(root, "model");
+    m.cluster = text(root, "cluster");
+    m.layers = integer(root, "layers");
+    m.seq_len = integer(root, "seq_len");
+    m.world_size = integer(root, "world_size");
+    m.global_batch = integer(root, "global_batch");
+    m.micro_batch_size = integer(root, "micro_batch_size");
+    m.num_micro_batches = integer(root, "num_micro_batches");
+    m.vpp = integer(root, "vpp");
+    m.precision = choice(root, "precision", kPrecisions);
+    m.pipeline_p2p = choice(root, "pipeline_p2p", kP2PModes);
+    for (const YamlObject& s : objects(root, "stages", "stages (mappings)")) {
+      s.check_keys({"index", "device", "group", "tp", "cp", "dp", "layers", "recompute", "sequences_per_replica"});
+      LaunchStage st;
+      st.index = integer(s, "index");
+      st.device = text(s, "device");
+      st.group = integer(s, "group");
+      st.tp = integer(s, "tp");
+      st.cp = integer(s, "cp");
+      st.dp = integer(s, "dp");
+      st.layers = range(s, "layers");
+      st.recompute = choice(s, "recompute", kRecomputes);
+      st.sequences_per_replica = integer(s, "sequences_per_replica");
+      m.stages.push_back(std::move(st));
+    }
+    for (const YamlObject& r : objects(root, "ranks", "ranks (mappings)")) {
+      r.check_keys({"rank", "node", "local_gpu", "device", "stage", "tp_rank", "cp_rank", "dp_rank", "layers",
+                    "sequences", "sequences_per_replica", "tokens", "recv_from", "send_to"});
+      LaunchRank rk;
+      rk.rank = integer(r, "rank");
+      rk.node = text(r, "node");
+      rk.local_gpu = integer(r, "local_gpu");
+      rk.device = text(r, "device");
+      rk.stage = integer(r, "stage");
+      rk.tp_rank = integer(r, "tp_rank");
+      rk.cp_rank = integer(r, "cp_rank");
+      rk.dp_rank = integer(r, "dp_rank");
+      rk.layers = range(r, "layers");
+      rk.sequences = range(r, "sequences");
+      rk.sequences_per_replica = integer(r, "sequences_per_replica");
+      rk.tokens = range(r, "tokens");
+      rk.recv_from = peers(r, "recv_from");
+      rk.send_to = peers(r, "send_to");
+      m.ranks.push_back(std::move(rk));
+    }
+    return m;
+  }
+
+ private:
+  const std::string& file_;
+};
+
+// Per stage, the index into m.ranks of each position (-1 while empty).
+std::vector<std::vector<int>> position_index(const LaunchManifest& m) {
+  std::vector<std::vector<int>> at;
+  for (const LaunchStage& s : m.stages) at.emplace_back(static_cast<std::size_t>(s.tp) * s.cp * s.dp, -1);
+  return at;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public
+
+int next_stage(const LaunchManifest& m, int stage) {
+  const int p = static_cast<int>(m.stages.size());
+  if (stage + 1 < p) return stage + 1;
+  return m.vpp > 1 && p > 1 ? 0 : -1;
+}
+
+int previous_stage(const LaunchManifest& m, int stage) {
+  const int p = static_cast<int>(m.stages.size());
+  if (stage > 0) return stage - 1;
+  return m.vpp > 1 && p > 1 ? p - 1 : -1;
+}
+
+std::vector<LaunchPeer> exchange_peers(const LaunchManifest& m, const std::vector<std::vector<int>>& rank_at,
+                                       int from, int tp_rank, int cp_rank, int dp_rank, int to) {
+  const LaunchStage& a = m.stages.at(from);
+  const LaunchStage& b = m.stages.at(to);
+  std::vector<LaunchPeer> peers;
+  if (tp_rank >= std::min(a.tp, b.tp)) return peers;
+  const IndexRange sequences = part(dp_rank, a.dp, m.micro_batch_size);
+  const IndexRange tokens = part(cp_rank, a.cp, m.seq_len);
+  for (const auto& [d, shared_sequences] : overlapping_parts(sequences, b.dp, m.micro_batch_size)) {
+    for (const auto& [c, shared_tokens] : overlapping_parts(tokens, b.cp, m.seq_len))
+      peers.push_back({rank_at.at(to).at(position(b, tp_rank, c, d)), shared_sequences, shared_tokens});
+  }
+  std::sort(peers.begin(), peers.end(), [](const LaunchPeer& x, const LaunchPeer& y) { return x.rank < y.rank; });
+  return peers;
+}
+
+LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
+  LaunchManifest m;
+  m.model = plan.model;
+  m.cluster = plan.cluster;
+  m.layers = problem.model.layers;
+  m.seq_len = problem.seq_len();
+  m.global_batch = plan.global_batch;
+  m.micro_batch_size = plan.micro_batch_size;
+  m.num_micro_batches = plan.num_micro_batches;
+  m.vpp = plan.vpp;
+  m.precision = problem.training.precision;
+  m.pipeline_p2p = pipeline_p2p(problem.training);
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const StagePlan& s = plan.stages[i];
+    m.stages.push_back({static_cast<int>(i), s.device, s.group, s.tp, s.cp, s.dp, {s.layer_begin, s.layer_end},
+                        s.recompute, plan.micro_batch_size / s.dp});
+  }
+  std::vector<std::vector<int>> rank_at = position_index(m);
+  for (const HostSlot& slot : host_slots(plan, problem.cluster)) {
+    const LaunchStage& s = m.stages.at(slot.stage);
+    LaunchRank r;
+    r.rank = slot.rank;
+    r.node = slot.node;
+    r.local_gpu = slot.local_gpu;
+    r.device = slot.device;
+    r.stage = slot.stage;
+    r.tp_rank = slot.tp_rank;
+    r.cp_rank = slot.cp_rank;
+    r.dp_rank = slot.dp_rank;
+    r.layers = s.layers;
+    r.sequences = part(slot.dp_rank, s.dp, m.micro_batch_size);
+    r.sequences_per_replica = s.sequences_per_replica;
+    r.tokens = part(slot.cp_rank, s.cp, m.seq_len);
+    rank_at[slot.stage].at(position(s, slot.tp_rank, slot.cp_rank, slot.dp_rank)) = slot.rank;
+    m.ranks.push_back(std::move(r));
+  }
+  m.world_size = static_cast<int>(m.ranks.size());
+  for (LaunchRank& r : m.ranks) {
+    if (const int next = next_stage(m, r.stage); next >= 0)
+      r.send_to = exchange_peers(m, rank_at, r.stage, r.tp_rank, r.cp_rank, r.dp_rank, next);
+    if (const int previous = previous_stage(m, r.stage); previous >= 0)
+      r.recv_from = exchange_peers(m, rank_at, r.stage, r.tp_rank, r.cp_rank, r.dp_rank, previous);
+  }
+  return m;
+}
+
+std::string launch_manifest_to_json(const LaunchManifest& m) {
+  return detail::json_document([&](DocumentWriter& out) {
+    put_text(out, "format", kLaunchManifestFormat);
+    put_text(out, "model", m.model);
+    put_text(out, "cluster", m.cluster);
+    put_int(out, "layers", m.layers);
+    put_int(out, "seq_len", m.seq_len);
+    put_int(out, "world_size", m.world_size);
+    put_int(out, "global_batch", m.global_batch);
+    put_int(out, "micro_batch_size", m.micro_batch_size);
+    put_int(out, "num_micro_batches", m.num_micro_batches);
+    put_int(out, "vpp", m.vpp);
+    put_text(out, "precision", to_string(m.precision));
+    put_text(out, "pipeline_p2p", to_string(m.pipeline_p2p));
+    out.key("stages");
+    out.begin_list(false);
+    for (const LaunchStage& s : m.stages) {
+      out.begin_map();
+      put_int(out, "index", s.index);
+      put_text(out, "device", s.device);
+      put_int(out, "group", s.group);
+      put_int(out, "tp", s.tp);
+      put_int(out, "cp", s.cp);
+      put_int(out, "dp", s.dp);
+      put_range(out, "layers", s.layers);
+      put_text(out, "recompute", to_string(s.recompute));
+      put_int(out, "sequences_per_replica", s.sequences_per_replica);
+      out.end_map();
+    }
+    out.end_list();
+    out.key("ranks");
+    out.begin_list(false);
+    for (const LaunchRank& r : m.ranks) {
+      out.begin_map();
+      put_int(out, "rank", r.rank);
+      put_text(out, "node", r.node);
+      put_int(out, "local_gpu", r.local_gpu);
+      put_text(out, "device", r.device);
+      put_int(out, "stage", r.stage);
+      put_int(out, "tp_rank", r.tp_rank);
+      put_int(out, "cp_rank", r.cp_rank);
+      put_int(out, "dp_rank", r.dp_rank);
+      put_range(out, "layers", r.layers);
+      put_range(out, "sequences", r.sequences);
+      put_int(out, "sequences_per_replica", r.sequences_per_replica);
+      put_range(out, "tokens", r.tokens);
+      put_peers(out, "recv_from", r.recv_from);
+      put_peers(out, "send_to", r.send_to);
+      out.end_map();
+    }
+    out.end_list();
+  });
+}
+
+LaunchManifest launch_manifest_from_string(const std::string& text, const std::string& file) {
+  rj::Document doc;
+  parse_json(text, file, doc);
+  if (!doc.IsObject())
+    throw InputError(file, "", YamlValue(yaml_of_json(doc), file, "").text(),
+                     std::string("a JSON object (format: ") + kLaunchManifestFormat + ")");
+  const LaunchManifest m = Reader(file).manifest(YamlObject(yaml_of_json(doc), file, ""));
+  check_launch_manifest(m, file);
+  return m;
+}
+
+LaunchManifest read_launch_manifest(const std::string& path) {
+  return launch_manifest_from_string(read_file(path), path);
+}
+
+void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
+  auto within = [&](const std::string& key, long long value, long long min, long long max) {
+    if (value < min || value > max)
+      throw InputError(file, key, std::to_string(value),
+                       "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  };
+  auto equal = [&](const std::string& key, IndexRange got, IndexRange want, const std::string& why) {
+    if (got != want) throw InputError(file, key, range_text(got), range_text(want) + " (" + why + ")");
+  };
+  if (m.model.empty()) throw InputError(file, "model", "", "a model name");
+  if (m.cluster.empty()) throw InputError(file, "cluster", "", "a cluster name");
+  within("layers", m.layers, 1, limits::kMaxLayers);
+  within("seq_len", m.seq_len, 1, limits::kMaxSeqLen);
+  within("world_size", m.world_size, 1, limits::kMaxClusterGpus);
+  within("global_batch", m.global_batch, 1, limits::kMaxGlobalBatch);
+  within("micro_batch_size", m.micro_batch_size, 1, limits::kMaxGlobalBatch);
+  within("num_micro_batches", m.num_micro_batches, 1, limits::kMaxGlobalBatch);
+  within("vpp", m.vpp, 1, limits::kMaxLayers);
+  const long long batch = static_cast<long long>(m.micro_batch_size) * m.num_micro_batches;
+  if (batch != m.global_batch)
+    throw InputError(file, "global_batch", std::to_string(m.global_batch),
+                     "micro_batch_size * num_micro_batches = " + std::to_string(batch));
+
+  // Stages: degrees in range, B split evenly over the replicas, layers
+  // covering the model once along the chain.
+  if (m.stages.empty()) throw InputError(file, "stages", "[]", "at least one stage");
+  within("stages", static_cast<long long>(m.stages.size()), 1, m.layers);
+  const int B = m.micro_batch_size;
+  long long gpus = 0;
+  int next_layer = 0;
+  for (std::size_t i = 0; i < m.stages.size(); ++i) {
+    const LaunchStage& s = m.stages[i];
+    within(stage_key(i, "index"), s.index, static_cast<long long>(i), static_cast<long long>(i));
+    if (s.device.empty()) throw InputError(file, stage_key(i, "device"), "", "a device name");
+    within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
+    within(stage_key(i, "tp"), s.tp, 1, limits::kMaxClusterGpus);
+    within(stage_key(i, "cp"), s.cp, 1, std::min(limits::kMaxClusterGpus, m.seq_len));
+    within(stage_key(i, "dp"), s.dp, 1, B);
+    if (B % s.dp != 0)
+      throw InputError(file, stage_key(i, "dp"), std::to_string(s.dp),
+                       "a divisor of micro_batch_size (" + std::to_string(B) + ")");
+    if (s.sequences_per_replica != B / s.dp)
+      throw InputError(file, stage_key(i, "sequences_per_replica"), std::to_string(s.sequences_per_replica),
+                       "micro_batch_size / dp = " + std::to_string(B / s.dp) +
+                           ", so that the replicas' sequences add up to " + std::to_string(B));
+    const bool last = i + 1 == m.stages.size();
+    if (s.layers.first != next_layer || s.layers.end <= s.layers.first || s.layers.end > m.layers ||
+        (last && s.layers.end != m.layers))
+      throw InputError(file, stage_key(i, "layers"), range_text(s.layers),
+                       "[" + std::to_string(next_layer) + ", " + (last ? std::to_string(m.layers) : "end") +
+                           "): the stages' layer ranges run one after another from 0 to the model's " +
+                           std::to_string(m.layers) + " layers, each layer once");
+    next_layer = s.layers.end;
+    gpus += static_cast<long long>(s.tp) * s.cp * s.dp;
+    if (gpus > limits::kMaxClusterGpus) break;  // world_size's check below names it
+  }
+  if (gpus != m.world_size)
+    throw InputError(file, "world_size", std::to_string(m.world_size),
+                     "the stages' GPUs, sum of tp * cp * dp = " + std::to_string(gpus));
+  if (m.ranks.size() != static_cast<std::size_t>(m.world_size))
+    throw InputError(file, "ranks", std::to_string(m.ranks.size()) + " entries",
+                     "one entry per rank (world_size " + std::to_string(m.world_size) + ")");
+
+  // Ranks: each once, at a position and a GPU of its own, consistent with
+  // its stage.
+  std::vector<int> entry_of(m.world_size, -1);
+  std::vector<std::vector<int>> rank_at = position_index(m);
+  std::map<std::pair<std::string, int>, std::size_t> gpu_of;
+  for (std::size_t k = 0; k < m.ranks.size(); ++k) {
+    const LaunchRank& r = m.ranks[k];
+    within(rank_key(k, "rank"), r.rank, 0, m.world_size - 1);
+    if (entry_of[r.rank] >= 0)
+      throw InputError(file, rank_key(k, "rank"), std::to_string(r.rank),
+                       "each rank 0.." + std::to_string(m.world_size - 1) + " once (ranks[" +
+                           std::to_string(entry_of[r.rank]) + "] is rank " + std::to_string(r.rank) + " too)");
+    entry_of[r.rank] = static_cast<int>(k);
+    if (r.node.empty()) throw InputError(file, rank_key(k, "node"), "", "a node name");
+    within(rank_key(k, "local_gpu"), r.local_gpu, 0, limits::kMaxGpusPerNode - 1);
+    const auto [gpu, fresh] = gpu_of.emplace(std::make_pair(r.node, r.local_gpu), k);
+    if (!fresh)
+      throw InputError(file, rank_key(k, "local_gpu"), std::to_string(r.local_gpu),
+                       "a GPU of node " + r.node + " no other rank uses (ranks[" + std::to_string(gpu->second) +
+                           "] runs there)");
+    within(rank_key(k, "stage"), r.stage, 0, static_cast<long long>(m.stages.size()) - 1);
+    const LaunchStage& s = m.stages[r.stage];
+    within(rank_key(k, "tp_rank"), r.tp_rank, 0, s.tp - 1);
+    within(rank_key(k, "cp_rank"), r.cp_rank, 0, s.cp - 1);
+    within(rank_key(k, "dp_rank"), r.dp_rank, 0, s.dp - 1);
+    int& slot = rank_at[r.stage][position(s, r.tp_rank, r.cp_rank, r.dp_rank)];
+    if (slot >= 0)
+      throw InputError(file, rank_key(k, "dp_rank"), std::to_string(r.dp_rank),
+                       "a (tp_rank, cp_rank, dp_rank) of stage " + std::to_string(r.stage) +
+                           " no other rank holds (rank " + std::to_string(slot) + " holds this one)");
+    slot = r.rank;
+    const std::string stage_name = "stages[" + std::to_string(r.stage) + "]";
+    if (r.device != s.device)
+      throw InputError(file, rank_key(k, "device"), r.device, "'" + s.device + "' (the device of " + stage_name + ")");
+    equal(rank_key(k, "layers"), r.layers, s.layers, "the layers of " + stage_name);
+    equal(rank_key(k, "sequences"), r.sequences, part(r.dp_rank, s.dp, B),
+          "replica " + std::to_string(r.dp_rank) + " of " + std::to_string(s.dp) + " over B = " + std::to_string(B));
+    if (r.sequences_per_replica != s.sequences_per_replica)
+      throw InputError(file, rank_key(k, "sequences_per_replica"), std::to_string(r.sequences_per_replica),
+                       std::to_string(s.sequences_per_replica) + " (that of " + stage_name + ")");
+    equal(rank_key(k, "tokens"), r.tokens, part(r.cp_rank, s.cp, m.seq_len),
+          "chunk " + std::to_string(r.cp_rank) + " of " + std::to_string(s.cp) + " of the " +
+              std::to_string(m.seq_len) + " tokens");
+  }
+
+  // Peers: within range, each listed back by its peer, and exactly the
+  // rule's (launch_manifest.hpp).
+  auto check_back = [&](std::size_t k, const char* list, const char* back) {
+    const LaunchRank& r = m.ranks[k];
+    const std::vector<LaunchPeer>& peers = std::string(list) == "send_to" ? r.send_to : r.recv_from;
+    for (std::size_t j = 0; j < peers.size(); ++j) {
+      const LaunchPeer& p = peers[j];
+      const std::string key = rank_key(k, list) + "[" + std::to_string(j) + "]";
+      within(key + ".rank", p.rank, 0, m.world_size - 1);
+      const std::size_t other = static_cast<std::size_t>(entry_of[p.rank]);
+      const LaunchRank& o = m.ranks[other];
+      const std::vector<LaunchPeer>& theirs = std::string(back) == "send_to" ? o.send_to : o.recv_from;
+      const LaunchPeer mirror{r.rank, p.sequences, p.tokens};
+      if (std::find(theirs.begin(), theirs.end(), mirror) == theirs.end())
+        throw InputError(file, key, peer_text(p),
+                         "a peer that lists this rank back: " + rank_key(other, back) + " (rank " +
+                             std::to_string(p.rank) + ") has no entry " + peer_text(mirror));
+    }
+  };
+  for (std::size_t k = 0; k < m.ranks.size(); ++k) {
+    check_back(k, "send_to", "recv_from");
+    check_back(k, "recv_from", "send_to");
+  }
+  for (std::size_t k = 0; k < m.ranks.size(); ++k) {
+    const LaunchRank& r = m.ranks[k];
+    auto rule = [&](const char* list, const std::vector<LaunchPeer>& listed, int stage) {
+      const std::vector<LaunchPeer> wanted =
+          stage < 0 ? std::vector<LaunchPeer>{}
+                    : exchange_peers(m, rank_at, r.stage, r.tp_rank, r.cp_rank, r.dp_rank, stage);
+      if (listed != wanted)
+        throw InputError(file, rank_key(k, list), peers_text(listed),
+                         peers_text(wanted) + " (" +
+                             (stage < 0 ? std::string("no neighbouring stage on this side")
+                                        : "the ranks of stages[" + std::to_string(stage) +
+                                              "] with tp rank " + std::to_string(r.tp_rank) +
+                                              " (below both stages' tp) whose sequences and tokens overlap") +
+                             ", ordered by rank)");
+    };
+    rule("send_to", r.send_to, next_stage(m, r.stage));
+    rule("recv_from", r.recv_from, previous_stage(m, r.stage));
+  }
+}
+
+}  // namespace autohaap
