@@ -1,6 +1,7 @@
-// `autohaap export PLAN --to megatron|hostfile|json`: turn a plan into
-// what a training run needs — Megatron-LM arguments, a rank-to-GPU
-// hostfile, or the plan as JSON with its predicted performance.
+// `autohaap export PLAN --to megatron|hostfile|nodelist|json`: turn a plan
+// into what a training run needs — Megatron-LM arguments, a rank-to-GPU
+// hostfile, the order to launch its nodes in, or the plan as JSON with its
+// predicted performance.
 //
 // Exit codes: 0 written; 2 invalid input; 3 (megatron only) stock
 // Megatron-LM cannot run this plan — the reasons and the nearest plan it
@@ -74,6 +75,8 @@ int run_export(const ExportArgs& a) {
     code = export_megatron(pp, text);
   } else if (a.to == "hostfile") {
     text = format_hostfile(pp.plan, pp.problem.cluster);
+  } else if (a.to == "nodelist") {
+    text = format_nodelist(pp.plan, pp.problem.cluster);
   } else {
     Plan scored = pp.plan;
     const CostModel model(pp.problem);
@@ -95,11 +98,11 @@ int run_export(const ExportArgs& a) {
 
 CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, or JSON");
+  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, its node launch order, or JSON");
   cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
-  cmd->add_option("--to", a->to, "megatron | hostfile | json")
+  cmd->add_option("--to", a->to, "megatron | hostfile | nodelist | json")
       ->required()
-      ->check(CLI::IsMember({"megatron", "hostfile", "json"}));
+      ->check(CLI::IsMember({"megatron", "hostfile", "nodelist", "json"}));
   cmd->add_option("-o,--out", a->out, "write here instead of standard output");
   add_problem_options(cmd, a->problem, false);
   cmd->footer(
