@@ -55,7 +55,8 @@ std::string disagreement(const Plan& plan, int first, int end,
 }
 
 // "v100-32gb (stage 2)": the stages whose device lacks what `has` asks
-// for, grouped by device; "" when every device has it.
+// for, grouped by device; "" when every device has it. (With a negated
+// `has`: the stages whose device has it.)
 std::string stages_lacking(const Problem& problem, const Plan& plan,
                            const std::function<bool(const DeviceSpec&)>& has) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;  // device, its stages; in first-use order
@@ -126,11 +127,12 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
   // in 16 bits, as its estimate assumed.)
   if (problem.training.precision == Precision::fp8) {
     const Precision fp8 = problem.training.precision;
-    auto fp8_on = [&](const StagePlan& s) {
-      return (gemms_in_fp8(fp8, problem.cluster.groups.at(s.group).device) ? "FP8 on " : "no FP8 on ") + s.device;
-    };
-    if (const std::string d = disagreement(plan, 0, p, fp8_on); !d.empty()) {
-      why.push_back("fp8 training on devices with and without FP8: " + d +
+    const std::string with =
+        stages_lacking(problem, plan, [&](const DeviceSpec& d) { return !gemms_in_fp8(fp8, d); });
+    const std::string without =
+        stages_lacking(problem, plan, [&](const DeviceSpec& d) { return gemms_in_fp8(fp8, d); });
+    if (!with.empty() && !without.empty()) {
+      why.push_back("fp8 training on devices with and without FP8: FP8 on " + with + ", no FP8 on " + without +
                     "; Megatron-LM's --fp8-format applies to every rank — train in bf16 (precision: bf16), or "
                     "place every stage on FP8 devices");
     }
@@ -188,7 +190,10 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     return std::all_of(stage_layers.begin() + from, stage_layers.begin() + to, [n](int l) { return l == n; });
   };
   const auto write_layout = [&] {
-    add("--pipeline-model-parallel-layout", "\"" + format_megatron_layout(stage_layers, plan.vpp) + "\"");
+    std::string quoted(1, '"');  // for the shell: '|' and '*' stay text
+    quoted += format_megatron_layout(stage_layers, plan.vpp);
+    quoted += '"';
+    add("--pipeline-model-parallel-layout", quoted);
   };
   if (plan.vpp > 1) {
     const int per_chunk = m.layers / (p * plan.vpp);

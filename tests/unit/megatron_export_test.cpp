@@ -342,6 +342,29 @@ TEST(MegatronMixedDevices, StagesSpanningNodesLaunchOnTheirGroups) {
   expect_launch_puts_stages_on_their_groups(plan, pb.cluster);
 }
 
+TEST(MegatronMixedDevices, ANodeReturnedToIsLaunchedAgain) {
+  // Stage 0 on GPUs 0-3 of A100 node 0, stage 1 on a V100 node, stage 2 on
+  // GPUs 4-7 of A100 node 0: that node's ranks are 0-3 and 8-11, so it is
+  // launched twice (node ranks 0 and 2).
+  const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
+  Plan plan = uniform(pb, 2, 3, 2, 1);
+  const int groups[3] = {0, 1, 0}, firsts[3] = {0, 0, 4};
+  for (int i = 0; i < 3; ++i) {
+    plan.stages[i].group = groups[i];
+    plan.stages[i].device = pb.cluster.groups[groups[i]].device.name;
+    plan.stages[i].first_gpu = firsts[i];
+  }
+  check_plan_against(plan, pb.model, pb.cluster, "test");
+  const std::vector<NodeLaunch> nodes = node_order(plan, pb.cluster);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].node, "a100-40gb-node0");
+  EXPECT_EQ(nodes[1].node, "v100-32gb-node0");
+  EXPECT_EQ(nodes[2].node, "a100-40gb-node0");
+  EXPECT_EQ(nodes[2].local_gpus, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(nodes[2].first_rank, 8);
+  expect_launch_puts_stages_on_their_groups(plan, pb.cluster);
+}
+
 TEST(MegatronMixedDevices, Fp8WithAnA100StageIsRefused) {
   Problem pb = problem("llama3-8b", "mixed-h100-a100");
   pb.training = catalog_training("llama3-h100-fp8-megatron");
@@ -354,8 +377,18 @@ TEST(MegatronMixedDevices, Fp8WithAnA100StageIsRefused) {
   // bf16 training on the same plan runs.
   pb.training.precision = Precision::bf16;
   EXPECT_TRUE(megatron_blockers(plan, pb).empty());
-  // fp8 training with no FP8 device at all runs in 16 bits, as estimated.
+  // Two FP8 device types together run fp8 alike.
   pb.training.precision = Precision::fp8;
+  Problem two_fp8 = pb;
+  two_fp8.cluster.groups[1] = make_node_group(catalog_device("h100-pcie"), 4, 8);
+  Plan hopper = plan;
+  for (StagePlan& s : hopper.stages) {
+    if (s.group == 1) s.device = "h100-pcie";
+  }
+  check_plan_against(hopper, two_fp8.model, two_fp8.cluster, "test");
+  EXPECT_TRUE(megatron_blockers(hopper, two_fp8).empty());
+  EXPECT_EQ(value(megatron_arguments(hopper, two_fp8), "--fp8-format"), "hybrid");
+  // fp8 training with no FP8 device at all runs in 16 bits, as estimated.
   Plan a100_only = plan;
   for (StagePlan& s : a100_only.stages) s.group = 1, s.device = "a100-80gb";
   const int firsts[4] = {0, 8, 16, 24};
