@@ -1,8 +1,8 @@
-// `autohaap export PLAN --to megatron|hostfile|json|launch-json`: turn a
-// plan into what a training run needs — Megatron-LM arguments, a
-// rank-to-GPU hostfile, the plan as JSON with its predicted performance, or
-// the launch manifest a heterogeneous runtime starts every rank from
-// (io/launch_manifest.hpp).
+// `autohaap export PLAN --to megatron|hostfile|nodelist|json|launch-json`:
+// turn a plan into what a training run needs — Megatron-LM arguments, a
+// rank-to-GPU hostfile, the order to launch its nodes in, the plan as JSON
+// with its predicted performance, or the launch manifest a heterogeneous
+// runtime starts every rank from (io/launch_manifest.hpp).
 //
 // Exit codes: 0 written; 2 invalid input; 3 (megatron only) stock
 // Megatron-LM cannot run this plan — the reasons and the nearest plan it
@@ -79,6 +79,8 @@ int run_export(const ExportArgs& a) {
     text = format_hostfile(pp.plan, pp.problem.cluster);
   } else if (a.to == "launch-json") {
     text = launch_manifest_to_json(launch_manifest(pp.plan, pp.problem));
+  } else if (a.to == "nodelist") {
+    text = format_nodelist(pp.plan, pp.problem.cluster);
   } else {
     Plan scored = pp.plan;
     const CostModel model(pp.problem);
@@ -100,18 +102,21 @@ int run_export(const ExportArgs& a) {
 
 CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "turn a plan into Megatron-LM arguments, a hostfile, JSON or a launch manifest");
+  auto* cmd = app.add_subcommand(
+      "export", "turn a plan into Megatron-LM arguments, a hostfile, its node launch order, JSON or a launch manifest");
   cmd->add_option("plan", a->plan_file, "plan file (YAML or JSON)")->required();
-  cmd->add_option("--to", a->to, "megatron | hostfile | json | launch-json")
+  cmd->add_option("--to", a->to, "megatron | hostfile | nodelist | json | launch-json")
       ->required()
-      ->check(CLI::IsMember({"megatron", "hostfile", "json", "launch-json"}));
+      ->check(CLI::IsMember({"megatron", "hostfile", "nodelist", "json", "launch-json"}));
   cmd->add_option("-o,--out", a->out, "write here instead of standard output");
   add_problem_options(cmd, a->problem, false);
   cmd->footer(
       "--model, --cluster and --train default to the specs the plan file carries (for a plan file without\n"
       "them: the model and cluster it names, the built-in training settings).\n"
       "Exit 3 with --to megatron: stock Megatron-LM cannot run this plan; the reasons and the nearest plan it\n"
-      "can run (with its arguments and predicted iteration time) are printed instead.");
+      "can run (with its arguments and predicted iteration time) are printed instead.\n"
+      "--to nodelist: the plan's nodes in Megatron-LM rank order; launch line k as node rank k so every stage\n"
+      "runs on its device type (slurm/megatron-plan.sbatch does it on Slurm).");
   action = [a] { return run_export(*a); };
   return cmd;
 }

@@ -4,8 +4,10 @@
 #include <functional>
 
 #include "autohaap/error.hpp"
+#include "autohaap/io/megatron_layout.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/specs/runnable_by.hpp"
 
 namespace autohaap {
 namespace {
@@ -24,10 +26,11 @@ std::string stage_list(const std::vector<int>& stages) {
   return out;
 }
 
-// "tp 4 (stages 0–1), tp 2 (stage 2)" when stages [first, end) disagree on
-// the property `describe` puts in words, or "" when they all agree.
-std::string disagreement(const Plan& plan, int first, int end,
-                         const std::function<std::string(const StagePlan&)>& describe) {
+// "tp 4 (stages 0–1), tp 2 (stage 2)": stages [first, end) grouped by the
+// property `describe` puts in words, in order of first use; `groups` counts
+// the distinct values.
+std::string grouped(const Plan& plan, int first, int end, const std::function<std::string(const StagePlan&)>& describe,
+                    std::size_t* groups_out = nullptr) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;  // in first-use order
   for (int i = first; i < end; ++i) {
     const std::string v = describe(plan.stages[i]);
@@ -38,9 +41,38 @@ std::string disagreement(const Plan& plan, int first, int end,
       it->second.push_back(i);
     }
   }
-  if (groups.size() < 2) return "";
+  if (groups_out) *groups_out = groups.size();
   std::string out;
   for (const auto& [value, stages] : groups) out += (out.empty() ? "" : ", ") + value + " (" + stage_list(stages) + ")";
+  return out;
+}
+
+// The same when the stages disagree, else "".
+std::string disagreement(const Plan& plan, int first, int end,
+                         const std::function<std::string(const StagePlan&)>& describe) {
+  std::size_t groups = 0;
+  std::string out = grouped(plan, first, end, describe, &groups);
+  return groups < 2 ? "" : out;
+}
+
+// "v100-32gb (stage 2)": the stages whose device lacks what `has` asks
+// for, grouped by device; "" when every device has it. (With a negated
+// `has`: the stages whose device has it.)
+std::string stages_lacking(const Problem& problem, const Plan& plan,
+                           const std::function<bool(const DeviceSpec&)>& has) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;  // device, its stages; in first-use order
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    const StagePlan& s = plan.stages[i];
+    if (has(problem.cluster.groups.at(s.group).device)) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == s.device; });
+    if (it == groups.end()) {
+      groups.push_back({s.device, {i}});
+    } else {
+      it->second.push_back(i);
+    }
+  }
+  std::string out;
+  for (const auto& [device, stages] : groups) out += (out.empty() ? "" : ", ") + device + " (" + stage_list(stages) + ")";
   return out;
 }
 
@@ -66,16 +98,13 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
     why.push_back("the model is a generic layer list; Megatron-LM's pretrain_gpt.py trains GPT and Llama transformers");
   }
   const int p = static_cast<int>(plan.stages.size());
-  auto device = [](const StagePlan& s) { return s.device; };
+  // Stages on different device types need no flag: the launcher puts each
+  // pipeline rank on its nodes (io/hostfile.hpp, node_order). What every
+  // rank must share is checked below.
   auto tp = [](const StagePlan& s) { return "tp " + std::to_string(s.tp); };
   auto dp = [](const StagePlan& s) { return "dp " + std::to_string(s.dp); };
   auto cp = [](const StagePlan& s) { return "cp " + std::to_string(s.cp); };
   auto recompute = [](const StagePlan& s) { return std::string(to_string(s.recompute)); };
-  auto layers = [](const StagePlan& s) { return std::to_string(s.num_layers()) + " layers"; };
-  if (const std::string d = disagreement(plan, 0, p, device); !d.empty()) {
-    why.push_back("stages run on different device types: " + d +
-                  "; Megatron-LM configures every rank alike and cannot tie a stage to a device type");
-  }
   if (const std::string d = disagreement(plan, 0, p, tp); !d.empty()) {
     why.push_back("tensor-parallel degree differs across stages: " + d +
                   "; --tensor-model-parallel-size is one number");
@@ -91,13 +120,27 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
   if (const std::string d = disagreement(plan, 0, p, recompute); !d.empty()) {
     why.push_back("recompute mode differs across stages: " + d + "; --recompute-granularity applies to every stage");
   }
-  // Only the first and the last stage may hold a different layer count
-  // (an interleaved plan writes its whole layout out instead).
-  if (const std::string d = disagreement(plan, 1, p - 1, layers); !d.empty() && plan.vpp == 1) {
-    why.push_back("middle stages hold different layer counts: " + d +
-                  "; Megatron-LM splits layers evenly except on the first and last stage");
+  // Any layer split is expressible (--decoder-first/last-pipeline-num-layers
+  // or --pipeline-model-parallel-layout). One precision for every rank is
+  // required (megatron_shares_precision, specs/runnable_by.hpp: FP8 and
+  // non-FP8 devices cannot share an fp8 run); the stages are named.
+  const auto& device_of = [&](const StagePlan& s) -> const DeviceSpec& { return problem.cluster.groups.at(s.group).device; };
+  const bool one_precision = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) {
+    return megatron_shares_precision(problem.training.precision, device_of(plan.stages.front()), device_of(s));
+  });
+  if (!one_precision) {
+    const Precision fp8 = problem.training.precision;
+    const std::string with =
+        stages_lacking(problem, plan, [&](const DeviceSpec& d) { return !gemms_in_fp8(fp8, d); });
+    const std::string without =
+        stages_lacking(problem, plan, [&](const DeviceSpec& d) { return gemms_in_fp8(fp8, d); });
+    if (!with.empty() && !without.empty()) {
+      why.push_back("fp8 training on devices with and without FP8: FP8 on " + with + ", no FP8 on " + without +
+                    "; Megatron-LM's --fp8-format applies to every rank — train in bf16 (precision: bf16), or "
+                    "place every stage on FP8 devices");
+    }
   }
-  if (plan.zero >= 2) {
+  if (plan.zero > kMegatronMaxZero) {
     why.push_back("ZeRO stage " + std::to_string(plan.zero) +
                   " shards gradients" + (plan.zero >= 3 ? " and weights" : "") +
                   "; Megatron-LM's --use-distributed-optimizer shards optimizer states only (ZeRO-1)");
@@ -139,38 +182,38 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
   if (m.flash_attention) add("--use-flash-attn");
 
+  // The layer split: equal chunks need only their size; first and last
+  // stages that differ from equal middle ones take
+  // --decoder-first/last-pipeline-num-layers (Megatron divides the rest
+  // evenly); any other split is written out whole as
+  // --pipeline-model-parallel-layout (io/megatron_layout.hpp).
+  std::vector<int> stage_layers;
+  for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
+  const auto equal_to = [&](int from, int to, int n) {
+    return std::all_of(stage_layers.begin() + from, stage_layers.begin() + to, [n](int l) { return l == n; });
+  };
+  const auto write_layout = [&] {
+    std::string quoted(1, '"');  // for the shell: '|' and '*' stay text
+    quoted += format_megatron_layout(stage_layers, plan.vpp);
+    quoted += '"';
+    add("--pipeline-model-parallel-layout", quoted);
+  };
   if (plan.vpp > 1) {
-    // Interleaved: equal chunks everywhere need only their size; otherwise
-    // the whole layout, one segment per virtual stage in model order
-    // (chunk-major: chunk 0 of every stage, then chunk 1, …), E the
-    // embedding, t a transformer layer, L the loss (Megatron-Core's
-    // --pipeline-model-parallel-layout).
     const int per_chunk = m.layers / (p * plan.vpp);
-    const bool even = std::all_of(plan.stages.begin(), plan.stages.end(),
-                                  [&](const StagePlan& s) { return s.num_layers() == per_chunk * plan.vpp; });
-    if (even) {
+    if (equal_to(0, p, per_chunk * plan.vpp)) {
       add("--num-layers-per-virtual-pipeline-stage", std::to_string(per_chunk));
     } else {
-      std::string layout;
-      for (int v = 0; v < plan.vpp; ++v) {
-        for (int i = 0; i < p; ++i) {
-          if (!layout.empty()) layout += "|";
-          if (v == 0 && i == 0) layout += "E";
-          layout += std::string(chunk_layers(plan.stages[i].num_layers(), plan.vpp, v), 't');
-          if (v == plan.vpp - 1 && i == p - 1) layout += "L";
-        }
-      }
-      add("--pipeline-model-parallel-layout", "\"" + layout + "\"");
+      write_layout();
     }
-  } else if (p >= 2) {
-    // Uneven split: only the edge stages may differ (the check above).
-    const int first = plan.stages.front().num_layers(), last = plan.stages.back().num_layers();
-    if (p == 2) {
-      if (first != last) add("--decoder-first-pipeline-num-layers", std::to_string(first));
+  } else if (p == 2) {
+    if (stage_layers[0] != stage_layers[1]) add("--decoder-first-pipeline-num-layers", std::to_string(stage_layers[0]));
+  } else if (p >= 3) {
+    const int middle = stage_layers[1];
+    if (!equal_to(1, p - 1, middle)) {
+      write_layout();
     } else {
-      const int middle = plan.stages[1].num_layers();
-      if (first != middle) add("--decoder-first-pipeline-num-layers", std::to_string(first));
-      if (last != middle) add("--decoder-last-pipeline-num-layers", std::to_string(last));
+      if (stage_layers.front() != middle) add("--decoder-first-pipeline-num-layers", std::to_string(stage_layers.front()));
+      if (stage_layers.back() != middle) add("--decoder-last-pipeline-num-layers", std::to_string(stage_layers.back()));
     }
   }
 
@@ -210,19 +253,34 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
 std::string format_megatron_arguments(const Plan& plan, const Problem& problem) {
   const StagePlan& s0 = plan.stages.front();
   const int p = static_cast<int>(plan.stages.size());
+  std::size_t devices = 0;
+  const std::string device_stages = grouped(plan, 0, p, [](const StagePlan& s) { return s.device; }, &devices);
   std::string out = "# Megatron-LM arguments (pretrain_gpt.py) for " + plan.model + " on " + plan.cluster + ": " +
                     std::to_string(p) + (p == 1 ? " stage" : " stages") + " x (tp " + std::to_string(s0.tp) +
-                    (s0.cp > 1 ? " x cp " + std::to_string(s0.cp) : std::string()) + " x dp " + std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs of " +
-                    s0.device + "\n";
+                    (s0.cp > 1 ? " x cp " + std::to_string(s0.cp) : std::string()) + " x dp " +
+                    std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs " +
+                    (devices == 1 ? "of " + s0.device : "on " + device_stages) + "\n";
+  // Megatron-LM ties no rank to a device: the launcher must start the nodes
+  // in the plan's rank order (io/hostfile.hpp, node_order).
   out += "# launch " + std::to_string(plan.num_gpus()) +
-         " ranks; rank order: tensor-parallel fastest, then context-parallel, then data-parallel, then stage "
-         "(GPU of each rank: autohaap export --to hostfile)\n";
+         " ranks node by node in the order of `autohaap export PLAN --to nodelist` (node rank = its position), "
+         "so each stage runs on its devices; rank order: tensor-parallel fastest, then context-parallel, then "
+         "data-parallel, then stage (GPU of each rank: --to hostfile)\n";
+  // One precision flag for every rank: a device without BF16 takes the
+  // whole run to FP16 with loss scaling.
   const Precision precision = problem.training.precision;
-  if ((precision == Precision::bf16 || precision == Precision::fp8) && !device_has_bf16(problem, plan)) {
-    out += "# " + s0.device + " has no BF16: FP16 with loss scaling instead\n";
+  if (precision == Precision::bf16 || precision == Precision::fp8) {
+    if (const std::string lacking = stages_lacking(problem, plan, [](const DeviceSpec& d) { return d.has_bf16; });
+        !lacking.empty()) {
+      out += "# no BF16 on " + lacking + ": every rank trains in FP16 with loss scaling instead\n";
+    }
   }
-  if (precision == Precision::fp8 && !gemms_in_fp8_everywhere(problem, plan))
-    out += "# " + s0.device + " has no FP8: 16-bit GEMMs, as the estimate assumed\n";
+  if (precision == Precision::fp8 && !gemms_in_fp8_everywhere(problem, plan)) {
+    // The blockers leave only plans with no FP8 device at all.
+    out += "# no FP8 on " +
+           stages_lacking(problem, plan, [&](const DeviceSpec& d) { return gemms_in_fp8(precision, d); }) +
+           ": 16-bit GEMMs, as the estimate assumed\n";
+  }
   if (precision == Precision::tf32)
     out += "# tf32: Megatron-LM has no flag; allow TF32 matmuls (NVIDIA_TF32_OVERRIDE=1 or "
            "torch.backends.cuda.matmul.allow_tf32 = True)\n";

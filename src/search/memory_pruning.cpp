@@ -23,7 +23,7 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"tp_not_dividing_heads", "tensor parallelism does not divide the attention (or key/value) heads"},
     {"dp_not_dividing_micro_batch", "a stage's data parallelism does not divide the micro-batch"},
     {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},
-    {"not_runnable", "--runnable megatron: stages differ in tp or dp, or a device cannot run the precision"},
+    {"not_runnable", "--runnable megatron: stages differ in tp or dp, or mix FP8 and non-FP8 devices in fp8"},
     {"more_stages_than_layers", "more pipeline stages than layers"},
     {"stage_cannot_hold_one_layer", "a stage cannot hold one layer, even with the leanest recompute"},
     {"capacity_below_layers", "the stages together cannot hold all layers"},
@@ -54,9 +54,6 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
     if (problem.profiles_only &&
         !problem.profiles.measures_layer(device.name, layout.tp, micro_batch / layout.dp, problem.seq_len()))
       return PruneRule::not_profiled;
-    if (problem.runnable_by == RunnableBy::megatron &&
-        !megatron_runs_precision_on(problem.training.precision, device))
-      return PruneRule::not_runnable;
     return std::nullopt;
   }
   switch (*rule) {
@@ -70,6 +67,12 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
       break;
   }
   throw std::logic_error(std::string("layout_rule: no prune rule counts stage rule ") + stage_field(*rule));
+}
+
+bool megatron_compatible(const Problem& problem, const GroupLayout& a, const GroupLayout& b) {
+  return a.gpus_per_stage == b.gpus_per_stage && a.tp == b.tp &&
+         megatron_shares_precision(problem.training.precision, problem.cluster.groups[a.group].device,
+                                   problem.cluster.groups[b.group].device);
 }
 
 const char* to_string(PruneRule rule) { return kRules[static_cast<int>(rule)].name; }
@@ -232,7 +235,7 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
       if (rule == kNone) ok[j].push_back(li);
     }
   }
-  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::not_runnable); ++r) {
+  for (int r = static_cast<int>(PruneRule::tp_exceeds_node); r <= static_cast<int>(PruneRule::not_profiled); ++r) {
     std::int64_t with_r = 1, after_r = 1;
     for (std::size_t j = 0; j < order.size(); ++j) {
       with_r *= at_least[j][r];
@@ -268,7 +271,8 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   // the first group's (one tp and dp for the whole pipeline).
   const bool one_shape = uniform_stages_required(space.problem().runnable_by);
   auto same_shape = [&](int depth) {
-    return same_stage_shape(space.layouts(order[0])[layout_index[0]], space.layouts(order[depth])[layout_index[depth]]);
+    return megatron_compatible(space.problem(), space.layouts(order[0])[layout_index[0]],
+                               space.layouts(order[depth])[layout_index[depth]]);
   };
   int j = 0;
   while (true) {

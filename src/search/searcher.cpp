@@ -223,7 +223,7 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
         const GroupLayout& first = space.layouts(space.group_orders()[o][0])[layout_index[0]];
         bool same = true;
         for (std::size_t j = 1; j < n && same; ++j)
-          same = same_stage_shape(first, space.layouts(space.group_orders()[o][j])[layout_index[j]]);
+          same = megatron_compatible(space.problem(), first, space.layouts(space.group_orders()[o][j])[layout_index[j]]);
         if (!same) continue;
       }
       Skeleton s = space.make(o, b, layout_index);

@@ -335,7 +335,7 @@ TEST(Interleaving, MegatronExportWritesTheLayoutOfUnevenChunks) {
       if (f == flag) return v;
     return std::string("<absent>");
   };
-  EXPECT_EQ(value("--pipeline-model-parallel-layout"), "\"Ettt|ttt|tt|ttL\"");
+  EXPECT_EQ(value("--pipeline-model-parallel-layout"), "\"Et*3|t*3|t*2|t*2L\"");
   EXPECT_EQ(value("--num-layers-per-virtual-pipeline-stage"), "<absent>");
   EXPECT_TRUE(megatron_blockers(plan, p).empty());
   // Even chunks need only their size.

@@ -2,19 +2,29 @@
 // pretrain_gpt.py that run a plan, or — when stock Megatron-LM cannot run
 // it — every reason why and the nearest plan it can run.
 //
-// Megatron-LM gives every rank one configuration: one tensor-parallel and
-// one data-parallel degree, one recompute mode, one precision, and layers
-// split evenly over the pipeline except that the first and the last stage
-// may hold a different count (--decoder-first-pipeline-num-layers,
-// --decoder-last-pipeline-num-layers; the layers left over are divided
-// evenly among the middle stages). Its distributed optimizer shards the
-// optimizer states over data parallelism (ZeRO-1); it has no flag for
-// sharding gradients and weights the way ZeRO-2/3 do. Ranks are ordered
-// tensor-parallel fastest, then data-parallel, then pipeline stage; which
-// GPU gets which rank is the launcher's business (see io/hostfile.hpp).
-// A plan whose stages sit on different device types is reported as not
-// expressible: the layer split that balances them exists only for that
-// placement, and Megatron-LM cannot tie a stage to a device type.
+// Megatron-LM gives every rank one configuration: one tensor-parallel,
+// context-parallel and data-parallel degree, one micro-batch, one recompute
+// mode and one precision. The layers may be split any way: evenly; with a
+// different count on the first and the last stage
+// (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers;
+// the rest divided evenly among the middle stages); or, for any other split
+// and for interleaved chunks, written out whole with Megatron-Core's
+// --pipeline-model-parallel-layout (io/megatron_layout.hpp). Its
+// distributed optimizer shards the optimizer states over data parallelism
+// (ZeRO-1); it has no flag for sharding gradients and weights the way
+// ZeRO-2/3 do.
+//
+// Stages may sit on different device types: Megatron-LM orders global
+// ranks tensor-parallel fastest, then context-parallel, then data-parallel,
+// then pipeline stage, so a launcher that starts the plan's nodes in the
+// order of node_order (io/hostfile.hpp, `export --to nodelist`) puts every
+// stage on its GPUs; the arguments' comment header says so. What a mixed
+// plan cannot do is mix precisions: --fp8-format applies to every rank, so
+// fp8 training with FP8 stages beside stages whose device has no FP8 is
+// refused (train in bf16, or use only FP8 devices). A device without BF16
+// takes every rank to --fp16 with loss scaling (one precision flag for all),
+// as a comment line says; a plan whose devices all lack FP8 trains in 16
+// bits, as its estimate assumed.
 //
 // Argument names follow Megatron-LM's megatron/training/arguments.py
 // (2024–2025 releases). Callers: the export command, tests. Pure; the
@@ -35,7 +45,10 @@
 namespace autohaap {
 
 // Why stock Megatron-LM cannot run `plan` as it stands, one sentence per
-// reason (naming the stages that differ and how); empty when it can.
+// reason (naming the stages that differ and how, and what to do); empty
+// when it can. Reasons: a generic layer list; tp, dp, cp or recompute mode
+// differing across stages; fp8 training on devices with and without FP8;
+// ZeRO 2 or 3.
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem);
 
 // The arguments, in a fixed order, as (flag, value) pairs; value is empty

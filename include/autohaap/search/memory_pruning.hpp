@@ -13,8 +13,8 @@
 //     not_profiled                     --profiles-only: the profiles do not
 //                                      measure a layer of this layout
 //     not_runnable                     --runnable megatron: the groups' stages
-//                                      differ in tp or dp, or a device cannot
-//                                      run the precision on every rank
+//                                      differ in tp or dp, or mix devices with
+//                                      and without FP8 in fp8 training
 //                                      (specs/runnable_by.hpp)
 //     more_stages_than_layers          every stage needs at least one layer
 //   memory (AutoHAAP only; from CostModel::stage_memory, before any latency):
@@ -96,12 +96,10 @@ struct PruneReport {
 // the stage rule (specs/parallel_rules.hpp) counted under its prune rule.
 std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch);
 
-// Whether two groups' layouts cut stages of one shape (as many GPUs, the
-// same tp, hence the same dp): what a Megatron-runnable skeleton needs of
-// every pair of its groups (specs/runnable_by.hpp).
-inline bool same_stage_shape(const GroupLayout& a, const GroupLayout& b) {
-  return a.gpus_per_stage == b.gpus_per_stage && a.tp == b.tp;
-}
+// Whether two groups' layouts can share a Megatron-runnable pipeline
+// (specs/runnable_by.hpp): stages of one shape (as many GPUs, the same tp,
+// hence the same dp) on devices that run one precision.
+bool megatron_compatible(const Problem& problem, const GroupLayout& a, const GroupLayout& b);
 
 class MemoryPruner {
  public:

@@ -12,10 +12,10 @@
 //     any order of device groups along the pipeline: ranks are ordered
 //     tensor-parallel fastest, then cp, dp, pipeline stage, so the launcher
 //     places each pipeline rank by ordering the nodes (export --to nodelist);
-//   - a precision every device of the plan runs: Megatron's --fp8-format
-//     applies to every rank, so an fp8 plan uses devices with FP8 tensor
-//     cores only (bf16 on a device without BF16 runs every rank in FP16, as
-//     the cost model prices it);
+//   - one precision for every rank: Megatron's --fp8-format applies to every
+//     rank, so an fp8 plan does not mix devices with and without FP8 tensor
+//     cores (bf16 on a device without BF16 runs every rank in FP16, as the
+//     cost model prices it);
 //   - ZeRO at most 1 (--use-distributed-optimizer shards optimizer states
 //     only).
 // The search applies these rules (search/memory_pruning.hpp counts the
@@ -44,11 +44,14 @@ const std::vector<std::string>& runnable_by_names();
 // The largest ZeRO stage stock Megatron-LM runs (its distributed optimizer).
 inline constexpr int kMegatronMaxZero = 1;
 
-// Whether every rank of a Megatron-LM job on `device` can train in
-// `precision`: fp8 needs FP8 tensor cores; the 16-bit and 32-bit modes run
-// anywhere (bf16 as FP16 where the device has no BF16).
-inline bool megatron_runs_precision_on(Precision precision, const DeviceSpec& device) {
-  return precision != Precision::fp8 || device.peak_fp8_tflops > 0;
+// Whether stages on devices `a` and `b` can share one Megatron-LM job in
+// `precision`: --fp8-format puts every rank's GEMMs in FP8, and FP8 GEMMs
+// need FP8 tensor cores, so in fp8 training either both devices have them
+// or neither does (a job with no FP8 device at all trains in BF16, as the
+// cost model prices it). Every other precision runs on any mix (bf16 as
+// FP16 where a device has no BF16).
+inline bool megatron_shares_precision(Precision precision, const DeviceSpec& a, const DeviceSpec& b) {
+  return precision != Precision::fp8 || gemms_in_fp8(precision, a) == gemms_in_fp8(precision, b);
 }
 
 // Whether a search for `runnable` must give every stage one recompute mode
