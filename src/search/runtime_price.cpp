@@ -25,14 +25,25 @@ std::optional<Plan> best_uniform(const Problem& problem, bool every_gpu) {
   return std::nullopt;
 }
 
+// The pipeline in one short line: runs of stages of one device and shape
+// as "device:tp x [cp x] dp[layers,layers,...]".
 std::string pipeline_of(const Plan& p) {
   std::string out;
-  for (const StagePlan& s : p.stages) {
+  for (std::size_t i = 0; i < p.stages.size();) {
+    const StagePlan& s = p.stages[i];
+    std::size_t j = i;
+    std::string layers;
+    while (j < p.stages.size() && p.stages[j].device == s.device && p.stages[j].tp == s.tp &&
+           p.stages[j].cp == s.cp && p.stages[j].dp == s.dp) {
+      layers += (layers.empty() ? "" : ",") + std::to_string(p.stages[j].num_layers());
+      ++j;
+    }
     if (!out.empty()) out += " > ";
     out += s.device + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") +
-           std::to_string(s.dp) + "[" + std::to_string(s.num_layers()) + "]";
+           std::to_string(s.dp) + "[" + layers + "]";
+    i = j;
   }
-  if (p.vpp > 1) out += "  (vpp " + std::to_string(p.vpp) + ")";
+  if (p.vpp > 1) out += " (vpp " + std::to_string(p.vpp) + ")";
   return out;
 }
 
@@ -78,13 +89,14 @@ std::string format_runtime_price(const RuntimePrice& price, const std::optional<
   out += buf;
   auto row = [&](const std::string& label, const std::optional<Plan>& plan) {
     if (!plan) {
-      std::snprintf(buf, sizeof buf, "%-46s %12s %9s  %s\n", label.c_str(), "-", "-", "none fits");
+      std::snprintf(buf, sizeof buf, "%-46s %12s %9s  ", label.c_str(), "-", "-");
+      out += std::string(buf) + "none fits\n";
     } else {
       const double t = plan->predicted.iteration_time_s;
-      std::snprintf(buf, sizeof buf, "%-46s %12.4f %+8.1f%%  %s\n", label.c_str(), t,
-                    reference > 0 ? 100 * (t / reference - 1) : 0.0, pipeline_of(*plan).c_str());
+      std::snprintf(buf, sizeof buf, "%-46s %12.4f %+8.1f%%  ", label.c_str(), t,
+                    reference > 0 ? 100 * (t / reference - 1) : 0.0);
+      out += std::string(buf) + pipeline_of(*plan) + "\n";
     }
-    out += buf;
   };
   row("unrestricted best (any runtime)", price.unrestricted);
   row(std::string(to_string(runnable)) + "-runnable best (this plan)", runnable_best);

@@ -19,3 +19,15 @@ add_test(NAME cli_megatron_plan_sbatch_dry_run
                  ${CMAKE_CURRENT_BINARY_DIR}/megatron_plan_dry_run)
 set_tests_properties(cli_megatron_plan_sbatch_dry_run PROPERTIES LABELS "cli" TIMEOUT 60)
 unset(_mp_plan)
+
+add_test(NAME cli_search_runnable_megatron
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/runnable_megatron.sh $<TARGET_FILE:autohaap>
+                 ${CMAKE_CURRENT_BINARY_DIR}/runnable_megatron)
+set_tests_properties(cli_search_runnable_megatron PROPERTIES LABELS "cli" TIMEOUT 120)
+set(_rm_cases
+  "search_runnable_megatron_zero3|2|training_zero3.yaml: zero: got '3'.*0 or 1 with --runnable megatron|search|-m|gpt3-1.3b|-c|mixed-h100-a100|-t|${CMAKE_CURRENT_SOURCE_DIR}/data/training_zero3.yaml|--runnable|megatron"
+  "search_runnable_megatron_metis|2|--runnable: got 'megatron'.*any with --strategy metis|search|-m|gpt3-1.3b|-c|mixed-h100-a100|--strategy|metis|--runnable|megatron"
+  "search_runnable_unknown|2|--runnable: deepspeed not in|search|--runnable|deepspeed"
+)
+autohaap_cli_cases("cli" ${_rm_cases})
+unset(_rm_cases)
