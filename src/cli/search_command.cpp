@@ -185,6 +185,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   const std::vector<Plan> top = finish_plans(model, result, a.settings.search.strategy, a.settings.search.top_k);
   std::vector<std::pair<std::string, std::string>> extra;
   std::string price_table;
+  std::vector<ComparedPlan> compared;
   if (problem.runnable_by != RunnableBy::any) {
     // What the restriction costs, against the same search unrestricted and
     // the uniform plans a user would write by hand.
@@ -192,6 +193,9 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     if (!top.empty()) best = top.front();
     const RuntimePrice price = runtime_price(problem, options, best);
     price_table = format_runtime_price(price, best, problem.runnable_by) + "\n";
+    for (const PriceRow& r : price_rows(price, best, problem.runnable_by))
+      compared.push_back({r.label, r.plan ? r.plan->predicted.iteration_time_s : 0.0, r.versus_best,
+                          r.plan ? pipeline_summary(*r.plan) : std::string()});
     extra.emplace_back("runnable", to_string(problem.runnable_by));
     auto seconds = [](const std::optional<Plan>& p) {
       if (!p) return std::string("none");
@@ -223,7 +227,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     std::cout << "plan written to " << a.out << "\n";
   }
   if (!a.report.empty()) {
-    write_report(model, best, a.report);
+    write_report(model, best, a.report, compared);
     std::cout << "report written to " << a.report << "\n";
   }
   std::cout << price_table << format_summary_block(best, result.status, extra);

@@ -39,7 +39,7 @@ std::string ms(double s) { return fixed(s * 1e3, 2); }
 
 }  // namespace
 
-std::string render_html_report(const CostModel& model, const Plan& plan) {
+std::string render_html_report(const CostModel& model, const Plan& plan, const std::vector<ComparedPlan>& compared) {
   const Problem& pb = model.problem();
   const int p = static_cast<int>(plan.stages.size());
   std::vector<StageEstimate> est;
@@ -75,6 +75,22 @@ std::string render_html_report(const CostModel& model, const Plan& plan) {
   out += row("memory", fixed(max_memory, 1) + " GiB per GPU at most; " +
                            (perf.fits ? std::string("every stage fits") : std::string("DOES NOT FIT")));
   out += "</table>\n";
+
+  if (!compared.empty()) {
+    out += "<h2>Compared with</h2>\n<table class=\"compared\">\n<tr><th>plan</th><th>iteration time</th>"
+           "<th>vs best</th><th>pipeline</th></tr>\n";
+    for (const ComparedPlan& c : compared) {
+      out += "<tr>" + cell(c.label);
+      if (c.iteration_s > 0) {
+        out += cell(duration(c.iteration_s), true) +
+               cell((c.versus_best >= 0 ? "+" : "") + fixed(100 * c.versus_best, 1) + "%", true) + cell(c.pipeline);
+      } else {
+        out += cell("none fits") + cell("") + cell("");
+      }
+      out += "</tr>\n";
+    }
+    out += "</table>\n";
+  }
 
   out += "<h2>Stages</h2>\n<table class=\"stages\">\n<tr><th>stage</th><th>device</th><th>GPUs</th>"
          "<th>tp × dp</th><th>layers</th><th>recompute</th><th>forward ms</th><th>backward ms</th>"

@@ -20,11 +20,12 @@ ReportFormat report_format_for(const std::string& path) {
   throw InputError(path, "report file extension", ext.empty() ? "(none)" : ext, ".svg or .html");
 }
 
-void write_report(const CostModel& model, const Plan& plan, const std::string& path) {
+void write_report(const CostModel& model, const Plan& plan, const std::string& path,
+                  const std::vector<ComparedPlan>& compared) {
   // The format is checked before any work, so a typo costs nothing.
   const ReportFormat format = report_format_for(path);
   write_file_atomically(path, format == ReportFormat::svg ? render_svg_report(model, plan)
-                                                          : render_html_report(model, plan));
+                                                          : render_html_report(model, plan, compared));
 }
 
 }  // namespace autohaap

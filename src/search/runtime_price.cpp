@@ -25,9 +25,9 @@ std::optional<Plan> best_uniform(const Problem& problem, bool every_gpu) {
   return std::nullopt;
 }
 
-// The pipeline in one short line: runs of stages of one device and shape
-// as "device:tp x [cp x] dp[layers,layers,...]".
-std::string pipeline_of(const Plan& p) {
+}  // namespace
+
+std::string pipeline_summary(const Plan& p) {
   std::string out;
   for (std::size_t i = 0; i < p.stages.size();) {
     const StagePlan& s = p.stages[i];
@@ -46,8 +46,6 @@ std::string pipeline_of(const Plan& p) {
   if (p.vpp > 1) out += " (vpp " + std::to_string(p.vpp) + ")";
   return out;
 }
-
-}  // namespace
 
 RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
                            const std::optional<Plan>& runnable_best) {
@@ -80,30 +78,37 @@ RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
   return price;
 }
 
-std::string format_runtime_price(const RuntimePrice& price, const std::optional<Plan>& runnable_best,
+std::vector<PriceRow> price_rows(const RuntimePrice& price, const std::optional<Plan>& runnable_best,
                                  RunnableBy runnable) {
   const double reference = price.unrestricted ? price.unrestricted->predicted.iteration_time_s : 0;
+  std::vector<PriceRow> rows = {
+      {"unrestricted best (any runtime)", price.unrestricted},
+      {std::string(to_string(runnable)) + "-runnable best (this plan)", runnable_best},
+      {"best uniform plan, all GPUs", price.uniform_all_gpus},
+      {"best uniform plan, " + price.fastest_device + " alone (" + std::to_string(price.fastest_device_gpus) + " GPUs)",
+       price.uniform_fastest_device},
+  };
+  for (PriceRow& r : rows)
+    if (r.plan && reference > 0) r.versus_best = r.plan->predicted.iteration_time_s / reference - 1;
+  return rows;
+}
+
+std::string format_runtime_price(const RuntimePrice& price, const std::optional<Plan>& runnable_best,
+                                 RunnableBy runnable) {
   std::string out = "price of the runtime (predicted iteration time)\n";
   char buf[320];
   std::snprintf(buf, sizeof buf, "%-46s %12s %9s  %s\n", "plan", "iteration s", "vs best", "pipeline");
   out += buf;
-  auto row = [&](const std::string& label, const std::optional<Plan>& plan) {
-    if (!plan) {
-      std::snprintf(buf, sizeof buf, "%-46s %12s %9s  ", label.c_str(), "-", "-");
+  for (const PriceRow& r : price_rows(price, runnable_best, runnable)) {
+    if (!r.plan) {
+      std::snprintf(buf, sizeof buf, "%-46s %12s %9s  ", r.label.c_str(), "-", "-");
       out += std::string(buf) + "none fits\n";
     } else {
-      const double t = plan->predicted.iteration_time_s;
-      std::snprintf(buf, sizeof buf, "%-46s %12.4f %+8.1f%%  ", label.c_str(), t,
-                    reference > 0 ? 100 * (t / reference - 1) : 0.0);
-      out += std::string(buf) + pipeline_of(*plan) + "\n";
+      std::snprintf(buf, sizeof buf, "%-46s %12.4f %+8.1f%%  ", r.label.c_str(), r.plan->predicted.iteration_time_s,
+                    100 * r.versus_best);
+      out += std::string(buf) + pipeline_summary(*r.plan) + "\n";
     }
-  };
-  row("unrestricted best (any runtime)", price.unrestricted);
-  row(std::string(to_string(runnable)) + "-runnable best (this plan)", runnable_best);
-  row("best uniform plan, all GPUs", price.uniform_all_gpus);
-  row("best uniform plan, " + price.fastest_device + " alone (" + std::to_string(price.fastest_device_gpus) +
-          " GPUs)",
-      price.uniform_fastest_device);
+  }
   return out;
 }
 

@@ -10,7 +10,8 @@ work=$2
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-out=$("$autohaap" search -m gpt3-1.3b -c mixed-h100-a100-v100 --runnable megatron --explain -o "$work/plan.json")
+out=$("$autohaap" search -m gpt3-1.3b -c mixed-h100-a100-v100 --runnable megatron --explain -o "$work/plan.json" \
+  --report "$work/plan.html")
 echo "$out" | grep -Eq '^not_runnable +[1-9][0-9]*$' || fail "no skeleton counted under not_runnable"
 echo "$out" | grep -q '^price of the runtime' || fail "no runtime price table"
 for row in 'unrestricted best \(any runtime\)' 'megatron-runnable best \(this plan\)' 'best uniform plan, all GPUs' \
@@ -26,6 +27,8 @@ stages=$(echo "$out" | sed -n 's/^stages *: //p')
 shapes=$(echo "$stages" | tr '|' '\n' | awk '{print $2, $4}' | sort -u | wc -l)
 [ "$shapes" -eq 1 ] || fail "stages differ in tp x dp or recompute: $stages"
 
+grep -q '<h2>Compared with</h2>' "$work/plan.html" || fail "the report lacks the comparison"
+grep -q '<td>unrestricted best (any runtime)</td>' "$work/plan.html" || fail "the report lacks the unrestricted best"
 "$autohaap" export "$work/plan.json" --to megatron > "$work/megatron.txt" || fail "megatron export refused the plan"
 grep -q -- '--tensor-model-parallel-size' "$work/megatron.txt" || fail "no Megatron arguments"
 "$autohaap" export "$work/plan.json" --to nodelist > "$work/nodes.txt" || fail "nodelist export failed"

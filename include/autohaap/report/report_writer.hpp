@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
@@ -19,10 +20,22 @@ namespace autohaap {
 
 enum class ReportFormat { svg, html };
 
+// Another plan to show beside the reported one (the HTML page lists them in
+// a "compared with" table; the SVG picture leaves them out): e.g. the
+// unrestricted best and the uniform plans of `search --runnable`.
+struct ComparedPlan {
+  std::string label;
+  double iteration_s = 0;  // 0: none fits
+  double versus_best = 0;  // relative difference to the reference plan (+0.05 = 5% slower)
+  std::string pipeline;    // one line
+};
+
 // The format a path asks for, by its extension (any letter case).
 ReportFormat report_format_for(const std::string& path);
 
-// Renders `plan` (scored by `model`) and writes it to `path`.
-void write_report(const CostModel& model, const Plan& plan, const std::string& path);
+// Renders `plan` (scored by `model`), with `compared` beside it in HTML,
+// and writes it to `path`.
+void write_report(const CostModel& model, const Plan& plan, const std::string& path,
+                  const std::vector<ComparedPlan>& compared = {});
 
 }  // namespace autohaap

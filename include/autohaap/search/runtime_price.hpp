@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "autohaap/plan.hpp"
 #include "autohaap/search/searcher.hpp"
@@ -42,6 +43,22 @@ struct RuntimePrice {
 // pays more.)
 RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
                            const std::optional<Plan>& runnable_best);
+
+// One row of the comparison: its label, the plan if one fits, its time
+// over the unrestricted best's minus one.
+struct PriceRow {
+  std::string label;
+  std::optional<Plan> plan;
+  double versus_best = 0;
+};
+// The rows in table order: unrestricted, runnable (`runnable_best`),
+// uniform over all GPUs, uniform on the fastest device alone.
+std::vector<PriceRow> price_rows(const RuntimePrice& price, const std::optional<Plan>& runnable_best,
+                                 RunnableBy runnable);
+
+// A plan's pipeline in one short line: runs of stages of one device and
+// shape as "device:tp x [cp x] dp[layers,layers,...]", then "(vpp V)".
+std::string pipeline_summary(const Plan& plan);
 
 // A table: each comparison plan and `runnable_best` (labelled with
 // `runnable`), its predicted iteration time, its difference to the
