@@ -218,18 +218,16 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
     return exit_code(result.status);
   }
   const Plan& best = top.front();
+  // Files first: a stopped run whose standard output is gone (its launcher
+  // was killed) still leaves its plan.
+  if (!a.out.empty()) write_plan(best, a.out, problem);  // self-contained: with its specs
+  if (!a.report.empty()) write_report(model, best, a.report, compared);
   std::cout << "\ntop " << top.size() << " plan" << (top.size() > 1 ? "s" : "") << "\n"
             << format_top_table(top) << "\nbest plan\n"
             << format_stage_table(model, best) << "\nmemory per GPU (GiB)\n"
             << format_memory_table(model, best) << "\n";
-  if (!a.out.empty()) {
-    write_plan(best, a.out, problem);  // self-contained: with its specs
-    std::cout << "plan written to " << a.out << "\n";
-  }
-  if (!a.report.empty()) {
-    write_report(model, best, a.report, compared);
-    std::cout << "report written to " << a.report << "\n";
-  }
+  if (!a.out.empty()) std::cout << "plan written to " << a.out << "\n";
+  if (!a.report.empty()) std::cout << "report written to " << a.report << "\n";
   std::cout << price_table << format_summary_block(best, result.status, extra);
   return exit_code(result.status);
 }

@@ -5,6 +5,9 @@
 // install_stop_signals() once, first thing, and hand the flag it returns to
 // the library as their `cancel`; no other code installs handlers.
 //
+// SIGPIPE is ignored as well: when mpirun is killed, the ranks' standard
+// output goes nowhere, and the plan file (-o) must still be written.
+//
 // The handler only stores to a lock-free atomic (async-signal-safe). Calling
 // it again returns the same flag. Call from the main thread.
 #pragma once
