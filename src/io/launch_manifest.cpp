@@ -3,6 +3,8 @@
 #include "json_input.hpp"  // rapidjson as cereal configures it, first
 
 #include <algorithm>
+#include <concepts>
+#include <type_traits>
 #include <map>
 #include <set>
 #include <utility>
@@ -69,165 +71,210 @@ int position(const LaunchStage& s, int tp_rank, int cp_rank, int dp_rank) {
   return (dp_rank * s.cp + cp_rank) * s.tp + tp_rank;
 }
 
-template <class E, std::size_t N>
-std::vector<std::string> enum_names(const E (&values)[N]) {
-  std::vector<std::string> names;
-  for (E v : values) names.emplace_back(to_string(v));
-  return names;
+// ------------------------------------------------------- the document
+// One description per manifest struct: its keys in document order, each
+// with the member that holds it. The writer, the reader and the keys a
+// mapping may hold all follow it (as io/plan_schema.hpp does for plans).
+
+template <class S, class T>
+concept Of = std::same_as<std::remove_const_t<S>, T>;
+
+template <class V, Of<LaunchPeer> P>
+void describe(V& v, P& p) {
+  v.field("rank", p.rank);
+  v.field("sequences", p.sequences);
+  v.field("tokens", p.tokens);
 }
 
+template <class V, Of<LaunchStage> S>
+void describe(V& v, S& s) {
+  v.field("index", s.index);
+  v.field("device", s.device);
+  v.field("group", s.group);
+  v.field("tp", s.tp);
+  v.field("cp", s.cp);
+  v.field("dp", s.dp);
+  v.field("layers", s.layers);
+  v.field("recompute", s.recompute);
+  v.field("sequences_per_replica", s.sequences_per_replica);
+}
+
+template <class V, Of<LaunchRank> R>
+void describe(V& v, R& r) {
+  v.field("rank", r.rank);
+  v.field("node", r.node);
+  v.field("local_gpu", r.local_gpu);
+  v.field("device", r.device);
+  v.field("stage", r.stage);
+  v.field("tp_rank", r.tp_rank);
+  v.field("cp_rank", r.cp_rank);
+  v.field("dp_rank", r.dp_rank);
+  v.field("layers", r.layers);
+  v.field("sequences", r.sequences);
+  v.field("sequences_per_replica", r.sequences_per_replica);
+  v.field("tokens", r.tokens);
+  v.list("recv_from", r.recv_from, "peers {rank, sequences, tokens}");
+  v.list("send_to", r.send_to, "peers {rank, sequences, tokens}");
+}
+
+template <class V, Of<LaunchManifest> M>
+void describe(V& v, M& m) {
+  v.tag("format", kLaunchManifestFormat);
+  v.field("model", m.model);
+  v.field("cluster", m.cluster);
+  v.field("layers", m.layers);
+  v.field("seq_len", m.seq_len);
+  v.field("world_size", m.world_size);
+  v.field("global_batch", m.global_batch);
+  v.field("micro_batch_size", m.micro_batch_size);
+  v.field("num_micro_batches", m.num_micro_batches);
+  v.field("vpp", m.vpp);
+  v.field("precision", m.precision);
+  v.field("pipeline_p2p", m.pipeline_p2p);
+  v.list("stages", m.stages, "stages (mappings)");
+  v.list("ranks", m.ranks, "ranks (mappings)");
+}
+
+// The names of an enum's values, in the order a reader offers them.
 constexpr Precision kPrecisions[] = {Precision::bf16, Precision::fp16, Precision::fp32, Precision::tf32, Precision::fp8};
 constexpr PipelineP2P kP2PModes[] = {PipelineP2P::scatter_gather, PipelineP2P::full};
 constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::selective, Recompute::full};
+const auto& values_of(Precision) { return kPrecisions; }
+const auto& values_of(PipelineP2P) { return kP2PModes; }
+const auto& values_of(Recompute) { return kRecomputes; }
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
-  return out;
-}
+template <class E>
+concept ManifestEnum = std::is_enum_v<E>;
 
-// ------------------------------------------------------------- writing
-
-void put_range(DocumentWriter& out, const char* key, IndexRange r) {
-  out.key(key);
-  out.begin_list(true);
-  out.value(r.first);
-  out.value(r.end);
-  out.end_list();
-}
-
-void put_int(DocumentWriter& out, const char* key, int v) {
-  out.key(key);
-  out.value(v);
-}
-
-void put_text(DocumentWriter& out, const char* key, const std::string& v) {
-  out.key(key);
-  out.value(v);
-}
-
-void put_peers(DocumentWriter& out, const char* key, const std::vector<LaunchPeer>& peers) {
-  out.key(key);
-  out.begin_list(false);
-  for (const LaunchPeer& p : peers) {
-    out.begin_map();
-    put_int(out, "rank", p.rank);
-    put_range(out, "sequences", p.sequences);
-    put_range(out, "tokens", p.tokens);
-    out.end_map();
+class Writer {
+ public:
+  explicit Writer(DocumentWriter& out) : out_(out) {}
+  void tag(const char* key, const char* text) { field(key, std::string(text)); }
+  void field(const char* key, int v) {
+    out_.key(key);
+    out_.value(v);
   }
-  out.end_list();
+  void field(const char* key, const std::string& v) {
+    out_.key(key);
+    out_.value(v);
+  }
+  void field(const char* key, IndexRange r) {
+    out_.key(key);
+    out_.begin_list(true);
+    out_.value(r.first);
+    out_.value(r.end);
+    out_.end_list();
+  }
+  template <ManifestEnum E>
+  void field(const char* key, E v) {
+    field(key, std::string(to_string(v)));
+  }
+  template <class T>
+  void list(const char* key, const std::vector<T>& items, const char*) {
+    out_.key(key);
+    out_.begin_list(false);
+    for (const T& item : items) {
+      out_.begin_map();
+      describe(*this, item);
+      out_.end_map();
+    }
+    out_.end_list();
+  }
+
+ private:
+  DocumentWriter& out_;
+};
+
+// The keys a description lists, for the check that a mapping holds no other.
+class KeyList {
+ public:
+  void tag(const char* key, const char*) { keys.emplace_back(key); }
+  template <class T>
+  void field(const char* key, const T&) {
+    keys.emplace_back(key);
+  }
+  template <class T>
+  void list(const char* key, const T&, const char*) {
+    keys.emplace_back(key);
+  }
+  std::vector<std::string> keys;
+};
+
+template <class T>
+std::vector<std::string> keys_of() {
+  KeyList k;
+  T scratch;
+  describe(k, scratch);
+  return k.keys;
 }
 
-// ------------------------------------------------------------- reading
-
-// Typed access to the manifest's values. JSON is strict about types: a
-// number in quotes is not a number, a name without quotes not a name.
+// Typed reading of one mapping by its description. JSON is strict about
+// types: a number in quotes is not a number, a name without quotes not a
+// name.
 class Reader {
  public:
-  explicit Reader(const std::string& file) : file_(file) {}
+  Reader(const std::string& file, const YamlObject& o) : file_(file), o_(o) {}
 
-  int integer(const YamlObject& o, const char* key) const {
-    const YamlValue v = o.at(key, "an integer");
+  template <class T>
+  static T read(const std::string& file, const YamlObject& o) {
+    const std::vector<std::string> keys = keys_of<T>();
+    o.check_keys(keys);
+    T value;
+    Reader r(file, o);
+    describe(r, value);
+    return value;
+  }
+
+  void tag(const char* key, const char* text) {
+    const YamlValue v = o_.at(key, text);
+    if (!v.is_scalar() || v.node().Scalar() != text) v.fail(text);
+  }
+  void field(const char* key, int& out) {
+    const YamlValue v = o_.at(key, "an integer");
     if (v.node().Tag() == "!") v.fail("an integer (without quotes)");
-    return v.as_int();
+    out = v.as_int();
   }
-  std::string text(const YamlObject& o, const char* key) const {
-    const YamlValue v = o.at(key, "a string");
+  void field(const char* key, std::string& out) {
+    const YamlValue v = o_.at(key, "a string");
     if (!v.is_scalar() || v.node().Tag() != "!") v.fail("a string (in quotes)");
-    return v.as_string();
+    out = v.as_string();
   }
-  IndexRange range(const YamlObject& o, const char* key) const {
-    const YamlValue v = o.at(key, "[first, end): a list of 2 integers");
+  void field(const char* key, IndexRange& out) {
+    const YamlValue v = o_.at(key, "[first, end): a list of 2 integers");
     if (!v.is_list() || v.node().size() != 2) v.fail("[first, end): a list of 2 integers");
     const std::vector<YamlValue> pair = v.as_list();
     for (const YamlValue& x : pair)
       if (x.node().Tag() == "!") x.fail("an integer (without quotes)");
-    return {pair[0].as_int(), pair[1].as_int()};
+    out = {pair[0].as_int(), pair[1].as_int()};
   }
-  template <class E, std::size_t N>
-  E choice(const YamlObject& o, const char* key, const E (&values)[N]) const {
-    const std::string name = text(o, key);
-    for (E v : values)
-      if (name == to_string(v)) return v;
-    throw InputError(file_, o.key_path(key), name, "one of " + join(enum_names(values)));
+  template <ManifestEnum E>
+  void field(const char* key, E& out) {
+    std::string name;
+    field(key, name);
+    std::string allowed;
+    for (E v : values_of(E{})) {
+      if (name == to_string(v)) {
+        out = v;
+        return;
+      }
+      allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
+    }
+    throw InputError(file_, o_.key_path(key), name, "one of " + allowed);
   }
-  std::vector<YamlObject> objects(const YamlObject& o, const char* key, const char* kind) const {
-    const YamlValue v = o.at(key, std::string("a list of ") + kind);
-    if (!v.is_list()) v.fail(std::string("a list of ") + kind);
-    std::vector<YamlObject> out;
+  template <class T>
+  void list(const char* key, std::vector<T>& out, const char* kind) {
+    const std::string what = std::string("a list of ") + kind;
+    const YamlValue v = o_.at(key, what);
+    if (!v.is_list()) v.fail(what);
     for (const YamlValue& item : v.as_list()) {
       if (!item.is_map()) item.fail(kind);
-      out.push_back(item.as_object());
+      out.push_back(read<T>(file_, item.as_object()));
     }
-    return out;
-  }
-
-  std::vector<LaunchPeer> peers(const YamlObject& o, const char* key) const {
-    std::vector<LaunchPeer> out;
-    for (const YamlObject& p : objects(o, key, "peers {rank, sequences, tokens}")) {
-      p.check_keys({"rank", "sequences", "tokens"});
-      out.push_back({integer(p, "rank"), range(p, "sequences"), range(p, "tokens")});
-    }
-    return out;
-  }
-
-  LaunchManifest manifest(const YamlObject& root) const {
-    root.check_keys({"format", "model", "cluster", "layers", "seq_len", "world_size", "global_batch",
-                     "micro_batch_size", "num_micro_batches", "vpp", "precision", "pipeline_p2p", "stages", "ranks"});
-    const YamlValue format = root.at("format", kLaunchManifestFormat);
-    if (!format.is_scalar() || format.node().Scalar() != kLaunchManifestFormat) format.fail(kLaunchManifestFormat);
-    LaunchManifest m;
-    m.model = text(root, "model");
-    m.cluster = text(root, "cluster");
-    m.layers = integer(root, "layers");
-    m.seq_len = integer(root, "seq_len");
-    m.world_size = integer(root, "world_size");
-    m.global_batch = integer(root, "global_batch");
-    m.micro_batch_size = integer(root, "micro_batch_size");
-    m.num_micro_batches = integer(root, "num_micro_batches");
-    m.vpp = integer(root, "vpp");
-    m.precision = choice(root, "precision", kPrecisions);
-    m.pipeline_p2p = choice(root, "pipeline_p2p", kP2PModes);
-    for (const YamlObject& s : objects(root, "stages", "stages (mappings)")) {
-      s.check_keys({"index", "device", "group", "tp", "cp", "dp", "layers", "recompute", "sequences_per_replica"});
-      LaunchStage st;
-      st.index = integer(s, "index");
-      st.device = text(s, "device");
-      st.group = integer(s, "group");
-      st.tp = integer(s, "tp");
-      st.cp = integer(s, "cp");
-      st.dp = integer(s, "dp");
-      st.layers = range(s, "layers");
-      st.recompute = choice(s, "recompute", kRecomputes);
-      st.sequences_per_replica = integer(s, "sequences_per_replica");
-      m.stages.push_back(std::move(st));
-    }
-    for (const YamlObject& r : objects(root, "ranks", "ranks (mappings)")) {
-      r.check_keys({"rank", "node", "local_gpu", "device", "stage", "tp_rank", "cp_rank", "dp_rank", "layers",
-                    "sequences", "sequences_per_replica", "tokens", "recv_from", "send_to"});
-      LaunchRank rk;
-      rk.rank = integer(r, "rank");
-      rk.node = text(r, "node");
-      rk.local_gpu = integer(r, "local_gpu");
-      rk.device = text(r, "device");
-      rk.stage = integer(r, "stage");
-      rk.tp_rank = integer(r, "tp_rank");
-      rk.cp_rank = integer(r, "cp_rank");
-      rk.dp_rank = integer(r, "dp_rank");
-      rk.layers = range(r, "layers");
-      rk.sequences = range(r, "sequences");
-      rk.sequences_per_replica = integer(r, "sequences_per_replica");
-      rk.tokens = range(r, "tokens");
-      rk.recv_from = peers(r, "recv_from");
-      rk.send_to = peers(r, "send_to");
-      m.ranks.push_back(std::move(rk));
-    }
-    return m;
   }
 
  private:
   const std::string& file_;
+  const YamlObject& o_;
 };
 
 // Per stage, the index into m.ranks of each position (-1 while empty).
@@ -317,55 +364,8 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
 
 std::string launch_manifest_to_json(const LaunchManifest& m) {
   return detail::json_document([&](DocumentWriter& out) {
-    put_text(out, "format", kLaunchManifestFormat);
-    put_text(out, "model", m.model);
-    put_text(out, "cluster", m.cluster);
-    put_int(out, "layers", m.layers);
-    put_int(out, "seq_len", m.seq_len);
-    put_int(out, "world_size", m.world_size);
-    put_int(out, "global_batch", m.global_batch);
-    put_int(out, "micro_batch_size", m.micro_batch_size);
-    put_int(out, "num_micro_batches", m.num_micro_batches);
-    put_int(out, "vpp", m.vpp);
-    put_text(out, "precision", to_string(m.precision));
-    put_text(out, "pipeline_p2p", to_string(m.pipeline_p2p));
-    out.key("stages");
-    out.begin_list(false);
-    for (const LaunchStage& s : m.stages) {
-      out.begin_map();
-      put_int(out, "index", s.index);
-      put_text(out, "device", s.device);
-      put_int(out, "group", s.group);
-      put_int(out, "tp", s.tp);
-      put_int(out, "cp", s.cp);
-      put_int(out, "dp", s.dp);
-      put_range(out, "layers", s.layers);
-      put_text(out, "recompute", to_string(s.recompute));
-      put_int(out, "sequences_per_replica", s.sequences_per_replica);
-      out.end_map();
-    }
-    out.end_list();
-    out.key("ranks");
-    out.begin_list(false);
-    for (const LaunchRank& r : m.ranks) {
-      out.begin_map();
-      put_int(out, "rank", r.rank);
-      put_text(out, "node", r.node);
-      put_int(out, "local_gpu", r.local_gpu);
-      put_text(out, "device", r.device);
-      put_int(out, "stage", r.stage);
-      put_int(out, "tp_rank", r.tp_rank);
-      put_int(out, "cp_rank", r.cp_rank);
-      put_int(out, "dp_rank", r.dp_rank);
-      put_range(out, "layers", r.layers);
-      put_range(out, "sequences", r.sequences);
-      put_int(out, "sequences_per_replica", r.sequences_per_replica);
-      put_range(out, "tokens", r.tokens);
-      put_peers(out, "recv_from", r.recv_from);
-      put_peers(out, "send_to", r.send_to);
-      out.end_map();
-    }
-    out.end_list();
+    Writer w(out);
+    describe(w, m);
   });
 }
 
@@ -375,7 +375,7 @@ LaunchManifest launch_manifest_from_string(const std::string& text, const std::s
   if (!doc.IsObject())
     throw InputError(file, "", YamlValue(yaml_of_json(doc), file, "").text(),
                      std::string("a JSON object (format: ") + kLaunchManifestFormat + ")");
-  const LaunchManifest m = Reader(file).manifest(YamlObject(yaml_of_json(doc), file, ""));
+  const LaunchManifest m = Reader::read<LaunchManifest>(file, YamlObject(yaml_of_json(doc), file, ""));
   check_launch_manifest(m, file);
   return m;
 }
