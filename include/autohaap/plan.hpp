@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autohaap/specs/cluster.hpp"
@@ -20,7 +21,26 @@
 
 namespace autohaap {
 
+// One set of a stage's data-parallel replicas that share a device type and
+// a share of the micro-batch (heterogeneous data parallelism: AMP, Li et al.
+// 2022; Sailor, Strati et al. 2025; HexiScale; Poplar, Zhang et al. 2025):
+// gpus / (tp * cp) replicas on GPUs [first_gpu, first_gpu + gpus) of one
+// node group, which together process `sequences` sequences of each
+// micro-batch, each replica an equal share (so the replica count divides
+// `sequences`). The sets of a stage process the whole micro-batch: their
+// sequences sum to B.
+struct ReplicaSet {
+  std::string device;         // the group's device name (checked on load)
+  int group = 0;
+  int first_gpu = 0;
+  int gpus = 0;               // tp * cp * its replicas
+  int sequences = 0;          // of each micro-batch, split evenly over its replicas
+};
+
 struct StagePlan {
+  // One-device stage: its group, device and GPUs. A stage with replica
+  // sets holds its first set's here (code that names one device per stage
+  // names that one) and its GPUs are the sets' together.
   int group = 0;              // index into ClusterSpec::groups
   std::string device;         // that group's device name (checked on load)
   int first_gpu = 0;          // offset of the stage's first GPU inside its group
@@ -31,9 +51,36 @@ struct StagePlan {
   int layer_end = 0;
   Recompute recompute = Recompute::none;
   int cp = 1;                 // context parallel: each sequence split over cp GPUs (ring attention)
+  // Empty: every replica on `device`, each B / dp sequences. Otherwise the
+  // stage's replicas in sets of their own device and share; dp is their
+  // total replica count and gpus their total GPUs.
+  std::vector<ReplicaSet> replicas;
 
   int num_layers() const { return layer_end - layer_begin; }
+  bool has_replica_sets() const { return !replicas.empty(); }
+  // Replicas of set k (gpus / (tp * cp)).
+  int set_replicas(std::size_t k) const { return replicas.at(k).gpus / (tp * cp); }
+  // Whether the sets are not all of one device type.
+  bool mixes_devices() const {
+    for (const auto& r : replicas)
+      if (r.device != replicas.front().device) return true;
+    return false;
+  }
 };
+
+// Makes `s` the stage of these replica sets: its dp and gpus their totals,
+// its group, device and first GPU the first set's. `s.tp` and `s.cp` must
+// be set first.
+inline void set_replica_sets(StagePlan& s, std::vector<ReplicaSet> sets) {
+  s.replicas = std::move(sets);
+  s.gpus = 0;
+  for (const auto& r : s.replicas) s.gpus += r.gpus;
+  s.dp = s.gpus / (s.tp * s.cp);
+  if (s.replicas.empty()) return;
+  s.group = s.replicas.front().group;
+  s.device = s.replicas.front().device;
+  s.first_gpu = s.replicas.front().first_gpu;
+}
 
 // Per-GPU memory of one stage, bytes.
 // Each component is what a GPU holds at its peak, which is in the backward

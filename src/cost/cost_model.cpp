@@ -487,23 +487,113 @@ StageShape shape_of(const StagePlan& s) { return {s.group, s.tp, s.dp, s.recompu
 // Link between the GPUs of two consecutive stages: inside one node
 // (NVLink/PCIe), between nodes of one group (its NICs), or across the
 // inter-group fabric.
+static Link inter_group_link(const ClusterSpec& c, const CostParameters& p) {
+  return {c.inter_group_GBps * p.network_efficiency, c.inter_group_latency_us};
+}
+
+// The groups a stage's GPUs are in: its own, or each replica set's.
+static bool one_group(const StagePlan& s, int group) {
+  if (!s.has_replica_sets()) return s.group == group;
+  for (const ReplicaSet& r : s.replicas)
+    if (r.group != group) return false;
+  return true;
+}
+
 static Link pipeline_link(const ClusterSpec& c, const StagePlan& a, const StagePlan& b, const CostParameters& p) {
-  if (a.group != b.group) {
-    return {c.inter_group_GBps * p.network_efficiency, c.inter_group_latency_us};
-  }
+  if (!one_group(a, b.group) || !one_group(b, a.group)) return inter_group_link(c, p);
   const NodeGroup& g = c.groups.at(a.group);
+  // A stage of replica sets takes its micro-batch in pieces from (or sends
+  // them to) GPUs of several sets: counted between nodes, the slower link
+  // of a group, rather than tracing which piece stays inside a node.
+  if (a.has_replica_sets() || b.has_replica_sets()) return inter_node_link(g, p);
   const int gpn = g.gpus_per_node;
   const bool same_node = !crosses_node(a.first_gpu, a.gpus, gpn) && !crosses_node(b.first_gpu, b.gpus, gpn) &&
                          a.first_gpu / gpn == b.first_gpu / gpn;
   return same_node ? tp_link(g, p) : inter_node_link(g, p);
 }
 
-StageEstimate CostModel::stage(const Plan& plan, int i) const {
+// The link a stage of replica sets reduces its gradients over. All its
+// replicas, whatever their set, hold the same layers and reduce together,
+// so the ring passes through every set and runs at the slowest link it
+// crosses: the inter-group fabric when the sets sit in different groups,
+// each group's link between nodes where the stage's GPUs in that group
+// span nodes, else the intra-node link.
+static Link replica_sets_dp_link(const ClusterSpec& c, const StagePlan& s, const CostParameters& p) {
+  const int replicas = s.dp * s.cp;
+  std::vector<Link> links;
+  for (const ReplicaSet& r : s.replicas) {
+    if (r.group != s.replicas.front().group) links.push_back(inter_group_link(c, p));
+    const NodeGroup& g = c.groups.at(r.group);
+    int begin = r.first_gpu, end = r.first_gpu + r.gpus;
+    for (const ReplicaSet& o : s.replicas) {
+      if (o.group != r.group) continue;
+      begin = std::min(begin, o.first_gpu);
+      end = std::max(end, o.first_gpu + o.gpus);
+    }
+    const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
+    links.push_back(crosses_node(begin, end - begin, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, p)
+                                                                      : tp_link(g, p));
+  }
+  return *std::min_element(links.begin(), links.end(), [](const Link& a, const Link& b) { return a.GBps < b.GBps; });
+}
+
+std::vector<StageEstimate> CostModel::replica_set_estimates(const Plan& plan, int i) const {
   const StagePlan& s = plan.stages.at(i);
+  if (!s.has_replica_sets()) return {stage_part(plan, i, s, plan.micro_batch_size, nullptr)};
+  // Each set is estimated as a one-device stage of the stage's dp replicas
+  // on its own device, whose micro-batch gives every replica this set's
+  // per-replica share q = sequences / (its replicas): B' = q·dp. So every
+  // per-GPU cost is the set's: compute and activations of q sequences per
+  // GPU, pipeline sends of its share (split over its replicas as a
+  // one-device stage's are), the optimizer step at its device's bandwidth,
+  // and what spans all replicas spans them all: the gradient sync over the
+  // dp·cp replicas (on the slowest link of the stage, above) and the ZeRO
+  // shards. One cost model, asked once per set.
+  const Link dp_link = replica_sets_dp_link(problem_.cluster, s, parameters_);
+  std::vector<StageEstimate> out;
+  for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+    const ReplicaSet& r = s.replicas[k];
+    StagePlan part = s;
+    part.replicas.clear();
+    part.group = r.group;
+    part.device = r.device;
+    part.first_gpu = r.first_gpu;
+    part.gpus = r.gpus;
+    const int share = r.sequences / s.set_replicas(k);
+    out.push_back(stage_part(plan, i, part, share * s.dp, &dp_link));
+  }
+  return out;
+}
+
+StageEstimate CostModel::stage(const Plan& plan, int i) const {
+  const std::vector<StageEstimate> sets = replica_set_estimates(plan, i);
+  if (sets.size() == 1) return sets.front();
+  // A stage of replica sets finishes a micro-batch when its slowest set
+  // does (each set's pipeline sends included): its times are that set's.
+  // Its gradients are final when that set's backward ends, so the sync's
+  // exposure is measured against that backward (the slowest set's
+  // estimate already does). The optimizer steps run in parallel: the
+  // slowest. Memory: the set nearest its device's capacity, so the stage
+  // fits exactly when every set does.
+  auto pace = [](const StageEstimate& e) { return e.time_s() + e.p2p_s; };
+  auto load = [](const StageEstimate& e) { return e.memory.total() / e.capacity_bytes; };
+  StageEstimate e = *std::max_element(sets.begin(), sets.end(),
+                                      [&](const StageEstimate& a, const StageEstimate& b) { return pace(a) < pace(b); });
+  const StageEstimate& fullest =
+      *std::max_element(sets.begin(), sets.end(), [&](const StageEstimate& a, const StageEstimate& b) { return load(a) < load(b); });
+  e.memory = fullest.memory;
+  e.capacity_bytes = fullest.capacity_bytes;
+  for (const StageEstimate& x : sets) {
+    e.optimizer_s = std::max(e.optimizer_s, x.optimizer_s);
+    e.time_source = worse(e.time_source, x.time_source);
+  }
+  return e;
+}
+
+StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s, int B, const Link* dp_link_of_sets) const {
   const int p = static_cast<int>(plan.stages.size());
   const NodeGroup& g = problem_.cluster.groups.at(s.group);
   const StageShape shape = shape_of(s);
-  const int B = plan.micro_batch_size;
   const bool first = i == 0, last = i == p - 1;
   const TrainingSpec& tr = problem_.training;
   const int zero = plan.zero;  // the plan's execution settings, not the training's
@@ -547,9 +637,10 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   // Interleaved (vpp > 1): every micro-batch crosses each boundary once per
   // chunk, and chunk k of the last stage feeds chunk k + 1 of the first.
   const int v = plan.vpp;
+  auto stage_at = [&](int j) -> const StagePlan& { return j == i ? s : plan.stages[j]; };
   if (!last) e.p2p_s += v * boundary_s(s, plan.stages[i + 1], s.layer_end - 1);
   if (!first) e.p2p_s += v * boundary_s(plan.stages[i - 1], s, s.layer_begin - 1);
-  if (v > 1 && (first || last)) e.p2p_s += (v - 1) * boundary_s(plan.stages.back(), plan.stages.front(), s.layer_end - 1);
+  if (v > 1 && (first || last)) e.p2p_s += (v - 1) * boundary_s(stage_at(p - 1), stage_at(0), s.layer_end - 1);
   // Megatron-LM overlaps the interleaved schedule's sends and receives with
   // the other chunks' compute (--overlap-p2p-communication, on unless
   // disabled; NeMo "Communication Overlap": pipeline overlap applies to the
@@ -561,9 +652,9 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   // per node (ranks are ordered tp fastest, then cp, then dp).
   const int replicas = s.dp * s.cp;
   const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
-  const Link dp_link = crosses_node(s.first_gpu, s.gpus, g.gpus_per_node)
-                           ? collective_link(g, replicas, dp_per_node, parameters_)
-                           : tp_link(g, parameters_);
+  const Link dp_link = dp_link_of_sets                                    ? *dp_link_of_sets
+                       : crosses_node(s.first_gpu, s.gpus, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, parameters_)
+                                                                            : tp_link(g, parameters_);
   const double grad_bytes = params * bytes_per_element(grad_precision(tr));
   const double weight_bytes = params * eb;
   if (zero >= 3) {
@@ -667,7 +758,9 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
     max_time = std::max(max_time, e.time_s());
     sum_time += e.time_s();
     const StagePlan& s = plan.stages[i];
-    peak += s.gpus * mfu_peak_flops(problem_.cluster.groups.at(s.group).device, problem_.training.precision);
+    auto peak_of = [&](int group) { return mfu_peak_flops(problem_.cluster.groups.at(group).device, problem_.training.precision); };
+    if (!s.has_replica_sets()) peak += s.gpus * peak_of(s.group);
+    for (const ReplicaSet& r : s.replicas) peak += r.gpus * peak_of(r.group);
   }
   out.iteration_time_s = iteration_time_1f1b(stages, plan.num_micro_batches, plan.vpp);
   out.bubble_s = (sum_time - max_time) / plan.vpp;

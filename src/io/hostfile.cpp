@@ -25,21 +25,32 @@ std::vector<HostSlot> host_slots(const Plan& plan, const ClusterSpec& cluster) {
   int rank = 0;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     const StagePlan& s = plan.stages[i];
-    const int gpn = cluster.groups.at(s.group).gpus_per_node;
-    for (int q = 0; q < s.gpus; ++q) {
-      const int gpu = s.first_gpu + q;
-      HostSlot slot;
-      slot.group = groups.at(s.group);
-      slot.node_index = gpu / gpn;
-      slot.node = slot.group + "-node" + std::to_string(slot.node_index);
-      slot.local_gpu = gpu % gpn;
-      slot.rank = rank++;
-      slot.stage = i;
-      slot.tp_rank = q % s.tp;
-      slot.cp_rank = q / s.tp % s.cp;
-      slot.dp_rank = q / (s.tp * s.cp);
-      slot.device = s.device;
-      slots.push_back(slot);
+    // One device's GPUs of the stage: all of them, or one replica set,
+    // whose replicas follow the previous sets' in dp rank.
+    auto place = [&](int group, const std::string& device, int first_gpu, int gpus, int first_dp_rank) {
+      const int gpn = cluster.groups.at(group).gpus_per_node;
+      for (int q = 0; q < gpus; ++q) {
+        const int gpu = first_gpu + q;
+        HostSlot slot;
+        slot.group = groups.at(group);
+        slot.node_index = gpu / gpn;
+        slot.node = slot.group + "-node" + std::to_string(slot.node_index);
+        slot.local_gpu = gpu % gpn;
+        slot.rank = rank++;
+        slot.stage = i;
+        slot.tp_rank = q % s.tp;
+        slot.cp_rank = q / s.tp % s.cp;
+        slot.dp_rank = first_dp_rank + q / (s.tp * s.cp);
+        slot.device = device;
+        slots.push_back(slot);
+      }
+    };
+    if (!s.has_replica_sets()) place(s.group, s.device, s.first_gpu, s.gpus, 0);
+    int dp_rank = 0;
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+      const ReplicaSet& r = s.replicas[k];
+      place(r.group, r.device, r.first_gpu, r.gpus, dp_rank);
+      dp_rank += s.set_replicas(k);
     }
   }
   return slots;

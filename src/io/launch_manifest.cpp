@@ -46,6 +46,32 @@ std::vector<std::pair<int, IndexRange>> overlapping_parts(IndexRange r, int n, i
   return out;
 }
 
+}  // namespace
+
+IndexRange replica_sequences(const LaunchStage& s, int d, int micro_batch_size) {
+  if (s.replica_sets.empty()) return part(d, s.dp, micro_batch_size);
+  int offset = 0;
+  for (const LaunchReplicaSet& set : s.replica_sets) {
+    if (d < set.replicas) {
+      const int share = set.sequences / set.replicas;
+      return {offset + d * share, offset + (d + 1) * share};
+    }
+    d -= set.replicas;
+    offset += set.sequences;
+  }
+  return {offset, offset};
+}
+
+const std::string& replica_device(const LaunchStage& s, int d) {
+  for (const LaunchReplicaSet& set : s.replica_sets) {
+    if (d < set.replicas) return set.device;
+    d -= set.replicas;
+  }
+  return s.device;
+}
+
+namespace {
+
 std::string range_text(IndexRange r) { return "[" + std::to_string(r.first) + ", " + std::to_string(r.end) + ")"; }
 
 std::string peer_text(const LaunchPeer& p) {
@@ -86,6 +112,14 @@ void describe(V& v, P& p) {
   v.field("tokens", p.tokens);
 }
 
+template <class V, Of<LaunchReplicaSet> R>
+void describe(V& v, R& r) {
+  v.field("device", r.device);
+  v.field("group", r.group);
+  v.field("replicas", r.replicas);
+  v.field("sequences", r.sequences);
+}
+
 template <class V, Of<LaunchStage> S>
 void describe(V& v, S& s) {
   v.field("index", s.index);
@@ -97,6 +131,8 @@ void describe(V& v, S& s) {
   v.field("layers", s.layers);
   v.field("recompute", s.recompute);
   v.field("sequences_per_replica", s.sequences_per_replica);
+  // Only a stage of replica sets on different devices writes it.
+  v.optional_list("replica_sets", s.replica_sets, "replica sets {device, group, replicas, sequences}");
 }
 
 template <class V, Of<LaunchRank> R>
@@ -180,6 +216,10 @@ class Writer {
     }
     out_.end_list();
   }
+  template <class T>
+  void optional_list(const char* key, const std::vector<T>& items, const char* kind) {
+    if (!items.empty()) list(key, items, kind);
+  }
 
  private:
   DocumentWriter& out_;
@@ -195,6 +235,10 @@ class KeyList {
   }
   template <class T>
   void list(const char* key, const T&, const char*) {
+    keys.emplace_back(key);
+  }
+  template <class T>
+  void optional_list(const char* key, const T&, const char*) {
     keys.emplace_back(key);
   }
   std::vector<std::string> keys;
@@ -271,6 +315,10 @@ class Reader {
       out.push_back(read<T>(file_, item.as_object()));
     }
   }
+  template <class T>
+  void optional_list(const char* key, std::vector<T>& out, const char* kind) {
+    if (o_.find(key)) list(key, out, kind);
+  }
 
  private:
   const std::string& file_;
@@ -306,9 +354,17 @@ std::vector<LaunchPeer> exchange_peers(const LaunchManifest& m, const std::vecto
   const LaunchStage& b = m.stages.at(to);
   std::vector<LaunchPeer> peers;
   if (tp_rank >= std::min(a.tp, b.tp)) return peers;
-  const IndexRange sequences = part(dp_rank, a.dp, m.micro_batch_size);
+  const IndexRange sequences = replica_sequences(a, dp_rank, m.micro_batch_size);
   const IndexRange tokens = part(cp_rank, a.cp, m.seq_len);
-  for (const auto& [d, shared_sequences] : overlapping_parts(sequences, b.dp, m.micro_batch_size)) {
+  std::vector<std::pair<int, IndexRange>> replicas;
+  if (b.replica_sets.empty()) {
+    replicas = overlapping_parts(sequences, b.dp, m.micro_batch_size);
+  } else {
+    for (int d = 0; d < b.dp; ++d)
+      if (const IndexRange o = intersect(sequences, replica_sequences(b, d, m.micro_batch_size)); !empty(o))
+        replicas.emplace_back(d, o);
+  }
+  for (const auto& [d, shared_sequences] : replicas) {
     for (const auto& [c, shared_tokens] : overlapping_parts(tokens, b.cp, m.seq_len))
       peers.push_back({rank_at.at(to).at(position(b, tp_rank, c, d)), shared_sequences, shared_tokens});
   }
@@ -330,8 +386,11 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
   m.pipeline_p2p = pipeline_p2p(problem.training);
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
-    m.stages.push_back({static_cast<int>(i), s.device, s.group, s.tp, s.cp, s.dp, {s.layer_begin, s.layer_end},
-                        s.recompute, plan.micro_batch_size / s.dp});
+    LaunchStage st{static_cast<int>(i), s.device, s.group, s.tp, s.cp, s.dp, {s.layer_begin, s.layer_end},
+                   s.recompute, s.has_replica_sets() ? 0 : plan.micro_batch_size / s.dp, {}};
+    for (std::size_t k = 0; k < s.replicas.size(); ++k)
+      st.replica_sets.push_back({s.replicas[k].device, s.replicas[k].group, s.set_replicas(k), s.replicas[k].sequences});
+    m.stages.push_back(std::move(st));
   }
   std::vector<std::vector<int>> rank_at = position_index(m);
   for (const HostSlot& slot : host_slots(plan, problem.cluster)) {
@@ -346,8 +405,8 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
     r.cp_rank = slot.cp_rank;
     r.dp_rank = slot.dp_rank;
     r.layers = s.layers;
-    r.sequences = part(slot.dp_rank, s.dp, m.micro_batch_size);
-    r.sequences_per_replica = s.sequences_per_replica;
+    r.sequences = replica_sequences(s, slot.dp_rank, m.micro_batch_size);
+    r.sequences_per_replica = r.sequences.end - r.sequences.first;
     r.tokens = part(slot.cp_rank, s.cp, m.seq_len);
     rank_at[slot.stage].at(position(s, slot.tp_rank, slot.cp_rank, slot.dp_rank)) = slot.rank;
     m.ranks.push_back(std::move(r));
@@ -422,10 +481,36 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
     within(stage_key(i, "tp"), s.tp, 1, limits::kMaxClusterGpus);
     within(stage_key(i, "cp"), s.cp, 1, std::min(limits::kMaxClusterGpus, m.seq_len));
     within(stage_key(i, "dp"), s.dp, 1, B);
-    if (B % s.dp != 0)
+    if (!s.replica_sets.empty()) {
+      // Replica sets: whole shares per replica, the replicas and sequences
+      // of the stage together.
+      long long replicas = 0, sequences = 0;
+      for (std::size_t k = 0; k < s.replica_sets.size(); ++k) {
+        const LaunchReplicaSet& set = s.replica_sets[k];
+        const std::string key = stage_key(i, "replica_sets") + "[" + std::to_string(k) + "].";
+        if (set.device.empty()) throw InputError(file, key + "device", "", "a device name");
+        within(key + "group", set.group, 0, limits::kMaxClusterGpus);
+        within(key + "replicas", set.replicas, 1, s.dp);
+        within(key + "sequences", set.sequences, 1, B);
+        if (set.sequences % set.replicas != 0)
+          throw InputError(file, key + "sequences", std::to_string(set.sequences),
+                           "a multiple of the set's " + std::to_string(set.replicas) + " replicas");
+        replicas += set.replicas;
+        sequences += set.sequences;
+      }
+      if (replicas != s.dp)
+        throw InputError(file, stage_key(i, "dp"), std::to_string(s.dp),
+                         "the replica sets' replicas together: " + std::to_string(replicas));
+      if (sequences != B)
+        throw InputError(file, stage_key(i, "replica_sets"), "sequences summing to " + std::to_string(sequences),
+                         "sequences summing to micro_batch_size = " + std::to_string(B));
+      if (s.sequences_per_replica != 0)
+        throw InputError(file, stage_key(i, "sequences_per_replica"), std::to_string(s.sequences_per_replica),
+                         "0 (each replica set has its own share)");
+    } else if (B % s.dp != 0) {
       throw InputError(file, stage_key(i, "dp"), std::to_string(s.dp),
                        "a divisor of micro_batch_size (" + std::to_string(B) + ")");
-    if (s.sequences_per_replica != B / s.dp)
+    } else if (s.sequences_per_replica != B / s.dp)
       throw InputError(file, stage_key(i, "sequences_per_replica"), std::to_string(s.sequences_per_replica),
                        "micro_batch_size / dp = " + std::to_string(B / s.dp) +
                            ", so that the replicas' sequences add up to " + std::to_string(B));
@@ -479,14 +564,18 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
                            " no other rank holds (rank " + std::to_string(slot) + " holds this one)");
     slot = r.rank;
     const std::string stage_name = "stages[" + std::to_string(r.stage) + "]";
-    if (r.device != s.device)
-      throw InputError(file, rank_key(k, "device"), r.device, "'" + s.device + "' (the device of " + stage_name + ")");
+    const std::string& device = replica_device(s, r.dp_rank);
+    if (r.device != device)
+      throw InputError(file, rank_key(k, "device"), r.device, "'" + device + "' (the device of " + stage_name +
+                                                                  (s.replica_sets.empty() ? ")" : "'s replica " + std::to_string(r.dp_rank) + ")"));
     equal(rank_key(k, "layers"), r.layers, s.layers, "the layers of " + stage_name);
-    equal(rank_key(k, "sequences"), r.sequences, part(r.dp_rank, s.dp, B),
-          "replica " + std::to_string(r.dp_rank) + " of " + std::to_string(s.dp) + " over B = " + std::to_string(B));
-    if (r.sequences_per_replica != s.sequences_per_replica)
+    const IndexRange sequences = replica_sequences(s, r.dp_rank, B);
+    equal(rank_key(k, "sequences"), r.sequences, sequences,
+          "replica " + std::to_string(r.dp_rank) + " of " + std::to_string(s.dp) + " over B = " + std::to_string(B) +
+              (s.replica_sets.empty() ? "" : " (by its replica set's share)"));
+    if (r.sequences_per_replica != sequences.end - sequences.first)
       throw InputError(file, rank_key(k, "sequences_per_replica"), std::to_string(r.sequences_per_replica),
-                       std::to_string(s.sequences_per_replica) + " (that of " + stage_name + ")");
+                       std::to_string(sequences.end - sequences.first) + " (its sequences)");
     equal(rank_key(k, "tokens"), r.tokens, part(r.cp_rank, s.cp, m.seq_len),
           "chunk " + std::to_string(r.cp_rank) + " of " + std::to_string(s.cp) + " of the " +
               std::to_string(m.seq_len) + " tokens");

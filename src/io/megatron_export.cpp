@@ -140,6 +140,21 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
                     "place every stage on FP8 devices");
     }
   }
+  // Replica sets (plan.hpp): Megatron-LM splits each global batch evenly
+  // over the data-parallel ranks (--micro-batch-size is per rank), so
+  // replicas with unequal shares, or on other devices, cannot be expressed.
+  for (int i = 0; i < p; ++i) {
+    const StagePlan& s = plan.stages[i];
+    if (!s.has_replica_sets()) continue;
+    std::string shares;
+    for (std::size_t k = 0; k < s.replicas.size(); ++k)
+      shares += (k ? ", " : "") + std::to_string(s.set_replicas(k)) + " x " + s.replicas[k].device + " with " +
+                std::to_string(s.replicas[k].sequences / s.set_replicas(k)) + " sequences each";
+    why.push_back("stage " + std::to_string(i) +
+                  (s.mixes_devices() ? " mixes device types in its replicas" : " splits its replicas into sets") +
+                  " (" + shares +
+                  "); Megatron-LM gives every data-parallel replica the same micro-batch on one range of ranks");
+  }
   if (plan.zero > kMegatronMaxZero) {
     why.push_back("ZeRO stage " + std::to_string(plan.zero) +
                   " shards gradients" + (plan.zero >= 3 ? " and weights" : "") +
@@ -301,13 +316,17 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
 
   // GPUs the plan uses per device type, in order of first use.
   std::vector<std::pair<std::string, int>> budget;
-  for (const StagePlan& s : plan.stages) {
-    auto it = std::find_if(budget.begin(), budget.end(), [&](const auto& b) { return b.first == s.device; });
+  auto spend = [&](const std::string& device, int gpus) {
+    auto it = std::find_if(budget.begin(), budget.end(), [&](const auto& b) { return b.first == device; });
     if (it == budget.end()) {
-      budget.push_back({s.device, s.gpus});
+      budget.push_back({device, gpus});
     } else {
-      it->second += s.gpus;
+      it->second += gpus;
     }
+  };
+  for (const StagePlan& s : plan.stages) {
+    if (!s.has_replica_sets()) spend(s.device, s.gpus);
+    for (const ReplicaSet& r : s.replicas) spend(r.device, r.gpus);
   }
 
   std::optional<NearestMegatronPlan> best;

@@ -36,6 +36,10 @@ std::string stage_key(std::size_t i, const char* key) {
   return "stages[" + std::to_string(i) + "]." + key;
 }
 
+std::string set_key(std::size_t i, std::size_t k, const char* key) {
+  return "stages[" + std::to_string(i) + "].replicas[" + std::to_string(k) + "]." + key;
+}
+
 // Error messages quote values; a whole mapping would drown the message.
 std::string shorten(std::string s) {
   constexpr std::size_t kMax = 80;
@@ -135,14 +139,23 @@ class FileWriter {
   void list(const char* key, const std::vector<T>& items, const char*, const char*) {
     out_.key(key);
     out_.begin_list(false);
+    const std::size_t outer = item_;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      item_ = i;
+      item_ = std::is_same_v<T, StagePlan> ? i : kNone;  // node counts are per stage
       out_.begin_map();
       plan_schema::describe(*this, items[i]);
       out_.end_map();
     }
-    item_ = kNone;
+    item_ = outer;
     out_.end_list();
+  }
+  // A one-device stage is written as before replica sets existed.
+  template <class T, class Keys>
+  void either(const char* key, const std::vector<T>& items, const char* kind, const char* item_kind, Keys keys) {
+    if (items.empty())
+      keys();
+    else
+      list(key, items, kind, item_kind);
   }
   template <class T, class Written>
   void section(const char* key, const T& v, Written written) {
@@ -229,6 +242,13 @@ class FileReader {
     plan_ = &plan;
     visit(YamlValue(root, file_, ""), plan);
     for (const Mapping& m : mappings_) check_keys(m);
+    // A stage of replica sets names its first set's device (plan.hpp).
+    for (StagePlan& s : plan.stages) {
+      if (!s.has_replica_sets()) continue;
+      s.group = s.replicas.front().group;
+      s.device = s.replicas.front().device;
+      s.first_gpu = s.replicas.front().first_gpu;
+    }
     return plan;
   }
 
@@ -238,6 +258,7 @@ class FileReader {
   }
   template <class T>
   void field(const char* key, T& member) {
+    if (refused_by_) return refuse(key);
     member = get<T>(required(key, expected_kind<T>()));
   }
   template <class T, class U>
@@ -275,7 +296,28 @@ class FileReader {
     if (!v->is_map()) fail(*v, expected_kind<T>());
     visit(*v, member);
   }
-  void informational(const char* key) { find(key); }
+  void informational(const char* key) {
+    if (refused_by_) return refuse(key);
+    find(key);
+  }
+  // The list where the mapping has its key (then the other keys are
+  // refused: the list says where the stage runs), else the other keys.
+  template <class T, class Keys>
+  void either(const char* key, std::vector<T>& items, const char* kind, const char* item_kind, Keys keys) {
+    if (!here().find(key)) {
+      find(key);
+      items.clear();
+      keys();
+      return;
+    }
+    list(key, items, kind, item_kind);
+    if (items.empty())
+      throw InputError(file_, here().key_path(key), "[]",
+                       std::string("at least one entry (") + kind + "); or no '" + key + "' key");
+    refused_by_ = key;
+    keys();
+    refused_by_ = nullptr;
+  }
   void specs(const char* key, std::optional<PlanSpecs>& specs) {
     specs.reset();
     const auto v = find(key);
@@ -307,6 +349,13 @@ class FileReader {
   }
 
   const YamlObject& here() const { return mappings_[current_].object; }
+
+  // A key that may not stand beside the list `refused_by_`.
+  void refuse(const char* key) {
+    if (const auto v = find(key))
+      throw InputError(file_, v->path(), shorten(v->text()),
+                       std::string("no '") + key + "' beside '" + refused_by_ + "': each entry there names its own");
+  }
 
   // Every key the schema asks for is a key the mapping may hold.
   std::optional<YamlValue> find(const char* key) {
@@ -358,6 +407,7 @@ class FileReader {
 
   const std::string& file_;
   const bool json_;
+  const char* refused_by_ = nullptr;  // see either()
   Plan* plan_ = nullptr;
   std::vector<Mapping> mappings_;
   std::size_t current_ = 0;
@@ -495,13 +545,47 @@ void check_plan(const Plan& plan, const std::string& file) {
 
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
-    name(stage_key(i, "device"), s.device, "a device name");
-    within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
-    within(stage_key(i, "first_gpu"), s.first_gpu, 0, limits::kMaxClusterGpus - 1);
     within(stage_key(i, "gpus"), s.gpus, 1, limits::kMaxClusterGpus);
     within(stage_key(i, "tp"), s.tp, 1, limits::kMaxClusterGpus);
     within(stage_key(i, "cp"), s.cp, 1, limits::kMaxClusterGpus);
     within(stage_key(i, "dp"), s.dp, 1, limits::kMaxClusterGpus);
+    if (!s.has_replica_sets()) {
+      name(stage_key(i, "device"), s.device, "a device name");
+      within(stage_key(i, "group"), s.group, 0, limits::kMaxClusterGpus);
+      within(stage_key(i, "first_gpu"), s.first_gpu, 0, limits::kMaxClusterGpus - 1);
+    }
+    // Replica sets (plan.hpp, ReplicaSet): each of whole replicas
+    // (tp * cp GPUs each), taking an equal whole share of its sequences per
+    // replica; together the stage's GPUs and the whole micro-batch.
+    const int per_replica = s.tp * s.cp;
+    long long set_gpus = 0, set_sequences = 0;
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+      const ReplicaSet& r = s.replicas[k];
+      name(set_key(i, k, "device"), r.device, "a device name");
+      within(set_key(i, k, "group"), r.group, 0, limits::kMaxClusterGpus);
+      within(set_key(i, k, "first_gpu"), r.first_gpu, 0, limits::kMaxClusterGpus - 1);
+      within(set_key(i, k, "gpus"), r.gpus, 1, limits::kMaxClusterGpus);
+      within(set_key(i, k, "sequences"), r.sequences, 1, limits::kMaxGlobalBatch);
+      if (r.gpus % per_replica != 0)
+        throw InputError(file, set_key(i, k, "gpus"), std::to_string(r.gpus),
+                         "a multiple of tp * cp = " + std::to_string(per_replica) + " (whole replicas)");
+      const int replicas = r.gpus / per_replica;
+      if (r.sequences % replicas != 0)
+        throw InputError(file, set_key(i, k, "sequences"), std::to_string(r.sequences),
+                         "a multiple of the set's " + std::to_string(replicas) +
+                             " replicas (gpus / (tp * cp); each replica takes an equal share)");
+      set_gpus += r.gpus;
+      set_sequences += r.sequences;
+    }
+    if (s.has_replica_sets()) {
+      if (set_gpus != s.gpus)
+        throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus),
+                         "the replica sets' GPUs together: " + std::to_string(set_gpus));
+      if (set_sequences != plan.micro_batch_size)
+        throw InputError(file, stage_key(i, "replicas"), "sequences summing to " + std::to_string(set_sequences),
+                         "sequences summing to micro_batch_size = " + std::to_string(plan.micro_batch_size) +
+                             " (the sets share each micro-batch)");
+    }
     const long long product = static_cast<long long>(s.tp) * s.cp * s.dp;
     if (s.gpus != product)
       throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus),
@@ -553,46 +637,69 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
   struct GpuRange {
     int begin, end;
     std::size_t stage;
+    std::string key;  // its first_gpu
   };
   std::vector<std::vector<GpuRange>> used(cluster.groups.size());
   const int group_count = static_cast<int>(cluster.groups.size());
   int next_layer = 0;
 
-  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+  // One device's GPUs of stage i: the whole stage, or one replica set
+  // (`key` names a field of either). Each is checked on its own group:
+  // device, GPU range, the stage rule with its own replicas and share of
+  // the micro-batch, and tp groups inside nodes.
+  auto place = [&](std::size_t i, const auto& key, int group, const std::string& device, int first_gpu, int gpus,
+                   int dp, int micro_batch) {
     const StagePlan& s = plan.stages[i];
     const std::string tp = std::to_string(s.tp);
-
-    if (s.group >= group_count)
-      throw InputError(file, stage_key(i, "group"), std::to_string(s.group),
+    if (group >= group_count)
+      throw InputError(file, key("group"), std::to_string(group),
                        "0.." + std::to_string(group_count - 1) + " (cluster '" + cluster.name + "' has " +
                            std::to_string(group_count) + " groups)");
-    const NodeGroup& g = cluster.groups[s.group];
-    const std::string group_name = "group " + std::to_string(s.group);
-    if (s.device != g.device.name)
-      throw InputError(file, stage_key(i, "device"), s.device, "'" + g.device.name + "' (the device of " + group_name + ")");
+    const NodeGroup& g = cluster.groups[group];
+    const std::string group_name = "group " + std::to_string(group);
+    if (device != g.device.name)
+      throw InputError(file, key("device"), device, "'" + g.device.name + "' (the device of " + group_name + ")");
 
-    const long long end_gpu = static_cast<long long>(s.first_gpu) + s.gpus;
-    const std::string gpu_text = "GPUs " + std::to_string(s.first_gpu) + ".." + std::to_string(end_gpu - 1);
+    const long long end_gpu = static_cast<long long>(first_gpu) + gpus;
+    const std::string gpu_text = "GPUs " + std::to_string(first_gpu) + ".." + std::to_string(end_gpu - 1);
     if (end_gpu > g.gpus())
-      throw InputError(file, stage_key(i, "first_gpu"), gpu_text,
+      throw InputError(file, key("first_gpu"), gpu_text,
                        "GPUs within 0.." + std::to_string(g.gpus() - 1) + " of " + group_name);
 
     // The stage rule (specs/parallel_rules.hpp): tp inside a node and over
     // the heads, cp over the sequence, dp over the micro-batch.
-    const StageDegrees degrees{s.tp, s.cp, s.dp};
-    if (const auto v = stage_violation(model, model.seq_len, &g, degrees, plan.micro_batch_size))
-      throw InputError(file, stage_key(i, stage_field(v->rule)), std::to_string(stage_field_value(v->rule, degrees)),
+    const StageDegrees degrees{s.tp, s.cp, dp};
+    if (const auto v = stage_violation(model, model.seq_len, &g, degrees, micro_batch))
+      throw InputError(file, key(stage_field(v->rule)), std::to_string(stage_field_value(v->rule, degrees)),
                        v->allowed);
     // Ranks within a stage are ordered tensor-parallel first, then context-
     // parallel, then data-parallel (Megatron's order): tensor-parallel group
     // k holds GPUs first_gpu + k*tp .. + tp - 1.
     const int per_node = g.gpus_per_node;
-    for (int k = 0; k < s.cp * s.dp; ++k) {
-      const int begin = s.first_gpu + k * s.tp;
+    for (int k = 0; k < s.cp * dp; ++k) {
+      const int begin = first_gpu + k * s.tp;
       if (begin / per_node != (begin + s.tp - 1) / per_node)
-        throw InputError(file, stage_key(i, "first_gpu"), std::to_string(s.first_gpu),
+        throw InputError(file, key("first_gpu"), std::to_string(first_gpu),
                          "a first GPU that keeps each group of tp=" + tp + " GPUs inside one node of " +
                              std::to_string(per_node) + " GPUs");
+    }
+    used[group].push_back({first_gpu, static_cast<int>(end_gpu), i, key("first_gpu")});
+  };
+
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const StagePlan& s = plan.stages[i];
+    if (!s.has_replica_sets()) {
+      place(i, [&](const char* field) { return stage_key(i, field); }, s.group, s.device, s.first_gpu, s.gpus, s.dp,
+            plan.micro_batch_size);
+    }
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+      const ReplicaSet& r = s.replicas[k];
+      // tp and cp are the stage's; the rest the set's.
+      auto key = [&](const char* field) {
+        const std::string f = field;
+        return f == "tp" || f == "cp" ? stage_key(i, field) : set_key(i, k, f == "dp" ? "sequences" : field);
+      };
+      place(i, key, r.group, r.device, r.first_gpu, r.gpus, s.set_replicas(k), r.sequences);
     }
 
     if (s.layer_begin != next_layer)
@@ -604,8 +711,6 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
       throw InputError(file, stage_key(i, "layers"), layers_text(s),
                        "an end of at most " + std::to_string(model.layers) + " (the model's layers)");
     next_layer = s.layer_end;
-
-    used[s.group].push_back({s.first_gpu, static_cast<int>(end_gpu), i});
   }
   if (next_layer != model.layers) {
     const std::size_t last = plan.stages.size() - 1;
@@ -625,13 +730,16 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
       const GpuRange& a = ranges[k - 1];
       const GpuRange& b = ranges[k];
       if (b.begin >= a.end) continue;
-      // Name the later stage, as a reader scanning the file would meet it.
-      const GpuRange& later = a.stage > b.stage ? a : b;
-      const GpuRange& earlier = a.stage > b.stage ? b : a;
-      throw InputError(file, stage_key(later.stage, "first_gpu"),
+      // Name the later range, as a reader scanning the file would meet it.
+      const bool a_later = std::tie(a.stage, a.key) > std::tie(b.stage, b.key);
+      const GpuRange& later = a_later ? a : b;
+      const GpuRange& earlier = a_later ? b : a;
+      const std::string owner = earlier.stage == later.stage ? "another replica set of this stage"
+                                                              : "stages[" + std::to_string(earlier.stage) + "]";
+      throw InputError(file, later.key,
                        "GPUs " + std::to_string(later.begin) + ".." + std::to_string(later.end - 1) + " of group " +
                            std::to_string(g),
-                       "GPUs no other stage uses (stages[" + std::to_string(earlier.stage) + "] has " +
+                       "GPUs no other stage or replica set uses (" + owner + " has " +
                            std::to_string(earlier.begin) + ".." + std::to_string(earlier.end - 1) + ")");
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "autohaap/units.hpp"
 
@@ -30,6 +31,46 @@ std::string parallel_degrees(const StagePlan& s, const char* separator) {
   return out + std::to_string(s.dp);
 }
 
+// A stage's devices: its own, or its replica sets' ("A100+V100").
+std::string devices_of(const StagePlan& s) {
+  if (!s.has_replica_sets()) return s.device;
+  std::string out;
+  for (const ReplicaSet& r : s.replicas)
+    if (("+" + out + "+").find("+" + r.device + "+") == std::string::npos) out += (out.empty() ? "" : "+") + r.device;
+  return out;
+}
+
+// One row per one-device stage, one per replica set of the others: "3",
+// or "3a", "3b", ... (the sets in the plan's order).
+struct StageRow {
+  std::string label;
+  std::string device;
+  int gpus = 0;
+  int dp = 0;
+  const ReplicaSet* set = nullptr;
+  bool slowest = false;  // the set that paces its stage
+  StageEstimate estimate;
+};
+
+std::string set_label(int i, std::size_t k) {
+  return std::to_string(i) + (k < 26 ? std::string(1, static_cast<char>('a' + k)) : "." + std::to_string(k));
+}
+
+std::vector<StageRow> stage_rows(const CostModel& model, const Plan& plan, int i) {
+  const StagePlan& s = plan.stages[i];
+  if (!s.has_replica_sets()) return {{std::to_string(i), s.device, s.gpus, s.dp, nullptr, false, model.stage(plan, i)}};
+  const std::vector<StageEstimate> sets = model.replica_set_estimates(plan, i);
+  std::vector<StageRow> rows;
+  std::size_t slowest = 0;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    const ReplicaSet& r = s.replicas[k];
+    rows.push_back({set_label(i, k), r.device, r.gpus, s.set_replicas(k), &r, false, sets[k]});
+    if (sets[k].time_s() + sets[k].p2p_s > sets[slowest].time_s() + sets[slowest].p2p_s) slowest = k;
+  }
+  rows[slowest].slowest = true;
+  return rows;
+}
+
 }  // namespace
 
 std::string format_stage_table(const CostModel& model, const Plan& plan) {
@@ -37,15 +78,30 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
   std::string out = printf_string("%-5s %-10s %5s %11s %-10s %-9s %9s %9s %8s %8s %8s %8s %8s %s\n", "stage", "device",
                                   "gpus", any_cp ? "tp x cp x dp" : "tp x dp", "layers", "recompute", "fwd ms", "bwd ms", "send ms", "sync ms",
                                   "opt ms", "mem GiB", "cap GiB", "fits");
+  bool any_sets = false;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     const StagePlan& s = plan.stages[i];
-    const StageEstimate e = model.stage(plan, i);
-    const std::string tpdp = parallel_degrees(s, " x ");
-    out += printf_string("%-5d %-10s %5d %11s %-10s %-9s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %s\n", i,
-                         s.device.c_str(), s.gpus, tpdp.c_str(), layer_range(s).c_str(), to_string(s.recompute),
-                         e.forward_s * 1e3, e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
-                         e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
+    for (const StageRow& row : stage_rows(model, plan, i)) {
+      const StageEstimate& e = row.estimate;
+      StagePlan shown = s;
+      shown.dp = row.dp;
+      const std::string tpdp = parallel_degrees(shown, " x ");
+      std::string line = printf_string("%-5s %-10s %5d %11s %-10s %-9s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %s",
+                                       row.label.c_str(), row.device.c_str(), row.gpus, tpdp.c_str(),
+                                       layer_range(s).c_str(), to_string(s.recompute), e.forward_s * 1e3,
+                                       e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
+                                       e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
+      if (row.set) {
+        any_sets = true;
+        line += printf_string("  %d of %d sequences%s", row.set->sequences, plan.micro_batch_size,
+                              row.slowest ? ", slowest" : "");
+      }
+      out += line + "\n";
+    }
   }
+  if (any_sets)
+    out += "stages 'Na', 'Nb', ...: the replica sets of stage N, each on its own device with its share of each "
+           "micro-batch (tp x dp: its replicas); the slowest paces the stage, the gradient sync spans all of them\n";
   // With measured profiles: where each stage's times come from, and the
   // factors that scaled the unmeasured ones (cost/profile_correction.hpp).
   if (!model.problem().profiles.empty()) {
@@ -78,10 +134,12 @@ std::string format_memory_table(const CostModel& model, const Plan& plan) {
   std::string out = printf_string("%-5s %9s %9s %9s %11s %8s %9s %9s %9s %9s\n", "stage", "weights", "grads",
                                   "optim", "activations", "logits", "runtime", "allocator", "headroom", "total");
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-    const MemoryBreakdown m = model.stage(plan, i).memory;
-    out += printf_string("%-5d %9.2f %9.2f %9.2f %11.2f %8.2f %9.2f %9.2f %9.2f %9.2f\n", i, m.weights / kGiB,
-                         m.gradients / kGiB, m.optimizer / kGiB, m.activations / kGiB, m.logits / kGiB,
-                         m.runtime / kGiB, m.allocator / kGiB, m.headroom / kGiB, m.total() / kGiB);
+    for (const StageRow& row : stage_rows(model, plan, i)) {
+      const MemoryBreakdown& m = row.estimate.memory;
+      out += printf_string("%-5s %9.2f %9.2f %9.2f %11.2f %8.2f %9.2f %9.2f %9.2f %9.2f\n", row.label.c_str(),
+                           m.weights / kGiB, m.gradients / kGiB, m.optimizer / kGiB, m.activations / kGiB,
+                           m.logits / kGiB, m.runtime / kGiB, m.allocator / kGiB, m.headroom / kGiB, m.total() / kGiB);
+    }
   }
   out += "runtime: CUDA context and NCCL buffers; allocator: caching-allocator fragmentation of activations and "
          "logits (under deepspeed, of its optimizer's states too); headroom: the training file's safety margin "
@@ -92,18 +150,21 @@ std::string format_memory_table(const CostModel& model, const Plan& plan) {
 std::string format_fit_problems(const CostModel& model, const Plan& plan) {
   std::string out;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-    const StageEstimate e = model.stage(plan, i);
-    const double spare = e.capacity_bytes - e.memory.total();
-    if (e.fits() && spare < kTightFraction * e.capacity_bytes) {
-      out += printf_string("stage %d (%s, layers %s) fits with only %.2f GiB to spare of %.2f GiB: the prediction's "
-                           "own error is larger; raise headroom_GiB to refuse such plans\n",
-                           i, plan.stages[i].device.c_str(), layer_range(plan.stages[i]).c_str(), spare / kGiB,
-                           e.capacity_bytes / kGiB);
+    for (const StageRow& row : stage_rows(model, plan, i)) {
+      const StageEstimate& e = row.estimate;
+      const std::string where = (row.set ? "stage " + row.label + " (replica set" : "stage " + row.label + " (") +
+                                (row.set ? " on " : "") + row.device + ", layers " + layer_range(plan.stages[i]) + ")";
+      const double spare = e.capacity_bytes - e.memory.total();
+      if (e.fits() && spare < kTightFraction * e.capacity_bytes) {
+        out += printf_string("%s fits with only %.2f GiB to spare of %.2f GiB: the prediction's "
+                             "own error is larger; raise headroom_GiB to refuse such plans\n",
+                             where.c_str(), spare / kGiB, e.capacity_bytes / kGiB);
+      }
+      if (e.fits()) continue;
+      out += printf_string("%s does not fit: needs %.2f GiB per GPU, has %.2f GiB (over by %.2f GiB)\n", where.c_str(),
+                           e.memory.total() / kGiB, e.capacity_bytes / kGiB,
+                           (e.memory.total() - e.capacity_bytes) / kGiB);
     }
-    if (e.fits()) continue;
-    out += printf_string("stage %d (%s, layers %s) does not fit: needs %.2f GiB per GPU, has %.2f GiB (over by %.2f GiB)\n",
-                         i, plan.stages[i].device.c_str(), layer_range(plan.stages[i]).c_str(),
-                         e.memory.total() / kGiB, e.capacity_bytes / kGiB, (e.memory.total() - e.capacity_bytes) / kGiB);
   }
   return out;
 }
@@ -117,7 +178,7 @@ std::string format_summary_block(const Plan& plan, PlanStatus status,
   std::string stages;
   for (const StagePlan& s : plan.stages) {
     if (!stages.empty()) stages += " | ";
-    stages += s.device + " " + parallel_degrees(s, "x") + " " + layer_range(s) + " " +
+    stages += devices_of(s) + " " + parallel_degrees(s, "x") + " " + layer_range(s) + " " +
               to_string(s.recompute);
   }
   std::string out = "== AutoHAAP summary ==\n";

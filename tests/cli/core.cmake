@@ -24,5 +24,9 @@ set(_cli_cases
   "estimate_vpp_one_stage|2|--vpp: got '2'.*at least 2 pipeline stages|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--vpp|2|--micro-batch|1"
   "estimate_cp_not_dividing_sequence|2|--cp: got '3'.*2 x cp dividing the sequence length 8192|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|2|--cp|3|--micro-batch|1"
   "estimate_fp8_on_a100_says_bf16|0|a100-80gb has no FP8. its stages run their GEMMs in BF16.*stage 0 .a100-80gb. has no FP8|estimate|-m|llama3-8b|-c|a100x8|-t|${_cfg}/training/llama3-h100-fp8-megatron.yaml|--tp|2|--pp|1|--dp|4|--micro-batch|1|--recompute|full"
+  "estimate_replica_sets|0|1a +a100-40gb +2 +1 x 2 .*6 of 8 sequences, slowest\n1b +v100-32gb +2 +1 x 2 .*2 of 8 sequences\n.*a100-40gb[+]v100-32gb 1x4|estimate|-m|gpt3-1.3b|-c|mixed-a100-v100|--plan|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml"
+  "validate_replica_sets|0|mixed_stage.yaml: valid plan|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml"
+  "export_megatron_replica_sets|3|stage 1 mixes device types in its replicas .2 x a100-40gb with 3 sequences each, 2 x v100-32gb with 1 sequences each.. Megatron-LM gives every data-parallel replica the same micro-batch|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100"
+  "export_launch_json_replica_sets|0|\"replica_sets\": .*\"device\": \"v100-32gb\",\n +\"group\": 1,\n +\"replicas\": 2,\n +\"sequences\": 2|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|launch-json|-m|gpt3-1.3b|-c|mixed-a100-v100"
 )
 autohaap_cli_cases("cli" ${_cli_cases})

@@ -23,6 +23,7 @@
 
 #include <vector>
 
+#include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/cost/profile_correction.hpp"
 #include "autohaap/plan.hpp"
@@ -87,8 +88,14 @@ class CostModel {
   // holds p·(1 + (p - 1)/(p·vpp)) micro-batches (Korthikanti et al. 2022,
   // Sec. 4.2.3).
   static double in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp = 1);
-  // Full estimate of stage i of `plan` (placement decides the links).
+  // Full estimate of stage i of `plan` (placement decides the links). A
+  // stage of replica sets (StagePlan::replicas) is as slow as its slowest
+  // set and as full as its fullest one (cost_model.cpp says how).
   StageEstimate stage(const Plan& plan, int stage_index) const;
+  // The estimate of each replica set of stage i, in the plan's order: each
+  // on its own device with its own share of the micro-batch, the gradient
+  // sync over all the stage's replicas. A one-device stage: stage() alone.
+  std::vector<StageEstimate> replica_set_estimates(const Plan& plan, int stage_index) const;
   // Memory only, without a Plan: for memory-aware pruning. ZeRO stage:
   // the training settings' (what the search plans with), or `zero`.
   MemoryBreakdown stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
@@ -113,6 +120,10 @@ class CostModel {
 
  private:
   ProfileCorrection fit_profile_correction() const;
+  // Stage i of `plan` run as the one-device stage `s` with micro-batches of
+  // B sequences; the gradient sync over `dp_link` where given, else over
+  // the link s's own placement implies.
+  StageEstimate stage_part(const Plan& plan, int stage_index, const StagePlan& s, int B, const Link* dp_link) const;
 
   const Problem& problem_;
   CostParameters parameters_;

@@ -15,7 +15,11 @@
 // The peer rule (exchange_peers(), used by the writer and by the reader's
 // check alike). A micro-batch holds B sequences of S tokens.
 //   - dp: replica d of a stage with dp replicas computes sequences
-//     [d·B/dp, (d+1)·B/dp) of every micro-batch.
+//     [d·B/dp, (d+1)·B/dp) of every micro-batch. A stage of replica sets
+//     (`replica_sets`) gives them out in set order: set j's r_j replicas
+//     take its n_j sequences after the sets before it, n_j / r_j each, so
+//     its replica e holds [o_j + e·n_j/r_j, o_j + (e+1)·n_j/r_j) with o_j
+//     the sequences of the sets before it.
 //   - cp: cp rank c of a stage with cp ranks holds tokens
 //     [⌊c·S/cp⌋, ⌊(c+1)·S/cp⌋) of each of its sequences (chunk c, in order;
 //     a runtime that balances causal attention by re-ordering chunks does
@@ -77,6 +81,18 @@ struct LaunchPeer {
   bool operator==(const LaunchPeer&) const = default;
 };
 
+// A stage's replicas on one device with one share of the micro-batch
+// (plan.hpp, ReplicaSet): `replicas` consecutive dp ranks, after the
+// previous sets', that take `sequences` sequences of each micro-batch
+// together, sequences / replicas each.
+struct LaunchReplicaSet {
+  std::string device;
+  int group = 0;
+  int replicas = 0;
+  int sequences = 0;
+  bool operator==(const LaunchReplicaSet&) const = default;
+};
+
 struct LaunchStage {
   int index = 0;
   std::string device;
@@ -86,7 +102,8 @@ struct LaunchStage {
   int dp = 1;
   IndexRange layers;
   Recompute recompute = Recompute::none;
-  int sequences_per_replica = 0;  // B / dp
+  int sequences_per_replica = 0;  // B / dp; 0 for a stage of replica sets (each set has its own)
+  std::vector<LaunchReplicaSet> replica_sets;  // empty: one device, B split evenly (written only when not)
   bool operator==(const LaunchStage&) const = default;
 };
 
@@ -100,8 +117,8 @@ struct LaunchRank {
   int cp_rank = 0;
   int dp_rank = 0;
   IndexRange layers;
-  IndexRange sequences;   // of every micro-batch: [d·B/dp, (d+1)·B/dp)
-  int sequences_per_replica = 0;
+  IndexRange sequences;   // of every micro-batch: [d·B/dp, (d+1)·B/dp), or its set's share
+  int sequences_per_replica = 0;  // the length of `sequences`
   IndexRange tokens;      // of each sequence: cp chunk cp_rank
   std::vector<LaunchPeer> recv_from;  // previous stage (activations in, gradients out)
   std::vector<LaunchPeer> send_to;    // next stage (activations out, gradients in)
@@ -135,6 +152,11 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem);
 // global rank of stage s's position (dp·cp + c)·tp + t. Ordered by rank.
 std::vector<LaunchPeer> exchange_peers(const LaunchManifest& m, const std::vector<std::vector<int>>& rank_at,
                                        int from, int tp_rank, int cp_rank, int dp_rank, int to);
+
+// The sequences of each micro-batch that replica d of stage s computes
+// (the dp rule above), and that replica's device.
+IndexRange replica_sequences(const LaunchStage& s, int d, int micro_batch_size);
+const std::string& replica_device(const LaunchStage& s, int d);
 
 // The stage a stage sends activations to / receives them from, or -1.
 int next_stage(const LaunchManifest& m, int stage);

@@ -48,7 +48,8 @@ namespace autohaap {
 // reason (naming the stages that differ and how, and what to do); empty
 // when it can. Reasons: a generic layer list; tp, dp, cp or recompute mode
 // differing across stages; fp8 training on devices with and without FP8;
-// ZeRO 2 or 3.
+// a stage of replica sets (each data-parallel rank of Megatron-LM takes
+// the same micro-batch); ZeRO 2 or 3.
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem);
 
 // The arguments, in a fixed order, as (flag, value) pairs; value is empty

@@ -21,6 +21,12 @@
 //   range(key, begin, end)          two ints written [begin, end)
 //   list(key, items, kind, item)    a list of described structs; `kind`
 //                                   and `item` word the errors
+//   either(key, items, kind, item, keys)
+//                                   a list as `list`, or, where a file
+//                                   leaves it out (the list empty), the
+//                                   keys that keys() describes; a file
+//                                   holds one or the other, an archive
+//                                   both (keys first)
 //   section(key, member, written)   a described struct that a file leaves
 //                                   out while written(member) is false
 //   informational(key)              a value the writer knows from context
@@ -75,12 +81,26 @@ concept Enum = std::is_enum_v<T>;
 template <class S, class T>
 concept Of = std::same_as<std::remove_const_t<S>, T>;
 
+template <class V, Of<ReplicaSet> R>
+void describe(V& v, R& r) {
+  v.field("device", r.device);
+  v.field("group", r.group);
+  v.field("first_gpu", r.first_gpu);
+  v.field("gpus", r.gpus);
+  v.field("sequences", r.sequences);
+}
+
 template <class V, Of<StagePlan> S>
 void describe(V& v, S& s) {
-  v.field("device", s.device);
-  v.field("group", s.group);
-  v.field("first_gpu", s.first_gpu);
-  v.informational("nodes");  // nodes the stage's GPUs touch, for people reading the file
+  // A stage on one device names it, its group and first GPU; a stage whose
+  // replicas sit on several devices lists its replica sets instead (plans
+  // from before replica sets have none, and read unchanged).
+  v.either("replicas", s.replicas, "a list of replica sets", "a mapping (one replica set)", [&] {
+    v.field("device", s.device);
+    v.field("group", s.group);
+    v.field("first_gpu", s.first_gpu);
+    v.informational("nodes");  // nodes the stage's GPUs touch, for people reading the file
+  });
   v.field("gpus", s.gpus);
   v.field("tp", s.tp);
   v.optional("cp", s.cp, 1);  // plans from before context parallelism

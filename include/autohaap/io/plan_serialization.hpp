@@ -179,6 +179,13 @@ class CerealVisitor {
     io(key, items, kind);
   }
 
+  // Archives hold both: the one-device keys, then the list.
+  template <class T, class Keys>
+  void either(const char* key, T& items, const char* kind, const char* item_kind, Keys keys) {
+    keys();
+    list(key, items, kind, item_kind);
+  }
+
   // Archives always hold the section, written or not in a file.
   template <class T, class Written>
   void section(const char* key, T& member, Written) { io(key, member, expected_kind<std::remove_const_t<T>>()); }
@@ -210,6 +217,16 @@ class CerealVisitor {
 
 // One function per type and direction, all from the schema, so save and
 // load keep the same order, which binary archives need.
+template <class Archive>
+void save(Archive& ar, const ReplicaSet& r) {
+  serialization_detail::CerealVisitor<Archive> v(ar);
+  plan_schema::describe(v, r);
+}
+template <class Archive>
+void load(Archive& ar, ReplicaSet& r) {
+  serialization_detail::CerealVisitor<Archive> v(ar);
+  plan_schema::describe(v, r);
+}
 template <class Archive>
 void save(Archive& ar, const StagePlan& s) {
   serialization_detail::CerealVisitor<Archive> v(ar);
