@@ -53,6 +53,7 @@ namespace autohaap {
 struct BalancedSplit {
   std::vector<int> layer_end;        // stage i holds [layer_end[i-1], layer_end[i]); last == layers
   std::vector<Recompute> recompute;  // per stage
+  int vpp = 1;                       // chunks per stage (interleaved 1F1B when > 1)
   double iteration_time_s = 0;       // CostModel::iteration_time_1f1b of these stages
 };
 
@@ -74,9 +75,13 @@ class LoadBalancer {
 
   const CostModel& cost() const { return cost_; }
 
-  // A value no plan on this skeleton can beat (within rounding):
+  // A value no plan on this skeleton can beat (within rounding), at any vpp:
   // iteration_lower_bound in the fastest allowed mode.
   double lower_bound(const Skeleton& skeleton) const;
+
+  // The largest vpp the exact split tries on this skeleton
+  // (max_interleaving).
+  int max_vpp(const Skeleton& skeleton) const;
 
   // tau: forward + backward time of one micro-batch of `micro_batch`
   // sequences through one layer on a stage of this slot's shape, in the
@@ -94,11 +99,11 @@ class LoadBalancer {
   BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity(),
                         const std::function<bool()>& stop = {}) const;
 
-  // One given split, each stage's recompute derived (the fastest that fits),
-  // scored through the cache: what a tuning step that moves layers costs —
-  // only stages whose range changed are estimated again. Status found (with
-  // the time) or no_feasible_split.
-  BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const;
+  // One given split under `vpp`, each stage's recompute derived (the
+  // fastest that fits), scored through the cache: what a tuning step that
+  // moves layers costs — only stages whose range changed are estimated
+  // again. Status found (with the time) or no_feasible_split.
+  BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end, int vpp = 1) const;
 
   // Whether every layer costs the same on every stage of the skeleton: true
   // for transformer families unless a profile measured individual layers on
@@ -110,15 +115,15 @@ class LoadBalancer {
   std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
 
  private:
-  // A table of this skeleton's stages, each range in the fastest of
-  // `modes` that fits.
-  StageCostTable table(const Skeleton& skeleton, const std::vector<Recompute>& modes) const;
+  // A table of this skeleton's stages under `vpp`, each range in the
+  // fastest of `modes` that fits.
+  StageCostTable table(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp) const;
   // The recompute choices a split may make: {all modes} (each stage its
   // fastest that fits), or under a Megatron-runnable search one set per
   // mode (every stage that mode).
   std::vector<std::vector<Recompute>> mode_sets() const;
-  // balance() with the stages' recompute taken from `modes`.
-  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, double bound,
+  // balance() with the stages' recompute taken from `modes`, under `vpp`.
+  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp, double bound,
                            const std::function<bool()>& stop) const;
 
   const CostModel& cost_;
