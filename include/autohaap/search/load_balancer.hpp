@@ -1,13 +1,21 @@
-// LoadBalancer: for one skeleton, the contiguous layer split and per-stage
-// recompute that minimize the 1F1B iteration time within every stage's
-// memory (the exact split), and a cheap lower bound on that time
-// (split_lower_bound.hpp).
+// LoadBalancer: for one skeleton, the interleaving (vpp), contiguous layer
+// split and per-stage recompute that minimize the 1F1B iteration time
+// within every stage's memory (the exact split), and a cheap lower bound on
+// that time over every vpp (split_lower_bound.hpp).
 //
 // Objective (DESIGN.md "Iteration time", CostModel::iteration_time_1f1b):
-//   sum_i (t_i + p2p_i) + (m - 1) * max_i (t_i + p2p_i) + max_i (sync_i + opt_i)
-// with t_i the forward + backward time of one micro-batch on stage i and
-// p2p_i its pipeline sends (the steady state is paced by the slowest stage
-// including its sends). For a fixed layer range the best recompute of a
+//   (m - 1/v) * max_i (t_i + p2p_i) + sum_i (t_i + p2p_i) / v + max_i (sync_i + opt_i)
+// with t_i the forward + backward time of one micro-batch on stage i, p2p_i
+// its pipeline sends (the steady state is paced by the slowest stage
+// including its sends) and v the chunks per stage; v = 1 is plain 1F1B,
+// (m - 1) max + sum. Every vpp the interleaving rule allows
+// (max_interleaving, specs/parallel_rules.hpp) gets its own exact split, in
+// ascending order, each with a stage cost table of that vpp: its p2p_i
+// crosses each boundary v times (Megatron hides it behind compute), its
+// memory holds that vpp's micro-batches in flight, and a stage keeps at
+// least v layers. The best over the vpps (the first on ties) is the
+// skeleton's answer; a vpp's search starts with the best so far as its
+// bound, so one that cannot beat it stops at its first threshold. For a fixed layer range the best recompute of a
 // stage is the fastest mode (none < selective < full) whose memory fits: it
 // lowers t_i and leaves the other terms alone. So the balancer derives
 // recompute instead of searching it (stage_cost_table.hpp). A
@@ -19,7 +27,8 @@
 // range whose pace t + p2p is <= T, sync <= S and memory fits; a DP over
 // contiguous splits minimizes the sum term, and (m - 1) T + S + DP is an
 // upper bound that is attained at the optimum's own (T, S)
-// (threshold_split.hpp). T runs through the stage times at which some
+// (threshold_split.hpp); under vpp v the same holds for
+// (m - 1/v) T + S + DP / v, whose coefficients are positive too. T runs through the stage times at which some
 // stage's reach grows, ascending from the least feasible one; S likewise
 // for each T. Both loops stop as soon as (m - 1) T + S + (a lower bound of
 // the sum) cannot beat the best so far; the caller's bound only lets the
@@ -31,8 +40,9 @@
 //
 // Thread safety: const methods; many threads may balance different
 // skeletons at once (the cache is concurrent). Cost: lower_bound
-// O(stages + groups * distinct layers); balance O(stage estimates touched +
-// (T, S) pairs tried * stages * layers * layers per stage).
+// O(stages + groups * distinct layers); balance, per vpp tried,
+// O(stage estimates touched + (T, S) pairs tried * stages * layers * layers
+// per stage).
 #pragma once
 
 #include <atomic>
