@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kMagic = "autohaap-latency-cache";
 // Bump when CacheDelta's layout or the header changes. 2: cereal's plain
 // binary layout, read with every length checked (io/bounded_binary_archive.hpp).
-constexpr std::uint32_t kFormatVersion = 2;
+// 3: stage keys name the vpp and the pipeline's other end (interleaving).
+constexpr std::uint32_t kFormatVersion = 3;
 
 struct Header {
   std::string magic;

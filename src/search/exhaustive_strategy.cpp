@@ -1,12 +1,14 @@
-// The reference optimum: every structurally valid skeleton x every
-// contiguous layer split x every per-stage recompute mode (one mode for
-// all stages in a Megatron-runnable search), each scored with
+// The reference optimum: every structurally valid skeleton x every vpp the
+// interleaving rule allows (specs/parallel_rules.hpp) x every contiguous
+// layer split (each stage at least vpp layers) x every per-stage recompute
+// mode (one mode for all stages in a Megatron-runnable search), each scored with
 // a full CostModel::estimate. No memory pruning, no bounds, no cache: only
 // for small problems, hence the candidate limit.
 #include <algorithm>
 
 #include "autohaap/error.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "strategies.hpp"
 
 namespace autohaap::strategy {
@@ -65,40 +67,47 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
     }
     const Skeleton& s = list.skeletons[index];
     const int p = s.num_stages();
+    const int most_vpp = max_interleaving(problem.model, p, num_micro_batches(problem, s));
     std::vector<int> ends(p);
-    for (int i = 0; i < p; ++i) ends[i] = i + 1;
-    ends[p - 1] = layers;
     std::vector<int> mode(p, 0);
-    Plan plan = make_plan(problem, s, ends, std::vector<Recompute>(p, modes[0]));
+    Plan plan = make_plan(problem, s, even_split(layers, p), std::vector<Recompute>(p, modes[0]));
     Plan best;
     bool found = false;
     std::int64_t count = 0;
-    do {
-      int begin = 0;
-      for (int i = 0; i < p; ++i) {
-        plan.stages[i].layer_begin = begin;
-        plan.stages[i].layer_end = ends[i];
-        begin = ends[i];
-      }
-      std::fill(mode.begin(), mode.end(), 0);
-      while (true) {
-        for (int i = 0; i < p; ++i) plan.stages[i].recompute = modes[mode[i]];
-        plan.predicted = cost.estimate(plan);
-        ++count;
-        if (plan.predicted.fits && (!found || plan_before(plan, best))) {
-          best = plan;
-          found = true;
+    for (int vpp = 1; vpp <= most_vpp; ++vpp) {
+      plan.vpp = vpp;
+      for (int i = 0; i < p; ++i) ends[i] = i + 1;
+      ends[p - 1] = layers;
+      do {
+        int begin = 0;
+        bool chunks_fit = true;  // every stage holds a layer per chunk
+        for (int i = 0; i < p; ++i) {
+          plan.stages[i].layer_begin = begin;
+          plan.stages[i].layer_end = ends[i];
+          chunks_fit = chunks_fit && ends[i] - begin >= vpp;
+          begin = ends[i];
         }
-        if (one_mode) {  // every stage the same mode, the next one
-          if (++mode[0] == static_cast<int>(modes.size())) break;
-          std::fill(mode.begin(), mode.end(), mode[0]);
-          continue;
+        if (!chunks_fit) continue;
+        std::fill(mode.begin(), mode.end(), 0);
+        while (true) {
+          for (int i = 0; i < p; ++i) plan.stages[i].recompute = modes[mode[i]];
+          plan.predicted = cost.estimate(plan);
+          ++count;
+          if (plan.predicted.fits && (!found || plan_before(plan, best))) {
+            best = plan;
+            found = true;
+          }
+          if (one_mode) {  // every stage the same mode, the next one
+            if (++mode[0] == static_cast<int>(modes.size())) break;
+            std::fill(mode.begin(), mode.end(), mode[0]);
+            continue;
+          }
+          int i = p - 1;
+          while (i >= 0 && ++mode[i] == static_cast<int>(modes.size())) mode[i--] = 0;
+          if (i < 0) break;
         }
-        int i = p - 1;
-        while (i >= 0 && ++mode[i] == static_cast<int>(modes.size())) mode[i--] = 0;
-        if (i < 0) break;
-      }
-    } while (next_split(ends, layers));
+      } while (next_split(ends, layers));
+    }
     evaluated.fetch_add(count, std::memory_order_relaxed);
     progress.add_evaluated(count);
     progress.add_done(1);

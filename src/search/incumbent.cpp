@@ -35,7 +35,7 @@ bool plan_before(const Plan& a, const Plan& b) {
     if (x.layer_end != y.layer_end) return x.layer_end < y.layer_end;
     if (x.recompute != y.recompute) return x.recompute < y.recompute;
   }
-  return false;
+  return a.vpp < b.vpp;
 }
 
 Incumbent::Incumbent(int k) : k_(std::max(1, k)) {}

@@ -6,6 +6,7 @@
 
 #include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/search/threshold_split.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 namespace {
@@ -29,6 +30,7 @@ class ExactSplitSearch {
         split_(table),
         p_(table.stages()),
         m_(table.micro_batches()),
+        w_(1.0 / table.vpp()),
         bound_(bound),
         stop_(stop),
         sum_lower_(sum_lower),
@@ -49,7 +51,7 @@ class ExactSplitSearch {
       // No steady state: the bottleneck does not matter, only the sums.
       T = kInf;
       split_.set_threshold(T);
-      if (hopeless(sum_lower_ + sync_lower_)) return Outcome::above_bound;
+      if (hopeless(w_ * sum_lower_ + sync_lower_)) return Outcome::above_bound;
       try_bottleneck(T);
     }
     // Bottlenecks ascending; every later one has a larger lower bound, so the
@@ -57,7 +59,7 @@ class ExactSplitSearch {
     // it exceeds the caller's bound and nothing found beats that either.
     while (T < kInf) {
       if (stopping()) return Outcome::stopped;
-      const double lower = steady(T) + sum_lower_ + sync_lower_;
+      const double lower = steady(T) + w_ * sum_lower_ + sync_lower_;
       if (lower > limit()) break;
       if (hopeless(lower)) return Outcome::above_bound;
       try_bottleneck(T);
@@ -95,8 +97,10 @@ class ExactSplitSearch {
     if (!stopped_ && stop_ && stop_()) stopped_ = true;
     return stopped_;
   }
-  // The steady-state term (m - 1) * T; with one micro-batch there is none.
-  double steady(double T) const { return m_ > 1 ? (m_ - 1) * T : 0.0; }
+  // The steady-state term (m - 1/v) * T (the sum term weighs w = 1/v):
+  // CostModel::iteration_time_1f1b's m * pace + (sum - pace) / v. With one
+  // micro-batch there is none (and no interleaving: it needs m >= p >= 2).
+  double steady(double T) const { return m_ > 1 ? (m_ - w_) * T : 0.0; }
 
   // Every split whose slowest stage takes at most T: the least sum alone,
   // then with the sync term capped at each threshold S in turn.
@@ -105,11 +109,11 @@ class ExactSplitSearch {
     const Reach& reach_t = split_.bottleneck_reach();
     const double sum_t = split_.min_sum(reach_t, nullptr);
     consider(split_.split());
-    if (steady(T) + sum_t + sync_lower_ > limit()) return;
+    if (steady(T) + w_ * sum_t + sync_lower_ > limit()) return;
     reach_s_.clear();
     double S = sync_lower_;
     split_.grow(reach_s_, S, Measure::sync, &reach_t);
-    while (steady(T) + S + sum_t <= limit() && !stopping()) {
+    while (steady(T) + S + w_ * sum_t <= limit() && !stopping()) {
       // For identical layers a cheap count test skips hopeless thresholds.
       const bool possible = !table_.identical() || split_.feasible(reach_s_, &reach_t);
       if (possible && split_.min_sum(reach_t, &reach_s_) < kInf) consider(split_.split());
@@ -150,6 +154,7 @@ class ExactSplitSearch {
   StageCostTable& table_;
   ThresholdSplit split_;
   int p_, m_;
+  double w_;  // weight of the sum term: 1 / vpp
   double bound_;
   std::function<bool()> stop_;
   bool stopped_ = false;
@@ -173,11 +178,15 @@ LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, La
   modes_.erase(std::unique(modes_.begin(), modes_.end()), modes_.end());
 }
 
-StageCostTable LoadBalancer::table(const Skeleton& skeleton, const std::vector<Recompute>& modes) const {
+StageCostTable LoadBalancer::table(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp) const {
   RecomputeChoice choice;
   choice.modes.assign(skeleton.num_stages(), modes);
   return StageCostTable(cost_, &memory_, cache_, stage_estimates_, skeleton, identical_layers(skeleton),
-                        std::move(choice));
+                        std::move(choice), vpp);
+}
+
+int LoadBalancer::max_vpp(const Skeleton& skeleton) const {
+  return max_interleaving(cost_.problem().model, skeleton.num_stages(), num_micro_batches(cost_.problem(), skeleton));
 }
 
 std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
@@ -196,17 +205,19 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
   const int m = num_micro_batches(problem, skeleton);
   if (p < 1 || p > L || m < 1) return kInf;
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
-  return iteration_lower_bound(speeds, memory_.capacities(skeleton), L, m);
+  return iteration_lower_bound(speeds, memory_.capacities(skeleton), L, m, max_vpp(skeleton));
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {
-  // The best over the mode sets: a set's search beats the bound only with a
-  // better split, so the bound tightens to each one found (ties found).
+  // The best over the mode sets and the vpps (ascending, so ties keep the
+  // plainer schedule): a run beats the bound only with a better split, so
+  // the bound tightens to each one found (ties found).
   BalanceResult best;
   best.status = BalanceResult::Status::no_feasible_split;
-  for (const std::vector<Recompute>& modes : mode_sets()) {
+  const int most = max_vpp(skeleton);
+  for (const std::vector<Recompute>& modes : mode_sets()) for (int vpp = 1; vpp <= most; ++vpp) {
     const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
-    BalanceResult r = balance_in(skeleton, modes, limit, stop);
+    BalanceResult r = balance_in(skeleton, modes, vpp, limit, stop);
     if (r.status == BalanceResult::Status::stopped) return r;
     if (r.status == BalanceResult::Status::found) {
       if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
@@ -218,8 +229,8 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   return best;
 }
 
-BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, double bound,
-                                       const std::function<bool()>& stop) const {
+BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp,
+                                       double bound, const std::function<bool()>& stop) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -227,15 +238,16 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vect
   infeasible.status = BalanceResult::Status::no_feasible_split;
   if (p < 1 || p > L || num_micro_batches(problem, skeleton) < 1) return infeasible;
 
-  StageCostTable table = this->table(skeleton, modes);
+  StageCostTable table = this->table(skeleton, modes, vpp);
   // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync
-  // term (every stage holds at least one layer; identical layers only).
+  // term (every stage holds at least one layer per chunk; identical layers
+  // only).
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, table.identical());
   const double sum_lower = sum_term_lower_bound(speeds, L);
   double sync_lower = 0;
   if (table.identical()) {
     for (int i = 0; i < p; ++i) {
-      const auto& one = table.at(i, 0, 1);
+      const auto& one = table.at(i, 0, table.min_layers());
       if (!one.feasible) return infeasible;
       sync_lower = std::max(sync_lower, one.sync());
     }
@@ -259,6 +271,7 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vect
   result.split.layer_end = search.best_split();
   result.split.iteration_time_s = search.best();
   result.split.recompute = table.recompute_of(result.split.layer_end);
+  result.split.vpp = vpp;
   return result;
 }
 
@@ -269,14 +282,14 @@ std::optional<double> LoadBalancer::layer_time(const StageSlot& slot, int micro_
 
 bool LoadBalancer::identical_layers(const Skeleton& skeleton) const { return identical_.on(skeleton); }
 
-BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const {
+BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end, int vpp) const {
   const int p = skeleton.num_stages();
   bool valid = static_cast<int>(layer_end.size()) == p && p >= 1 && layer_end.back() == cost_.problem().model.layers;
   for (int i = 0; valid && i < p; ++i) valid = layer_end[i] > (i == 0 ? 0 : layer_end[i - 1]);
   if (!valid) throw std::invalid_argument("LoadBalancer::evaluate: layer_end must rise strictly to the layer count");
   BalanceResult result;
   for (const std::vector<Recompute>& modes : mode_sets()) {
-    StageCostTable table = this->table(skeleton, modes);
+    StageCostTable table = this->table(skeleton, modes, vpp);
     const double time = table.iteration_time(layer_end);
     if (time == kInf) continue;
     if (result.status == BalanceResult::Status::found && time >= result.split.iteration_time_s) continue;
@@ -284,6 +297,7 @@ BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector
     result.split.layer_end = layer_end;
     result.split.recompute = table.recompute_of(layer_end);
     result.split.iteration_time_s = time;
+    result.split.vpp = table.vpp();
   }
   return result;
 }

@@ -78,7 +78,8 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
         changed = try_plan(candidate) || changed;
       }
     }
-    // Interleaving: every vpp the rules allow.
+    // Interleaving: every vpp the rules allow (the search chose one for cp 1;
+    // a cp change moves sends and activations, and with them the best vpp).
     std::vector<int> stage_layers;
     for (const StagePlan& s : best.stages) stage_layers.push_back(s.num_layers());
     const int most = *std::min_element(stage_layers.begin(), stage_layers.end());

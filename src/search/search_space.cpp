@@ -133,8 +133,9 @@ std::int64_t count_splits(int layers, int stages) {
 }
 
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
-               const std::vector<Recompute>& recompute) {
+               const std::vector<Recompute>& recompute, int vpp) {
   Plan plan;
+  plan.vpp = vpp;
   plan.model = problem.model.name;
   plan.cluster = problem.cluster.name;
   plan.global_batch = problem.training.global_batch;

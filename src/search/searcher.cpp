@@ -12,6 +12,7 @@
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/search_driver.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -71,8 +72,13 @@ std::int64_t exhaustive_candidates(const Problem& problem) {
     PruneReport scratch;
     SkeletonWalk walk;
     walk.visit = [&](Skeleton&& s) {
-      long double n = static_cast<long double>(count_splits(layers, s.num_stages()));
-      for (int i = 0; i < s.num_stages() && n < cap; ++i) n *= modes;
+      // Under vpp v every stage holds at least v layers: the splits of
+      // L - p (v - 1) layers into p non-empty ranges.
+      const int p = s.num_stages();
+      const int most = max_interleaving(problem.model, p, num_micro_batches(problem, s));
+      long double n = 0;
+      for (int v = 1; v <= most && n < cap; ++v) n += static_cast<long double>(count_splits(layers - p * (v - 1), p));
+      for (int i = 0; i < p && n < cap; ++i) n *= modes;
       total += n;
     };
     walk.stop = [&] { return total >= cap; };
@@ -291,7 +297,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       const BalanceResult r = balancer.balance(probes[i], kInf, must_stop);
       if (r.status == BalanceResult::Status::stopped) stopped.store(true);
       if (r.status != BalanceResult::Status::found) return;
-      plans[i] = make_plan(problem, probes[i], r.split.layer_end, r.split.recompute);
+      plans[i] = make_plan(problem, probes[i], r.split.layer_end, r.split.recompute, r.split.vpp);
       plans[i].predicted = cost.estimate(plans[i]);
       fits[i] = plans[i].predicted.fits ? 1 : 0;
     });
@@ -314,7 +320,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // with R the skeleton's total layer rate, and the fill-and-drain sum is
   // at least L * min tau (LoadBalancer::lower_bound is at least both); a
   // prefix reaches at most its own rate plus each later position's fastest
-  // layout. Skipping by it never drops what the per-skeleton test keeps, so
+  // layout. Interleaving (any vpp up to the largest one allowed) only
+  // lowers the whole skeleton's term to m B + (S - B) / vpp, never below
+  // the prefixes' (m - 1) B. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
   auto stream = [&](double threshold, const std::function<void(Part&, Skeleton&&)>& keep,
                     const std::function<void(Part&)>& merge) {
@@ -330,6 +338,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
       const std::size_t n = t.ok.size();
       const int m = problem.training.global_batch / space.micro_batches()[b];
+      // The largest vpp any stage count allows (max_interleaving falls with
+      // the stage count once it is not 1).
+      int most_vpp = 1;
+      for (int p = 2; p <= layers && most_vpp == 1; ++p) most_vpp = max_interleaving(problem.model, p, m);
 
       SkeletonWalk walk;
       std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
@@ -344,8 +356,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
               std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
           rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
           tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
-          double lower = static_cast<double>(m - 1) * layers / (rate_to[depth + 1] + rest[depth + 1]);
-          if (depth + 1 == static_cast<int>(n)) lower += layers * tau_min[n];
+          const double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
+          double lower = static_cast<double>(m - 1) * bottleneck;
+          if (depth + 1 == static_cast<int>(n)) {
+            // m B + (S - B) / v at v = 1 or the largest vpp (split_lower_bound.hpp).
+            const double sum = layers * tau_min[n];
+            lower = std::min(lower + sum, m * bottleneck + (sum - bottleneck) / most_vpp);
+          }
           return lower * (1 - 1e-9) <= keep_below;
         };
       }
@@ -446,7 +463,7 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
     const bool estimated = r.status == BalanceResult::Status::found;
     switch (r.status) {
       case BalanceResult::Status::found: {
-        Plan plan = make_plan(cost.problem(), s, r.split.layer_end, r.split.recompute);
+        Plan plan = make_plan(cost.problem(), s, r.split.layer_end, r.split.recompute, r.split.vpp);
         plan.predicted = cost.estimate(plan);
         evaluated.fetch_add(1, std::memory_order_relaxed);
         incumbent.offer(plan);

@@ -116,7 +116,7 @@ double sum_term_lower_bound(const StageSpeeds& speeds, int L) {
   return sum;
 }
 
-double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m) {
+double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   std::vector<double> rate(p), cap(p);
@@ -156,7 +156,10 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
   }
   const double bottleneck = fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
-  return (sum + (m - 1) * bottleneck) * (1 - 1e-12);
+  // The least over v in [1, max_vpp] of m B + (S - B) / v (header).
+  const double plain = sum + (m - 1) * bottleneck;
+  const double interleaved = m * bottleneck + (sum - bottleneck) / std::max(1, max_vpp);
+  return std::min(plain, interleaved) * (1 - 1e-12);
 }
 
 }  // namespace autohaap

@@ -1,5 +1,6 @@
 #include "autohaap/search/stage_cost_table.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -29,7 +30,7 @@ bool IdenticalLayers::on(const Skeleton& skeleton) const {
 
 StageCostTable::StageCostTable(const CostModel& cost, const MemoryPruner* memory, LatencyCache* cache,
                                std::atomic<std::int64_t>& estimates, const Skeleton& skeleton, bool identical,
-                               RecomputeChoice choice)
+                               RecomputeChoice choice, int vpp)
     : cost_(cost),
       cache_(cache),
       estimates_(estimates),
@@ -38,12 +39,13 @@ StageCostTable::StageCostTable(const CostModel& cost, const MemoryPruner* memory
       identical_(identical),
       layers_(cost.problem().model.layers),
       stages_(skeleton.num_stages()),
-      micro_batches_(num_micro_batches(cost.problem(), skeleton)) {
+      micro_batches_(num_micro_batches(cost.problem(), skeleton)),
+      vpp_(std::max(1, vpp)) {
   std::vector<Recompute> initial(stages_, Recompute::none);
   if (!choice_.must_fit) {
     for (int i = 0; i < stages_; ++i) initial[i] = choice_.modes[i].front();
   }
-  scratch_ = make_plan(cost.problem(), skeleton, even_split(layers_, stages_), initial);
+  scratch_ = make_plan(cost.problem(), skeleton, even_split(layers_, stages_), initial, vpp_);
   if (identical_) {
     by_count_.assign(stages_, std::vector<Choice>(layers_ - stages_ + 2));
     if (choice_.must_fit) {
@@ -63,6 +65,10 @@ const StageCostTable::Choice& StageCostTable::at(int i, int begin, int end) {
     Choice& c = by_count_[i][end - begin];
     if (!c.computed) c = compute(i, end - begin, begin, end);
     return c;
+  }
+  if (end - begin < vpp_) {
+    static const Choice kTooShort{true, false, Recompute::none, StageEntry{}};
+    return kTooShort;
   }
   const std::uint64_t key =
       (static_cast<std::uint64_t>(i) * (layers_ + 1) + static_cast<std::uint64_t>(begin)) * (layers_ + 1) + end;
@@ -85,7 +91,7 @@ double StageCostTable::iteration_time(const std::vector<int>& layer_end) {
     e.optimizer_s = c.entry.optimizer_s;
     begin = layer_end[i];
   }
-  return CostModel::iteration_time_1f1b(split_estimates_, micro_batches_);
+  return CostModel::iteration_time_1f1b(split_estimates_, micro_batches_, vpp_);
 }
 
 std::vector<Recompute> StageCostTable::recompute_of(const std::vector<int>& layer_end) {
@@ -108,6 +114,7 @@ StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end)
   }
   Choice c;
   c.computed = true;
+  if (n < vpp_) return c;  // a chunk holds a layer or more
   const std::vector<Recompute>& modes = choice_.modes[i];
   if (!choice_.must_fit) {
     c.recompute = modes.front();
@@ -173,6 +180,15 @@ StageKey StageCostTable::key(int i, int begin, int end, Recompute recompute) con
     k.next_gpus = q.gpus;
     k.next_tp = q.tp;
     k.next_dp = q.dp;
+  }
+  k.vpp = vpp_;
+  if (vpp_ > 1 && (i == 0 || i + 1 == stages_)) {
+    const StageSlot& w = skeleton_.stages[i == 0 ? stages_ - 1 : 0];
+    k.wrap_group = w.group;
+    k.wrap_first_gpu = w.first_gpu;
+    k.wrap_gpus = w.gpus;
+    k.wrap_tp = w.tp;
+    k.wrap_dp = w.dp;
   }
   return k;
 }

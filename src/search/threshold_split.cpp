@@ -15,7 +15,7 @@ double sync_of(const Choice& c) { return c.sync(); }
 }  // namespace
 
 Reach::Reach(const StageCostTable& table)
-    : identical_(table.identical()), layers_(table.layers()), stages_(table.stages()) {
+    : identical_(table.identical()), layers_(table.layers()), stages_(table.stages()), min_layers_(table.min_layers()) {
   if (identical_)
     count_.assign(stages_, 0);
   else
@@ -25,10 +25,10 @@ Reach::Reach(const StageCostTable& table)
 
 void Reach::clear() {
   if (identical_)
-    std::fill(count_.begin(), count_.end(), 0);
+    std::fill(count_.begin(), count_.end(), min_layers_ - 1);
   else
     for (auto& row : end_)
-      for (int a = 0; a <= layers_; ++a) row[a] = a;
+      for (int a = 0; a <= layers_; ++a) row[a] = std::min(layers_, a + min_layers_ - 1);
 }
 
 void Reach::set(int i, int a, int b) {
@@ -103,7 +103,8 @@ ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::funct
   for (int i = 0; i < p_; ++i) {
     double least = kInf;
     for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
-      const auto& c = table_.at(i, a, a + 1);
+      if (a + table_.min_layers() > table_.last_end(i)) continue;
+      const auto& c = table_.at(i, a, a + table_.min_layers());
       if (c.feasible) least = std::min(least, c.pace());
     }
     if (least == kInf) return start;  // stage i cannot hold any single layer
@@ -130,6 +131,9 @@ ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::funct
 // as the start moves later ([a', b) lies inside [a, b) for a <= a'). The
 // DP reads starts [lo, hi]; growth and events also watch lo - 1 and the
 // forward frontier, where the next change of either bound comes from.
+// Under vpp > 1 an empty reach is a + vpp - 1, so both bounds may be loose
+// (more starts, never fewer): the DP still takes only ranges of vpp layers
+// or more.
 void ThresholdSplit::narrow(double T) {
   lo_.assign(p_, 1);
   hi_.assign(p_, 0);
@@ -188,7 +192,7 @@ double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
       int r = t_reach.get(i, ra) + (a - ra);
       if (s_reach) r = std::min(r, s_reach->get(i, ra) + (a - ra));
       r = std::min(r, table_.last_end(i));
-      for (int b = a + 1; b <= r; ++b) {
+      for (int b = a + table_.min_layers(); b <= r; ++b) {
         const double v = base + table_.at(i, a, b).pace();
         double& slot = at(i + 1, b);
         if (v < slot) {
@@ -214,7 +218,7 @@ bool ThresholdSplit::feasible(const Reach& reach, const Reach* cap) {
     long long total = 0;
     for (int i = 0; i < p_; ++i) {
       const int n = cap ? std::min(reach.get(i, 0), cap->get(i, 0)) : reach.get(i, 0);
-      if (n < 1) return false;
+      if (n < table_.min_layers()) return false;
       total += n;
     }
     return total >= L_;

@@ -20,6 +20,16 @@ std::string interleaving_violation(const ModelSpec& model, int vpp, const std::v
   return "";
 }
 
+int max_interleaving(const ModelSpec& model, int stages, int num_micro_batches) {
+  if (stages < 1) return 1;
+  const int most = model.layers / stages;
+  if (most < 2) return 1;
+  // The even split's smallest stage holds `most` layers; the other rules do
+  // not depend on vpp.
+  const std::vector<int> even(static_cast<std::size_t>(stages), most);
+  return interleaving_violation(model, most, even, num_micro_batches).empty() ? most : 1;
+}
+
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp) {
   if (cp < 1) return "an integer >= 1";
   if (cp == 1) return "";

@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   const std::string out_path = argv[1];
   int threads = 2;
   bool quick = false;
-  std::int64_t exhaustive_limit = 2'000'000;
+  std::int64_t exhaustive_limit = 3'000'000;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = std::atoi(argv[++i]);

@@ -3,6 +3,7 @@
 // every per-stage recompute mode, and its lower bound must never exceed it.
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/metis_balancer.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,8 +22,10 @@ using search_fixtures::two_group_problem;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Least iteration time of a plan on this skeleton that fits memory, over
-// every contiguous split and every recompute mode per stage.
-double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr) {
+// every vpp the interleaving rule allows, every contiguous split and every
+// recompute mode per stage. `best_vpp`, when given, receives the vpp of the
+// best plan.
+double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr, int* best_vpp = nullptr) {
   const Problem& problem = cost.problem();
   const int L = problem.model.layers, p = s.num_stages();
   const auto& modes = problem.training.recompute_modes;
@@ -44,6 +47,7 @@ double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = n
       if (perf.fits && perf.iteration_time_s < best) {
         best = perf.iteration_time_s;
         if (best_plan) *best_plan = plan;
+        if (best_vpp) *best_vpp = plan.vpp;
       }
     }
   };
@@ -51,16 +55,21 @@ double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = n
     if (i == p - 1) {
       plan.stages[i].layer_begin = begin;
       plan.stages[i].layer_end = L;
-      score();
+      if (L - begin >= plan.vpp) score();
       return;
     }
-    for (int end = begin + 1; end <= L - (p - 1 - i); ++end) {
+    for (int end = begin + plan.vpp; end <= L - (p - 1 - i); ++end) {
       plan.stages[i].layer_begin = begin;
       plan.stages[i].layer_end = end;
       place(i + 1, end);
     }
   };
-  place(0, 0);
+  std::vector<int> stage_layers(p, L / p);
+  for (int vpp = 1; vpp <= L; ++vpp) {
+    if (!interleaving_violation(problem.model, vpp, stage_layers, num_micro_batches(problem, s)).empty()) continue;
+    plan.vpp = vpp;
+    place(0, 0);
+  }
   return best;
 }
 
@@ -72,7 +81,7 @@ std::vector<Skeleton> sample(const std::vector<Skeleton>& all, std::size_t count
 }
 
 double realized(const CostModel& cost, const Skeleton& s, const BalancedSplit& split) {
-  Plan plan = make_plan(cost.problem(), s, split.layer_end, split.recompute);
+  Plan plan = make_plan(cost.problem(), s, split.layer_end, split.recompute, split.vpp);
   const PredictedPerformance perf = cost.estimate(plan);
   EXPECT_TRUE(perf.fits);
   return perf.iteration_time_s;
@@ -102,7 +111,9 @@ TEST(LoadBalancer, ObjectiveIsTheCostModelsIterationTime) {
 }
 
 TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
-  int compared = 0, recomputing = 0;
+  // Brute force over vpp x split x recompute: the balancer's vpp loop and
+  // its interleaved objective are exact too.
+  int compared = 0, recomputing = 0, interleaved = 0;
   for (std::uint32_t seed = 1; seed <= 12; ++seed) {
     const Problem problem = random_problem(seed);
     const CostModel cost(problem);
@@ -112,13 +123,16 @@ TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
     const SkeletonList list = initialize_skeletons(SearchSpace(problem), &memory);
     for (const Skeleton& s : sample(list.skeletons, 12, seed)) {
       if (count_splits(problem.model.layers, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000) continue;
-      const double truth = brute_force(cost, s);
+      int truth_vpp = 1;
+      const double truth = brute_force(cost, s, nullptr, &truth_vpp);
       const BalanceResult r = balancer.balance(s);
       if (truth == kInf) {
         EXPECT_EQ(r.status, BalanceResult::Status::no_feasible_split);
         continue;
       }
       ASSERT_EQ(r.status, BalanceResult::Status::found) << "seed " << seed << " skeleton " << s.id;
+      interleaved += truth_vpp > 1;
+      EXPECT_EQ(r.split.vpp > 1, truth_vpp > 1) << "seed " << seed << " skeleton " << s.id;
       recomputing += std::any_of(r.split.recompute.begin(), r.split.recompute.end(),
                                  [](Recompute x) { return x != Recompute::none; });
       EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth) << "seed " << seed << " skeleton " << s.id;
@@ -128,6 +142,7 @@ TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
   }
   EXPECT_GT(compared, 60);
   EXPECT_GT(recomputing, 5);  // memory binds in some skeletons
+  EXPECT_GT(interleaved, 3);  // and interleaving wins in some
 }
 
 TEST(LoadBalancer, MatchesBruteForceOnLayerListModels) {

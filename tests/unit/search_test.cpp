@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -15,6 +18,7 @@
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {
@@ -109,6 +113,149 @@ TEST(Search, PruningNeverRemovesTheOptimumOnRandomCases) {
     }
   }
   EXPECT_GE(cases, 10);
+}
+
+// A random small problem whose model has enough layers for vpp 2 or 3 on
+// two or three stages (random_problem's cluster, B and memory).
+Problem interleavable_problem(std::uint32_t seed) {
+  Problem problem = random_problem(seed);
+  const int layers[] = {6, 8, 9, 12};
+  problem.model = search_fixtures::tiny_gpt(layers[seed % 4], seed % 3 ? 512 : 768, 8);
+  return problem;
+}
+
+// The best plan of plain 1F1B (vpp 1) over every skeleton x split x
+// recompute mode: what the exact search answered before it explored vpp.
+Plan best_plain_plan(const CostModel& cost) {
+  const Problem& problem = cost.problem();
+  const int L = problem.model.layers;
+  const std::vector<Recompute>& modes = problem.training.recompute_modes;
+  Plan best;
+  bool found = false;
+  for (const Skeleton& s : initialize_skeletons(SearchSpace(problem), nullptr).skeletons) {
+    const int p = s.num_stages();
+    Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, modes.front()));
+    std::function<void(int, int)> place = [&](int i, int begin) {
+      if (i == p) {
+        int total = 1;
+        for (int k = 0; k < p; ++k) total *= static_cast<int>(modes.size());
+        for (int code = 0; code < total; ++code) {
+          for (int k = 0, c = code; k < p; ++k, c /= static_cast<int>(modes.size()))
+            plan.stages[k].recompute = modes[c % modes.size()];
+          plan.predicted = cost.estimate(plan);
+          if (plan.predicted.fits && (!found || plan_before(plan, best))) best = plan, found = true;
+        }
+        return;
+      }
+      const int last = i == p - 1 ? L : L - (p - 1 - i);
+      for (int end = i == p - 1 ? L : begin + 1; end <= last; ++end) {
+        plan.stages[i].layer_begin = begin;
+        plan.stages[i].layer_end = end;
+        place(i + 1, end);
+      }
+    };
+    place(0, 0);
+  }
+  return best;
+}
+
+TEST(Search, VppIsPartOfTheExactSearch) {
+  // The exhaustive reference enumerates every allowed vpp x split x
+  // recompute; AutoHAAP's exact split runs per vpp under the same pruning
+  // and bounds. Some optima interleave, and some are faster than what the
+  // old order (the vpp-1 optimum, then its best vpp) reached.
+  int cases = 0, interleaved = 0, beats_post_hoc = 0;
+  for (std::uint32_t seed = 500; cases < 16 && seed < 640; ++seed) {
+    const Problem problem = interleavable_problem(seed);
+    if (exhaustive_candidates(problem) > 60000) continue;
+    const SearchResult exhaustive = search(problem, "exhaustive");
+    const SearchResult autohaap = search(problem, "autohaap");
+    ++cases;
+    if (exhaustive.top.empty()) {
+      EXPECT_TRUE(autohaap.top.empty()) << seed;
+      continue;
+    }
+    ASSERT_FALSE(autohaap.top.empty()) << seed;
+    EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+    // The plan carries its vpp, and its estimate is the search's time.
+    const Plan& found = autohaap.top[0];
+    const CostModel cost(problem);
+    EXPECT_NEAR(cost.estimate(found).iteration_time_s, best_time(autohaap), 1e-12 * best_time(autohaap)) << seed;
+    EXPECT_EQ(found.vpp > 1, exhaustive.top[0].vpp > 1) << seed;
+    if (exhaustive.top[0].vpp == 1) continue;
+    ++interleaved;
+    // Before vpp was searched: the best plain plan, then every vpp on it.
+    Plan post_hoc = best_plain_plan(cost);
+    for (int vpp = 2; vpp <= problem.model.layers; ++vpp) {
+      std::vector<int> stage_layers;
+      for (const StagePlan& st : post_hoc.stages) stage_layers.push_back(st.num_layers());
+      if (!interleaving_violation(problem.model, vpp, stage_layers, post_hoc.num_micro_batches).empty()) continue;
+      Plan q = post_hoc;
+      q.vpp = vpp;
+      q.predicted = cost.estimate(q);
+      if (q.predicted.fits && q.predicted.iteration_time_s < post_hoc.predicted.iteration_time_s) post_hoc = q;
+    }
+    EXPECT_GE(post_hoc.predicted.iteration_time_s, best_time(autohaap) * (1 - 1e-12)) << seed;
+    beats_post_hoc += post_hoc.predicted.iteration_time_s > best_time(autohaap) * (1 + 1e-9);
+  }
+  EXPECT_GE(cases, 12);
+  EXPECT_GE(interleaved, 3);
+  EXPECT_GE(beats_post_hoc, 3);
+  std::printf("[ vpp ] %d cases, %d optima interleaved, %d faster than vpp chosen after the search\n", cases,
+              interleaved, beats_post_hoc);
+}
+
+TEST(Search, LowerBoundHoldsForEveryVpp) {
+  // Every skeleton's bound (the one that orders and skips skeletons) is at
+  // most the best time over every vpp x split x recompute on it.
+  int compared = 0, interleaved = 0;
+  for (std::uint32_t seed = 700; seed < 712; ++seed) {
+    const Problem problem = interleavable_problem(seed);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    LatencyCache cache;
+    const LoadBalancer balancer(cost, memory, &cache);
+    const std::vector<Recompute>& modes = problem.training.recompute_modes;
+    const int L = problem.model.layers;
+    for (const Skeleton& s : initialize_skeletons(SearchSpace(problem), &memory).skeletons) {
+      const int p = s.num_stages();
+      if (count_splits(L, p) * std::pow(3.0, p) > 3000) continue;
+      Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, modes.front()));
+      double best = std::numeric_limits<double>::infinity();
+      int best_vpp = 1;
+      for (int vpp = 1; vpp <= std::max(1, L / p); ++vpp) {
+        if (!interleaving_violation(problem.model, vpp, std::vector<int>(p, L / p), plan.num_micro_batches).empty())
+          continue;
+        plan.vpp = vpp;
+        std::function<void(int, int)> place = [&](int i, int begin) {
+          if (i == p) {
+            int total = 1;
+            for (int k = 0; k < p; ++k) total *= static_cast<int>(modes.size());
+            for (int code = 0; code < total; ++code) {
+              for (int k = 0, c = code; k < p; ++k, c /= static_cast<int>(modes.size()))
+                plan.stages[k].recompute = modes[c % modes.size()];
+              const PredictedPerformance e = cost.estimate(plan);
+              if (e.fits && e.iteration_time_s < best) best = e.iteration_time_s, best_vpp = vpp;
+            }
+            return;
+          }
+          for (int end = i == p - 1 ? L : begin + vpp; end <= (i == p - 1 ? L : L - (p - 1 - i) * vpp); ++end) {
+            if (end - begin < vpp) continue;
+            plan.stages[i].layer_begin = begin;
+            plan.stages[i].layer_end = end;
+            place(i + 1, end);
+          }
+        };
+        place(0, 0);
+      }
+      if (best == std::numeric_limits<double>::infinity()) continue;
+      EXPECT_LE(balancer.lower_bound(s), best) << "seed " << seed << " skeleton " << s.id;
+      interleaved += best_vpp > 1;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 40);
+  EXPECT_GT(interleaved, 5);
 }
 
 TEST(Search, UniformIsNeverBetterThanAutohaap) {

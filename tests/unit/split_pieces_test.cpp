@@ -180,7 +180,8 @@ TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
       EXPECT_LE(bound, sum * (1 + 1e-12));
     });
     // The whole bound is what the balancer reports.
-    EXPECT_EQ(iteration_lower_bound(speeds, c.memory.capacities(s), L, num_micro_batches(c.problem, s)),
+    EXPECT_EQ(iteration_lower_bound(speeds, c.memory.capacities(s), L, num_micro_batches(c.problem, s),
+                                    c.balancer.max_vpp(s)),
               c.balancer.lower_bound(s));
     ++compared;
   });

@@ -36,7 +36,8 @@ template <class Archive>
 void serialize(Archive& ar, StageKey& k) {
   ar(k.group, k.first_gpu, k.gpus, k.tp, k.dp, k.micro_batch, k.recompute, k.layer_begin, k.layer_end,
      k.stage_index, k.num_stages, k.num_micro_batches, k.prev_group, k.prev_first_gpu, k.prev_gpus, k.prev_tp,
-     k.prev_dp, k.next_group, k.next_first_gpu, k.next_gpus, k.next_tp, k.next_dp);
+     k.prev_dp, k.next_group, k.next_first_gpu, k.next_gpus, k.next_tp, k.next_dp, k.vpp, k.wrap_group,
+     k.wrap_first_gpu, k.wrap_gpus, k.wrap_tp, k.wrap_dp);
 }
 
 template <class Archive>

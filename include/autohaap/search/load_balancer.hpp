@@ -1,13 +1,21 @@
-// LoadBalancer: for one skeleton, the contiguous layer split and per-stage
-// recompute that minimize the 1F1B iteration time within every stage's
-// memory (the exact split), and a cheap lower bound on that time
-// (split_lower_bound.hpp).
+// LoadBalancer: for one skeleton, the interleaving (vpp), contiguous layer
+// split and per-stage recompute that minimize the 1F1B iteration time
+// within every stage's memory (the exact split), and a cheap lower bound on
+// that time over every vpp (split_lower_bound.hpp).
 //
 // Objective (DESIGN.md "Iteration time", CostModel::iteration_time_1f1b):
-//   sum_i (t_i + p2p_i) + (m - 1) * max_i (t_i + p2p_i) + max_i (sync_i + opt_i)
-// with t_i the forward + backward time of one micro-batch on stage i and
-// p2p_i its pipeline sends (the steady state is paced by the slowest stage
-// including its sends). For a fixed layer range the best recompute of a
+//   (m - 1/v) * max_i (t_i + p2p_i) + sum_i (t_i + p2p_i) / v + max_i (sync_i + opt_i)
+// with t_i the forward + backward time of one micro-batch on stage i, p2p_i
+// its pipeline sends (the steady state is paced by the slowest stage
+// including its sends) and v the chunks per stage; v = 1 is plain 1F1B,
+// (m - 1) max + sum. Every vpp the interleaving rule allows
+// (max_interleaving, specs/parallel_rules.hpp) gets its own exact split, in
+// ascending order, each with a stage cost table of that vpp: its p2p_i
+// crosses each boundary v times (Megatron hides it behind compute), its
+// memory holds that vpp's micro-batches in flight, and a stage keeps at
+// least v layers. The best over the vpps (the first on ties) is the
+// skeleton's answer; a vpp's search starts with the best so far as its
+// bound, so one that cannot beat it stops at its first threshold. For a fixed layer range the best recompute of a
 // stage is the fastest mode (none < selective < full) whose memory fits: it
 // lowers t_i and leaves the other terms alone. So the balancer derives
 // recompute instead of searching it (stage_cost_table.hpp). A
@@ -19,7 +27,8 @@
 // range whose pace t + p2p is <= T, sync <= S and memory fits; a DP over
 // contiguous splits minimizes the sum term, and (m - 1) T + S + DP is an
 // upper bound that is attained at the optimum's own (T, S)
-// (threshold_split.hpp). T runs through the stage times at which some
+// (threshold_split.hpp); under vpp v the same holds for
+// (m - 1/v) T + S + DP / v, whose coefficients are positive too. T runs through the stage times at which some
 // stage's reach grows, ascending from the least feasible one; S likewise
 // for each T. Both loops stop as soon as (m - 1) T + S + (a lower bound of
 // the sum) cannot beat the best so far; the caller's bound only lets the
@@ -31,8 +40,9 @@
 //
 // Thread safety: const methods; many threads may balance different
 // skeletons at once (the cache is concurrent). Cost: lower_bound
-// O(stages + groups * distinct layers); balance O(stage estimates touched +
-// (T, S) pairs tried * stages * layers * layers per stage).
+// O(stages + groups * distinct layers); balance, per vpp tried,
+// O(stage estimates touched + (T, S) pairs tried * stages * layers * layers
+// per stage).
 #pragma once
 
 #include <atomic>
@@ -53,6 +63,7 @@ namespace autohaap {
 struct BalancedSplit {
   std::vector<int> layer_end;        // stage i holds [layer_end[i-1], layer_end[i]); last == layers
   std::vector<Recompute> recompute;  // per stage
+  int vpp = 1;                       // chunks per stage (interleaved 1F1B when > 1)
   double iteration_time_s = 0;       // CostModel::iteration_time_1f1b of these stages
 };
 
@@ -74,9 +85,13 @@ class LoadBalancer {
 
   const CostModel& cost() const { return cost_; }
 
-  // A value no plan on this skeleton can beat (within rounding):
+  // A value no plan on this skeleton can beat (within rounding), at any vpp:
   // iteration_lower_bound in the fastest allowed mode.
   double lower_bound(const Skeleton& skeleton) const;
+
+  // The largest vpp the exact split tries on this skeleton
+  // (max_interleaving).
+  int max_vpp(const Skeleton& skeleton) const;
 
   // tau: forward + backward time of one micro-batch of `micro_batch`
   // sequences through one layer on a stage of this slot's shape, in the
@@ -94,11 +109,11 @@ class LoadBalancer {
   BalanceResult balance(const Skeleton& skeleton, double bound = std::numeric_limits<double>::infinity(),
                         const std::function<bool()>& stop = {}) const;
 
-  // One given split, each stage's recompute derived (the fastest that fits),
-  // scored through the cache: what a tuning step that moves layers costs —
-  // only stages whose range changed are estimated again. Status found (with
-  // the time) or no_feasible_split.
-  BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end) const;
+  // One given split under `vpp`, each stage's recompute derived (the
+  // fastest that fits), scored through the cache: what a tuning step that
+  // moves layers costs — only stages whose range changed are estimated
+  // again. Status found (with the time) or no_feasible_split.
+  BalanceResult evaluate(const Skeleton& skeleton, const std::vector<int>& layer_end, int vpp = 1) const;
 
   // Whether every layer costs the same on every stage of the skeleton: true
   // for transformer families unless a profile measured individual layers on
@@ -110,15 +125,15 @@ class LoadBalancer {
   std::int64_t stage_estimates() const { return stage_estimates_.load(std::memory_order_relaxed); }
 
  private:
-  // A table of this skeleton's stages, each range in the fastest of
-  // `modes` that fits.
-  StageCostTable table(const Skeleton& skeleton, const std::vector<Recompute>& modes) const;
+  // A table of this skeleton's stages under `vpp`, each range in the
+  // fastest of `modes` that fits.
+  StageCostTable table(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp) const;
   // The recompute choices a split may make: {all modes} (each stage its
   // fastest that fits), or under a Megatron-runnable search one set per
   // mode (every stage that mode).
   std::vector<std::vector<Recompute>> mode_sets() const;
-  // balance() with the stages' recompute taken from `modes`.
-  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, double bound,
+  // balance() with the stages' recompute taken from `modes`, under `vpp`.
+  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp, double bound,
                            const std::function<bool()>& stop) const;
 
   const CostModel& cost_;

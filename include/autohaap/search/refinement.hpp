@@ -1,15 +1,17 @@
-// Refinement: interleaving (vpp) and context parallelism (cp) for plans the
+// Refinement: context parallelism (cp) and interleaving (vpp) for plans the
 // search found. The exact search (searcher.hpp) chooses stages, devices,
-// tp, dp, layer split, recompute and B; neither vpp nor cp moves a GPU or
-// a layer between stages: vpp re-schedules the same stages in chunks, and a
-// cp of c turns c of a stage's dp replicas into one replica whose sequences
-// are split over those c GPUs (Megatron's rank order tp, cp, dp keeps every
-// tensor-parallel group where it was). So they are refined on each found
-// plan: cp per stage by coordinate descent (each stage in turn takes the
-// cp that makes the plan fastest, until no stage changes), then the vpp
-// that makes the plan fastest; a change is kept only when it is strictly
-// faster and every stage still fits. Within that neighbourhood the result
-// is exact for vpp and a local optimum for the per-stage cp.
+// tp, dp, vpp, layer split, recompute and B (load_balancer.hpp). cp moves
+// no GPU or layer between stages: a cp of c turns c of a stage's dp
+// replicas into one replica whose sequences are split over those c GPUs
+// (Megatron's rank order tp, cp, dp keeps every tensor-parallel group where
+// it was). So it is refined on each found plan, per stage by coordinate
+// descent (each stage in turn takes the cp that makes the plan fastest,
+// until no stage changes). A cp changes a stage's sends and activations, so
+// each round then tries every vpp again: on a plan with cp 1 everywhere
+// that confirms the search's own vpp, after a cp change it can move it. A
+// change is kept only when it is strictly faster and every stage still
+// fits. The result is exact for vpp and a local optimum for the per-stage
+// cp.
 //
 // Pure and deterministic: the same plan gives the same refinement whatever
 // the thread or rank count. Cost: O(rounds · stages · divisors(dp) +

@@ -37,10 +37,9 @@ struct RuntimePrice {
 // The comparison plans for `problem` (its runnable_by is ignored: the
 // unrestricted search runs with RunnableBy::any). `runnable_best`, the
 // restricted search's answer if any, is a plan of the unrestricted space
-// too: the unrestricted best is never slower than it. (Interleaving and
-// context parallelism are refined after each search, search/refinement.hpp,
-// so the unrestricted search alone can miss a restricted plan whose vpp
-// pays more.)
+// too: the unrestricted best is never slower than it. (Context parallelism
+// is refined after each search, search/refinement.hpp, so the unrestricted
+// search alone can miss a restricted plan whose cp pays more.)
 RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
                            const std::optional<Plan>& runnable_best);
 

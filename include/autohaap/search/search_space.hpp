@@ -125,9 +125,10 @@ int num_micro_batches(const Problem& problem, const Skeleton& skeleton);
 std::int64_t count_splits(int layers, int stages);
 
 // The plan of a skeleton with a split (layer_end[i] = end of stage i's
-// range, the last one == layers) and a recompute mode per stage. Prediction
-// and search stats are left empty.
+// range, the last one == layers), a recompute mode per stage and the
+// chunks per stage (vpp; 1: plain 1F1B). Prediction and search stats are
+// left empty.
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
-               const std::vector<Recompute>& recompute);
+               const std::vector<Recompute>& recompute, int vpp = 1);
 
 }  // namespace autohaap

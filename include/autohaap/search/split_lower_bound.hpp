@@ -13,6 +13,17 @@
 // sync and recompute only add. Generic layer lists use per-stage speed
 // ratios against stage 0 and, for the sum, each layer on its fastest stage.
 //
+// Interleaved over v chunks the time is m max_i (t_i + p2p_i) + (sum -
+// max) / v + tail = (m - 1/v) pace + sum / v + tail: increasing in pace and
+// sum, so the bounds B on the bottleneck and S on the sum give
+// m B + (S - B) / v, which is monotone in 1/v: the least over every v from
+// 1 to max_vpp is at v = 1 or v = max_vpp, and that is the bound. The
+// capacities are those of plain 1F1B: interleaving holds at least as many
+// micro-batches in flight on every stage (CostModel::in_flight), so a stage
+// holds no more layers under any vpp, and the bottleneck bound stays valid.
+// The p2p term an interleaved schedule adds (and Megatron hides behind
+// compute) is left out like every communication term.
+//
 // Thread safety: pure functions of their arguments (the cache is
 // concurrent). Cost: O(stages + groups * distinct layers) cached layer
 // estimates, plus a bisection of O(stages) steps.
@@ -50,6 +61,6 @@ double sum_term_lower_bound(const StageSpeeds& speeds, int layers);
 // never lets it exceed the optimum. `speeds` in the fastest allowed mode;
 // `capacities` per stage (MemoryPruner::capacities).
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& capacities, int layers,
-                             int micro_batches);
+                             int micro_batches, int max_vpp = 1);
 
 }  // namespace autohaap

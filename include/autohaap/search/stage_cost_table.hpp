@@ -3,7 +3,10 @@
 // the latency cache when there is one) and kept for one balancing call. The
 // exact split (load_balancer.hpp) picks per range the fastest mode that fits;
 // the Metis-style balancer (metis_balancer.hpp) gives each stage one mode
-// and ignores memory. Also here: which stages hold identical layers (then a
+// and ignores memory. A table is for one vpp (interleaved 1F1B over vpp
+// chunks per stage, specs/parallel_rules.hpp): its stage entries carry that
+// vpp's sends and micro-batches in flight, a range of fewer than vpp layers
+// is infeasible, and iteration_time is the interleaved one. Also here: which stages hold identical layers (then a
 // range's cost depends only on its length and the pipeline edges).
 //
 // Thread safety: a StageCostTable is not (one per call); IdenticalLayers is
@@ -73,12 +76,15 @@ class StageCostTable {
   // stage estimate computed is counted in `estimates`.
   StageCostTable(const CostModel& cost, const MemoryPruner* memory, LatencyCache* cache,
                  std::atomic<std::int64_t>& estimates, const Skeleton& skeleton, bool identical,
-                 RecomputeChoice choice);
+                 RecomputeChoice choice, int vpp = 1);
 
   int layers() const { return layers_; }
   int stages() const { return stages_; }
   int micro_batches() const { return micro_batches_; }
   bool identical() const { return identical_; }
+  int vpp() const { return vpp_; }
+  // The fewest layers a stage may hold: one per chunk.
+  int min_layers() const { return vpp_; }
   // Stage i starts at >= i and ends at <= last_end(i): every stage keeps a layer.
   int last_end(int i) const { return layers_ - (stages_ - 1 - i); }
 
@@ -101,7 +107,7 @@ class StageCostTable {
   const Skeleton& skeleton_;
   RecomputeChoice choice_;
   bool identical_;
-  int layers_, stages_, micro_batches_;
+  int layers_, stages_, micro_batches_, vpp_;
   Plan scratch_;
   std::vector<StageEstimate> split_estimates_;          // scratch of iteration_time
   std::vector<std::vector<Choice>> by_count_;           // identical: [stage][layers]

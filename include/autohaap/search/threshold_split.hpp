@@ -27,8 +27,10 @@
 namespace autohaap {
 
 // How far each stage may reach from each start under a threshold: the ranges
-// [a, b) with a < b <= get(i, a) are allowed. For identical layers one count
-// per stage stands for every start.
+// [a, b) with a + k <= b <= get(i, a) are allowed, k the table's fewest
+// layers per stage (its vpp; 1 without interleaving, the only case generic
+// layers meet). For identical layers one count per stage stands for every
+// start; it starts at k - 1 (nothing allowed yet).
 class Reach {
  public:
   explicit Reach(const StageCostTable& table);
@@ -42,7 +44,7 @@ class Reach {
 
  private:
   bool identical_;
-  int layers_, stages_;
+  int layers_, stages_, min_layers_;
   std::vector<int> count_;
   std::vector<std::vector<int>> end_;
 };

@@ -33,6 +33,15 @@ struct NodeGroup;
 std::string interleaving_violation(const ModelSpec& model, int vpp, const std::vector<int>& stage_layers,
                                    int num_micro_batches);
 
+// The largest vpp interleaving_violation allows for some split of the
+// model's layers over `stages` stages with `num_micro_batches`
+// micro-batches: layers / stages (the even split's smallest stage) when
+// interleaving can run at all, else 1. Every vpp from 2 to it is allowed
+// for the even split, and none above it for any split. The search
+// enumerates vpp up to it (load_balancer.hpp) and its bounds hold for every
+// vpp up to it (split_lower_bound.hpp).
+int max_interleaving(const ModelSpec& model, int stages, int num_micro_batches);
+
 // Layers of chunk v (0-based) of a stage of `stage_layers` layers split
 // into vpp chunks: as even as possible, the first chunks one larger.
 inline int chunk_layers(int stage_layers, int vpp, int v) {
