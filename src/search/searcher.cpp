@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -48,6 +49,12 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   result.stats.threads = threads;
   result.stats.ranks = 1;
   result.stats.wall_s = clock.seconds();
+  // The exhaustive strategy proves its optimum by finishing; the others
+  // prove no bound (the SearchStats defaults: 0, gap 1).
+  if (options.strategy == "exhaustive" && !stopped) {
+    result.stats.bound_s = result.top.empty() ? 0 : result.top.front().predicted.iteration_time_s;
+    result.stats.gap = 0;
+  }
   for (Plan& plan : result.top) plan.search = result.stats;
   if (result.top.empty()) {
     result.infeasible_reason = stopped ? "the search stopped (time limit or interrupt) before any plan that "
@@ -56,6 +63,11 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   }
   progress.finish();
   return result;
+}
+
+double search_gap(double best_s, double bound_s) {
+  if (!(best_s > 0) || !std::isfinite(best_s) || !(bound_s > 0)) return 1.0;
+  return std::clamp((best_s - bound_s) / best_s, 0.0, 1.0);
 }
 
 std::int64_t exhaustive_candidates(const Problem& problem) {
@@ -426,6 +438,24 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   std::atomic<std::int64_t> balanced{0}, evaluated{0}, above{0}, no_split{0};
   std::atomic<bool> stopped{false};
   const std::function<bool()> must_stop = control.stop;
+  // The frontier: the first position not balanced yet. Positions are in
+  // ascending lower-bound order, so its bound is the least of every open
+  // skeleton's; workers finish out of order, hence the flags.
+  std::mutex frontier_mutex;
+  std::vector<char> finished(control.open_bound ? positions.size() : 0, 0);
+  std::size_t frontier = 0;
+  auto open_bound_from = [&](std::size_t j) {
+    return j < positions.size() ? std::min(skeletons[positions[j]].lower_bound_s, control.rest_bound)
+                                : control.rest_bound;
+  };
+  if (control.open_bound) control.open_bound->store(open_bound_from(0));
+  auto mark_finished = [&](std::size_t j) {
+    if (!control.open_bound) return;
+    std::lock_guard lock(frontier_mutex);
+    finished[j] = 1;
+    while (frontier < positions.size() && finished[frontier]) ++frontier;
+    control.open_bound->store(open_bound_from(frontier));
+  };
   parallel::for_each_in_order(positions.size(), [&](std::size_t j) {
     if (must_stop()) {
       stopped.store(true);
@@ -462,9 +492,12 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
         break;  // returned above
     }
     balanced.fetch_add(1, std::memory_order_relaxed);
+    mark_finished(j);
     if (control.on_skeleton) control.on_skeleton(estimated);
     return true;
   });
+  // Searched to the end: what was not balanced was skipped by the bound.
+  if (control.open_bound && !stopped.load()) control.open_bound->store(control.rest_bound);
   ShareOutcome out;
   out.stopped = stopped.load();
   out.evaluated = evaluated.load();

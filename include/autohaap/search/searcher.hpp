@@ -59,8 +59,17 @@ struct SearchProgress {
   std::int64_t evaluated = 0;  // full plan estimates so far
   std::int64_t pruned = 0;
   double best_iteration_s = std::numeric_limits<double>::infinity();
+  // autohaap: a proven lower bound on the iteration time of any plan of the
+  // space searched (0: none proven yet, e.g. during initialization); the
+  // gap is (best - bound) / best (search_gap).
+  double bound_s = 0;
   double elapsed_s = 0;
 };
+
+// The relative gap between the best iteration time found and a proven lower
+// bound on the optimum: (best - bound) / best, clamped to [0, 1]; 1 while
+// there is no plan (best infinite) or no bound (0).
+double search_gap(double best_s, double bound_s);
 
 // The settings and what the caller hands the search at run time.
 struct SearchOptions : SearchSettings {
@@ -146,8 +155,17 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
 struct ShareControl {
   StopCondition stop;  // asked before and inside every skeleton
   // After each skeleton balanced (any worker, possibly concurrently):
-  // whether it produced a fully estimated plan.
+  // whether it produced a fully estimated plan. `open_bound` is updated
+  // before it is called.
   std::function<void(bool estimated)> on_skeleton;
+  // When set, kept equal to the least lower bound over the share's
+  // skeletons not balanced yet and `rest_bound` (the least lower bound of
+  // what the caller still holds after this share): with the incumbent's
+  // best, a proven lower bound on the optimum (the search's gap). A
+  // skeleton skipped by the bound stays counted: its lower bound is already
+  // above the incumbent's best, so it never lowers that minimum.
+  std::atomic<double>* open_bound = nullptr;
+  double rest_bound = std::numeric_limits<double>::infinity();
 };
 
 struct ShareOutcome {
@@ -158,7 +176,8 @@ struct ShareOutcome {
 };
 
 // Searches skeletons[positions[j]] in the given order (ascending positions
-// keep best-first order), offering each skeleton's best plan to `incumbent`.
+// keep best-first order), offering each skeleton's best plan to `incumbent`
+// (the balancer is exact: that plan is the skeleton's optimum).
 // Once a skeleton's lower bound exceeds incumbent.bound(), it and every later
 // one are skipped, so positions must be in ascending lower-bound order.
 ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,
