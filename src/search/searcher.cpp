@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -440,21 +439,15 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   const std::function<bool()> must_stop = control.stop;
   // The frontier: the first position not balanced yet. Positions are in
   // ascending lower-bound order, so its bound is the least of every open
-  // skeleton's; workers finish out of order, hence the flags.
-  std::mutex frontier_mutex;
-  std::vector<char> finished(control.open_bound ? positions.size() : 0, 0);
-  std::size_t frontier = 0;
+  // skeleton's; workers finish out of order.
+  parallel::InOrderFrontier frontier(control.open_bound ? positions.size() : 0);
   auto open_bound_from = [&](std::size_t j) {
     return j < positions.size() ? std::min(skeletons[positions[j]].lower_bound_s, control.rest_bound)
                                 : control.rest_bound;
   };
   if (control.open_bound) control.open_bound->store(open_bound_from(0));
   auto mark_finished = [&](std::size_t j) {
-    if (!control.open_bound) return;
-    std::lock_guard lock(frontier_mutex);
-    finished[j] = 1;
-    while (frontier < positions.size() && finished[frontier]) ++frontier;
-    control.open_bound->store(open_bound_from(frontier));
+    if (control.open_bound) control.open_bound->store(open_bound_from(frontier.finish(j)));
   };
   parallel::for_each_in_order(positions.size(), [&](std::size_t j) {
     if (must_stop()) {
