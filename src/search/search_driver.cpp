@@ -183,7 +183,7 @@ class SearchDriver {
     }
     if (sync_.any(prepared_.stopped)) {
       stopped_ = true;
-      init_stopped_ = true;    // part of the space never listed: no bound proven
+      init_stopped_ = true;    // part of the space never listed: only the rate bound holds
       plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather
       if (root()) {
         Incumbent best(search_.top_k);
@@ -487,9 +487,9 @@ class SearchDriver {
   }
 
   // The final bound and gap (SearchStats): to the end, the bound is the best
-  // plan (gap 0); stopped in initialization, nothing is proven (part of the
-  // space was never listed); stopped in the rounds, the last exchange's
-  // open bounds with the merged best.
+  // plan (gap 0); stopped in initialization, the per-layer rate bound
+  // (prepare_search; 0 if stopped before it); stopped in the rounds, the
+  // last exchange's open bounds with the merged best.
   void set_bound(const std::vector<Plan>& top, SearchStats& stats) const {
     const double best = top.empty() ? kInf : top.front().predicted.iteration_time_s;
     if (!stopped_) {
@@ -497,12 +497,14 @@ class SearchDriver {
       stats.gap = 0;
       return;
     }
-    double bound = 0;
-    if (!init_stopped_) {
-      bound = best;
+    double bound = best;
+    if (init_stopped_) {
+      // Part of the space was never listed: only the rate bound holds.
+      bound = std::min(bound, prepared_.rate_bound_s);
+    } else {
       for (const RoundReport& r : reports_) bound = std::min(bound, r.open_bound);
-      if (!std::isfinite(bound)) bound = 0;
     }
+    if (!std::isfinite(bound)) bound = 0;
     stats.bound_s = bound;
     stats.gap = search_gap(best, bound);
   }

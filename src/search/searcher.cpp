@@ -147,6 +147,43 @@ TaskLayouts task_layouts(const SearchSpace& space, const MemoryPruner& memory, c
   return t;
 }
 
+// A lower bound on the iteration time of every plan in the space, from
+// per-layer rates alone: the subtree test's bound of prepare_search taken at
+// the root with every group's fastest layout. A skeleton's layer rate is
+// at most the sum over all groups of their fastest layout's rate and its
+// least tau at least the least of all, so (m - 1) L / R + L tau_min bounds
+// it (LoadBalancer::lower_bound is at least that). Layouts that cannot hold
+// one layer anywhere only appear in skeletons memory removes. 0 (nothing
+// proven) when a tau is unknown (layers differ) or m = 1. Cost: one cached
+// layer estimate per layout and micro-batch size.
+double space_rate_bound(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer) {
+  const Problem& problem = space.problem();
+  const int layers = problem.model.layers;
+  double bound = std::numeric_limits<double>::infinity();
+  for (int micro_batch : space.micro_batches()) {
+    const int m = problem.training.global_batch / micro_batch;
+    if (m <= 1) return 0;
+    double rate = 0, tau_min = std::numeric_limits<double>::infinity();
+    for (std::size_t group = 0; group < problem.cluster.groups.size(); ++group) {
+      double fastest = 0;
+      for (const GroupLayout& g : space.layouts(static_cast<int>(group))) {
+        const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
+        if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0 &&
+            memory.max_layers_leanest(slot, micro_batch, 0, 1, 1) == 0)
+          continue;
+        const auto tau = balancer.layer_time(slot, micro_batch);
+        if (!tau || !(*tau > 0)) return 0;
+        fastest = std::max(fastest, g.stages / *tau);
+        tau_min = std::min(tau_min, *tau);
+      }
+      rate += fastest;
+    }
+    if (rate > 0) bound = std::min(bound, static_cast<double>(m - 1) * layers / rate + layers * tau_min);
+  }
+  // No layout holds a layer: no plan at all, nothing to bound.
+  return std::isfinite(bound) ? bound * (1 - kBoundSlack) : 0;
+}
+
 double skeleton_work(const Skeleton& s, int layers) {
   // The balancer's DP touches about stages x layers-per-stage cells per
   // threshold; more stages also mean more thresholds.
@@ -285,6 +322,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     prepared.stopped = true;
     return prepared;
   }
+  prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
 
   // Balances skeletons and keeps the K best plans (with those already
   // held): their K-th time bounds the search's K-th best, since the

@@ -123,6 +123,28 @@ TEST(SearchGap, StoppedInInitializationProvesNothing) {
   EXPECT_EQ(r.stats.gap, 1);
 }
 
+// What a search stopped during initialization still proves: the per-layer
+// rate bound, below the optimum, above zero for identical layers.
+TEST(SearchGap, TheRateBoundHoldsBeforeAnySkeletonIsListed) {
+  int cases = 0;
+  for (std::uint32_t seed = 500; cases < 8 && seed < 600; ++seed) {
+    const Problem problem = random_problem(seed);
+    if (exhaustive_candidates(problem) > 300000) continue;
+    const double opt = optimum(problem);
+    if (!std::isfinite(opt)) continue;
+    ++cases;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    LatencyCache cache;
+    const PreparedSearch prepared = prepare_search(cost, memory, cache, {});
+    EXPECT_GT(prepared.rate_bound_s, 0) << seed;
+    EXPECT_LE(prepared.rate_bound_s, opt) << seed;
+    // Every listed skeleton's own bound is at least as tight.
+    for (const Skeleton& s : prepared.skeletons) EXPECT_GE(s.lower_bound_s, prepared.rate_bound_s) << seed;
+  }
+  EXPECT_GE(cases, 6);
+}
+
 TEST(SearchGap, GapZeroRunsToTheExactOptimum) {
   for (std::uint32_t seed : {101u, 107u, 113u}) {
     const Problem problem = random_problem(seed);

@@ -132,6 +132,10 @@ struct PreparedSearch {
   // stopped), and the bound they set (infinity: none).
   std::vector<Plan> probes;
   double threshold_s = std::numeric_limits<double>::infinity();
+  // A lower bound on the iteration time of every plan in the space from
+  // per-layer rates alone (no memory, no communication; 0: none): what a
+  // search stopped during initialization can still prove.
+  double rate_bound_s = 0;
   bool stopped = false;  // cancel or deadline: `skeletons` is incomplete
 };
 
