@@ -5,7 +5,10 @@
 // Strategies, all scored by the same CostModel::estimate of the final plan:
 //   autohaap    memory-aware initialization, lower bounds, load balancer and
 //               latency cache; skeletons best lower bound first, each skipped
-//               once its bound cannot beat the K-th best plan so far.
+//               once its bound cannot beat the K-th best plan so far. Anytime:
+//               it proves a lower bound on the optimum as it goes
+//               (SearchStats::bound_s, gap; options.gap stops once close
+//               enough).
 //   exhaustive  every valid skeleton x every contiguous split x every
 //               per-stage recompute mode, each fully estimated; no pruning,
 //               no cache. Refused (InputError) when the candidate count
