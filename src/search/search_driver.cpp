@@ -230,9 +230,6 @@ class SearchDriver {
     return true;
   }
 
-  // Searches this participant's queue from the front until the interval is
-  // used up; records finished chunks in `mine`. Does not change the queues:
-  // every participant applies every finished list after the exchange.
   // The least lower bound of chunk c's skeletons (the list is in
   // lower-bound order: its first).
   double chunk_bound(int c) const { return prepared_.skeletons[chunks_[c].begin].lower_bound_s; }
@@ -251,6 +248,10 @@ class SearchDriver {
     if (search_.gap > 0 && std::isfinite(best) && search_gap(best, bound) <= search_.gap) goal_.store(true);
   }
 
+  // Searches this participant's queue from the front until the interval is
+  // used up; records finished chunks in `mine`. Does not change the queues:
+  // every participant applies every finished list after the exchange.
+  // Keeps open_bound_ (the least lower bound this participant has left).
   void search_own_queue(RoundReport& mine, double round_start) {
     const std::deque<int>& queue = queues_[sync_.rank()];
     const bool fail_here = options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::search);
