@@ -512,6 +512,12 @@ class SearchDriver {
 
   void build_result(DriverResult& out, Outcome& outcome) {
     SearchResult& result = out.result;
+    // Stopped in the rounds: the probes initialization balanced are plans of
+    // listed skeletons too, and may beat what the search had reached (say,
+    // stopped inside its first long balance). Run to the end they are found
+    // again, so this never changes a finished answer.
+    if (stopped_ && !init_stopped_ && !prepared_.probes.empty())
+      final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
     result.top = std::move(*final_top_);
     result.prune = prepared_.prune;
     result.prune.merge(total_search_prune());
