@@ -226,6 +226,17 @@ TEST(PlanIo, PlansWithoutABoundReadAsNothingProven) {
   }
 }
 
+TEST(PlanIo, BoundAndGapMustBeProofs) {
+  const std::string json = plan_to_json(sample_plan());
+  const InputError gap =
+      input_error_of([&] { plan_from_string(replaced(json, "\"gap\": 0.0625", "\"gap\": 1.5"), true, "p.json"); });
+  EXPECT_EQ(gap.key(), "search.gap");
+  EXPECT_EQ(gap.allowed(), "a number from 0 to 1");
+  const InputError bound = input_error_of(
+      [&] { plan_from_string(replaced(json, "\"bound_s\": 1.875", "\"bound_s\": -2"), true, "p.json"); });
+  EXPECT_EQ(bound.key(), "search.bound_s");
+}
+
 // ------------------------------------------------------------ hand-written
 
 // Only the required keys, as a user would write a published configuration.
