@@ -145,6 +145,14 @@ struct SearchStats {
   double wall_s = 0;
   int ranks = 1;
   int threads = 1;
+  // A proven lower bound on the iteration time of any plan in the space the
+  // search covers exactly (autohaap: every skeleton's best split and
+  // recompute, before cp and vpp are refined), and the relative gap
+  // (best - bound) / best of the search's best plan: 0 when the search ran
+  // to the end (bound = best), up to 1 when it stopped early with nothing
+  // proven (bound 0: initialization stopped, or a strategy without bounds).
+  double bound_s = 0;
+  double gap = 1;
 };
 
 // The specs a plan was made for, as its file carries them, so that the file

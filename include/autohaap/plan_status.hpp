@@ -10,6 +10,7 @@
 //   estimated            0   estimated               (estimate: the plan fits)
 //   infeasible           3   infeasible              (no plan fits; the reason is given)
 //   does_not_fit         3   does-not-fit            (estimate: the plan does not fit)
+//   gap_reached          0   gap-reached             (--gap: best plan proven within the gap; search stopped)
 //   stopped_with_plan    4   time-limit-best-so-far  (time limit or signal; best so far kept)
 //   stopped_no_plan      4   interrupted-no-plan
 //   failed               1   failed                  (an error that is not bad input)
@@ -24,6 +25,7 @@ namespace autohaap {
 
 enum class PlanStatus {
   found,
+  gap_reached,
   estimated,
   infeasible,
   does_not_fit,
@@ -33,14 +35,18 @@ enum class PlanStatus {
 };
 
 // The outcome of a search that held `has_plan` plans when it ended,
-// `stopped` early (time limit or cancel) or not.
-constexpr PlanStatus search_status(bool has_plan, bool stopped) {
+// `stopped` early (time limit or cancel) or not, or stopped because its
+// best plan was proven within the requested gap (`gap_reached`: the answer
+// asked for, so a success).
+constexpr PlanStatus search_status(bool has_plan, bool stopped, bool gap_reached = false) {
+  if (gap_reached && has_plan) return PlanStatus::gap_reached;
   if (stopped) return has_plan ? PlanStatus::stopped_with_plan : PlanStatus::stopped_no_plan;
   return has_plan ? PlanStatus::found : PlanStatus::infeasible;
 }
 
 constexpr bool has_plan(PlanStatus s) {
-  return s == PlanStatus::found || s == PlanStatus::estimated || s == PlanStatus::stopped_with_plan;
+  return s == PlanStatus::found || s == PlanStatus::gap_reached || s == PlanStatus::estimated ||
+         s == PlanStatus::stopped_with_plan;
 }
 
 constexpr bool stopped_early(PlanStatus s) {
@@ -50,6 +56,7 @@ constexpr bool stopped_early(PlanStatus s) {
 constexpr int exit_code(PlanStatus s) {
   switch (s) {
     case PlanStatus::found:
+    case PlanStatus::gap_reached:
     case PlanStatus::estimated:
       return kExitOk;
     case PlanStatus::infeasible:
@@ -69,6 +76,8 @@ constexpr const char* summary_label(PlanStatus s) {
   switch (s) {
     case PlanStatus::found:
       return "found";
+    case PlanStatus::gap_reached:
+      return "gap-reached";
     case PlanStatus::estimated:
       return "estimated";
     case PlanStatus::infeasible:

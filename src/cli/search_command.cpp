@@ -46,10 +46,20 @@ class ProgressLine {
   explicit ProgressLine(bool shown_here = true) : enabled_(shown_here && isatty(STDERR_FILENO) != 0) {}
   void update(const SearchProgress& p) {
     if (!enabled_) return;
-    std::fprintf(stderr, "\r[%6.1fs] skeletons %lld/%lld  evaluated %lld  pruned %lld  best %s   ", p.elapsed_s,
-                 static_cast<long long>(p.done), static_cast<long long>(p.total),
+    // best, the proven bound on the optimum and the gap between them
+    // (a bound of 0 is none proven yet: "-").
+    const bool found = p.best_iteration_s < 1e300;
+    auto text = [](const char* format, double value) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, format, value);
+      return std::string(buf);
+    };
+    std::fprintf(stderr, "\r[%6.1fs] skeletons %lld/%lld  evaluated %lld  pruned %lld  best %s  bound %s  gap %s   ",
+                 p.elapsed_s, static_cast<long long>(p.done), static_cast<long long>(p.total),
                  static_cast<long long>(p.evaluated), static_cast<long long>(p.pruned),
-                 p.best_iteration_s < 1e300 ? (std::to_string(p.best_iteration_s) + " s").c_str() : "-");
+                 found ? text("%.6g s", p.best_iteration_s).c_str() : "-",
+                 p.bound_s > 0 ? text("%.6g s", p.bound_s).c_str() : "-",
+                 found ? text("%.2f%%", 100 * search_gap(p.best_iteration_s, p.bound_s)).c_str() : "-");
     std::fflush(stderr);
     shown_ = true;
   }

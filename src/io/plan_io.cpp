@@ -612,6 +612,10 @@ void check_plan(const Plan& plan, const std::string& file) {
   if (!(search.wall_s >= 0)) throw InputError(file, "search.wall_s", number_text(search.wall_s), "a number >= 0");
   at_least("search.ranks", search.ranks, 1);
   at_least("search.threads", search.threads, 1);
+  if (!(search.bound_s >= 0) || std::isinf(search.bound_s))
+    throw InputError(file, "search.bound_s", number_text(search.bound_s), "a number of seconds >= 0 (0: nothing proven)");
+  if (!(search.gap >= 0 && search.gap <= 1))
+    throw InputError(file, "search.gap", number_text(search.gap), "a number from 0 to 1");
 
   if (plan.specs) {
     if (plan.specs->model.name != plan.model)

@@ -208,6 +208,10 @@ std::string format_summary_block(const Plan& plan, PlanStatus status,
     out += printf_string("wall_s              : %.3f\n", s.wall_s);
     out += printf_string("ranks               : %d\n", s.ranks);
     out += printf_string("threads             : %d\n", s.threads);
+    // The search's proven lower bound on the optimum and the relative gap
+    // of its best plan to it (plan.hpp: SearchStats).
+    out += printf_string("bound_s             : %.6g\n", s.bound_s);
+    out += printf_string("gap                 : %.4f\n", s.gap);
   }
   for (const auto& [key, value] : extra) out += printf_string("%-20s: ", key.c_str()) + value + "\n";
   out += "== end summary ==\n";

@@ -53,6 +53,7 @@ bool Incumbent::offer(const Plan& plan) {
   plans_.insert(std::upper_bound(plans_.begin(), plans_.end(), plan, plan_before), plan);
   if (static_cast<int>(plans_.size()) > k_) plans_.pop_back();
   if (static_cast<int>(plans_.size()) == k_) bound_.lower(plans_.back().predicted.iteration_time_s);
+  best_.lower(plans_.front().predicted.iteration_time_s);
   return std::any_of(plans_.begin(), plans_.end(), [&](const Plan& p) { return same_skeleton(p, plan); });
 }
 

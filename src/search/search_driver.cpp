@@ -1,6 +1,8 @@
 #include "autohaap/search/search_driver.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <numeric>
@@ -79,6 +81,8 @@ double job_kth_best(const std::vector<RoundReport>& reports, int k) {
   return times[k - 1];
 }
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 CacheCounters minus(const CacheCounters& a, const CacheCounters& b) {
   return CacheCounters{a.hits - b.hits, a.peer_hits - b.peer_hits, a.misses - b.misses, a.entries - b.entries};
 }
@@ -90,7 +94,9 @@ class SearchDriver {
       : problem_(problem), search_(search), options_(options), sync_(sync), cost_(problem), memory_(cost_),
         cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
         threads_(search.threads > 0 ? search.threads : parallel::hardware_threads()),
-        stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {}
+        stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
+    stop_.goal = &goal_;
+  }
 
   DriverResult run() {
     DriverResult out;
@@ -177,6 +183,7 @@ class SearchDriver {
     }
     if (sync_.any(prepared_.stopped)) {
       stopped_ = true;
+      init_stopped_ = true;    // part of the space never listed: only the rate bound holds
       plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather
       if (root()) {
         Incumbent best(search_.top_k);
@@ -223,26 +230,53 @@ class SearchDriver {
     return true;
   }
 
+  // The least lower bound of chunk c's skeletons (the list is in
+  // lower-bound order: its first).
+  double chunk_bound(int c) const { return prepared_.skeletons[chunks_[c].begin].lower_bound_s; }
+
+  // Alone, the bound is known after every skeleton: the incumbent's best
+  // and the least lower bound left (the queue is in lower-bound order, so
+  // the open chunk's frontier, or the next chunk's first). Raises goal_
+  // once the gap asked for is proven.
+  void live_bound() {
+    const double best = incumbent_.best();
+    const double bound = std::min(best, open_bound_.load());
+    if (options_.live_progress) {
+      progress_.set_best(best);
+      progress_.set_bound(bound);
+    }
+    if (search_.gap > 0 && std::isfinite(best) && search_gap(best, bound) <= search_.gap) goal_.store(true);
+  }
+
   // Searches this participant's queue from the front until the interval is
   // used up; records finished chunks in `mine`. Does not change the queues:
   // every participant applies every finished list after the exchange.
+  // Keeps open_bound_ (the least lower bound this participant has left).
   void search_own_queue(RoundReport& mine, double round_start) {
     const std::deque<int>& queue = queues_[sync_.rank()];
     const bool fail_here = options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::search);
+    // Until a share says otherwise, what is left is the whole queue.
+    open_bound_.store(queue.empty() ? kInf : chunk_bound(queue.front()));
     if (fail_here && queue.empty()) throw std::runtime_error("test failure injected on this rank while searching");
     ShareControl control;
     control.stop = stop_;
-    if (options_.live_progress) {
-      control.on_skeleton = [this](bool estimated) {
-        progress_.add_done(1);
-        if (estimated) progress_.add_evaluated(1);
-        progress_.set_best(incumbent_.bound());
-        progress_.tick();
+    control.open_bound = &open_bound_;
+    const bool alone = sync_.size() == 1;
+    if (options_.live_progress || (alone && search_.gap > 0)) {
+      control.on_skeleton = [this, alone](bool estimated) {
+        if (options_.live_progress) {
+          progress_.add_done(1);
+          if (estimated) progress_.add_evaluated(1);
+        }
+        if (alone) live_bound();
+        if (options_.live_progress) progress_.tick();
       };
     }
     parallel::with_threads(threads_, [&] {
       std::vector<std::size_t> positions;
-      for (int c : queue) {
+      for (std::size_t q = 0; q < queue.size(); ++q) {
+        const int c = queue[q];
+        control.rest_bound = q + 1 < queue.size() ? chunk_bound(queue[q + 1]) : kInf;
         positions.resize(chunks_[c].end - chunks_[c].begin);
         std::iota(positions.begin(), positions.end(), chunks_[c].begin);
         const ShareOutcome outcome =
@@ -295,6 +329,7 @@ class SearchDriver {
           }
         }
         mine.evaluated = evaluated_;
+        mine.open_bound = open_bound_.load();
         mine.skipped = skipped_;
         mine.no_split = no_split_;
         mine.checkpoint_now =
@@ -318,6 +353,13 @@ class SearchDriver {
         }
         incumbent_.tighten(job_kth_best(reports_, search_.top_k));
         if (out.failure) return;
+        // The job's proven bound, the same on every participant; a gap
+        // reached stops them all at once (alone, goal_ may have said so
+        // during the round).
+        update_job_bound();
+        if (search_.gap > 0 && std::isfinite(job_best_) && search_gap(job_best_, job_bound_) <= search_.gap)
+          goal_.store(true);
+        stop = stop || goal_.load();
         const bool all_done = std::all_of(queues_.begin(), queues_.end(), [](const auto& q) { return q.empty(); });
         const bool last = stop || all_done;
         // Entries help only a round still to come: the last would ship
@@ -331,7 +373,7 @@ class SearchDriver {
           return;
         }
         rebalance(queues_, chunks_, taken_);
-        report_progress(incumbent_.bound());
+        report_progress();
         report_.exchange_s += clock_.seconds() - exchange_start;
       } catch (const std::exception& e) {
         const int code = dynamic_cast<const InputError*>(&e) ? kExitInvalidInput : kExitFailure;
@@ -356,9 +398,25 @@ class SearchDriver {
     return p;
   }
 
+  // After an exchange: the job's best plan (every participant's top-K, or
+  // alone the incumbent) and its proven bound, the least of that best and
+  // every participant's least open lower bound. Valid because a skeleton
+  // is finished only once balanced exactly (its best plan offered) or
+  // shown unable to beat the job's K-th best, and initialization drops
+  // only skeletons no better than a probe that stays in the list.
+  void update_job_bound() {
+    job_best_ = incumbent_.best();
+    double open = kInf;
+    for (const RoundReport& r : reports_) {
+      if (!r.top_times.empty()) job_best_ = std::min(job_best_, r.top_times.front());
+      open = std::min(open, r.open_bound);
+    }
+    job_bound_ = std::min(job_best_, open);
+  }
+
   // Rank 0, after each exchange: the job's totals (live progress reports
   // per skeleton instead).
-  void report_progress(double bound) const {
+  void report_progress() const {
     if (!root() || !search_.progress || options_.live_progress) return;
     SearchProgress p;
     for (std::size_t c = 0; c < chunks_.size(); ++c)
@@ -366,7 +424,8 @@ class SearchDriver {
     p.total = static_cast<std::int64_t>(prepared_.skeletons.size());
     p.evaluated = init_evaluated_ + total_evaluated();
     p.pruned = prepared_.prune.removed_initially() + total_search_prune().skipped_in_search();
-    p.best_iteration_s = bound;
+    p.best_iteration_s = job_best_;
+    p.bound_s = std::isfinite(job_bound_) ? job_bound_ : 0;
     p.elapsed_s = clock_.seconds();
     search_.progress(p);
   }
@@ -428,8 +487,37 @@ class SearchDriver {
     }
   }
 
+  // The final bound and gap (SearchStats): to the end, the bound is the best
+  // plan (gap 0); stopped in initialization, the per-layer rate bound
+  // (prepare_search; 0 if stopped before it); stopped in the rounds, the
+  // last exchange's open bounds with the merged best.
+  void set_bound(const std::vector<Plan>& top, SearchStats& stats) const {
+    const double best = top.empty() ? kInf : top.front().predicted.iteration_time_s;
+    if (!stopped_) {
+      stats.bound_s = top.empty() ? 0 : best;
+      stats.gap = 0;
+      return;
+    }
+    double bound = best;
+    if (init_stopped_) {
+      // Part of the space was never listed: only the rate bound holds.
+      bound = std::min(bound, prepared_.rate_bound_s);
+    } else {
+      for (const RoundReport& r : reports_) bound = std::min(bound, r.open_bound);
+    }
+    if (!std::isfinite(bound)) bound = 0;
+    stats.bound_s = bound;
+    stats.gap = search_gap(best, bound);
+  }
+
   void build_result(DriverResult& out, Outcome& outcome) {
     SearchResult& result = out.result;
+    // Stopped in the rounds: the probes initialization balanced are plans of
+    // listed skeletons too, and may beat what the search had reached (say,
+    // stopped inside its first long balance). Run to the end they are found
+    // again, so this never changes a finished answer.
+    if (stopped_ && !init_stopped_ && !prepared_.probes.empty())
+      final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
     result.top = std::move(*final_top_);
     result.prune = prepared_.prune;
     result.prune.merge(total_search_prune());
@@ -451,8 +539,9 @@ class SearchDriver {
     stats.ranks = sync_.size();
     stats.threads = threads_;
     stats.wall_s = clock_.seconds();
+    set_bound(result.top, stats);
     for (Plan& plan : result.top) plan.search = stats;
-    result.status = search_status(!result.top.empty(), stopped_);
+    result.status = search_status(!result.top.empty(), stopped_, stopped_ && goal_.load());
     if (result.top.empty()) {
       result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan that "
                                             "fits memory was found"
@@ -461,9 +550,11 @@ class SearchDriver {
     if (options_.live_progress) {
       progress_.add_pruned(total_search_prune().skipped_in_search());
       progress_.set_done(skeletons_done_);
+      progress_.set_bound(stats.bound_s);
       progress_.finish();
     } else {
-      report_progress(incumbent_.bound());
+      job_bound_ = stats.bound_s;
+      report_progress();
     }
     outcome.status = result.status;
     if (pending_failure_) {
@@ -483,7 +574,10 @@ class SearchDriver {
   Incumbent incumbent_;
   const int threads_;
   Stopwatch clock_;
-  const StopCondition stop_;  // the search's time limit and cancel flag, on clock_
+  // Raised once the gap asked for (search_.gap) is proven: then stop_ says
+  // stop, and the search ends as gap_reached.
+  std::atomic<bool> goal_{false};
+  StopCondition stop_;  // the search's time limit, cancel flag and goal_, on clock_
   strategy::ProgressReporter progress_;
 
   PreparedSearch prepared_;
@@ -501,8 +595,17 @@ class SearchDriver {
   double last_checkpoint_s_ = 0;
   std::optional<SearchFailure> pending_failure_;
   bool stopped_ = false;                        // initialization, or the rounds with chunks left, ended on a stop
+  bool init_stopped_ = false;                   // initialization itself was stopped
   bool plans_gathered_ = false;                 // the last checkpoint gathered the final plans (everywhere)
   std::optional<std::vector<Plan>> final_top_;  // rank 0: the merged final plans
+
+  // The least lower bound of the skeletons this participant holds and has
+  // not finished (search_share keeps it while a chunk is open).
+  std::atomic<double> open_bound_{0};
+  // After the latest exchange: the job's best iteration time and proven
+  // lower bound on the optimum (update_job_bound).
+  double job_best_ = std::numeric_limits<double>::infinity();
+  double job_bound_ = 0;
 
   // This participant's search-phase totals.
   std::int64_t evaluated_ = 0, skipped_ = 0, no_split_ = 0, skeletons_done_ = 0;

@@ -87,8 +87,19 @@ void validate(const SearchOption& option, const SearchConfig& config) {
   if (!ok) throw InputError("", std::string(option.name), value_text(option, config), std::string(option.allowed));
 }
 
+namespace {
+// Only the autohaap strategy proves a bound (the exhaustive one proves the
+// optimum only at its end, the baselines none), so only it can stop on a gap.
+void validate_gap_rule(const SearchSettings& settings) {
+  if (settings.gap > 0 && settings.strategy != "autohaap")
+    throw InputError("", "gap", seconds_text(settings.gap),
+                     "0 unless strategy is autohaap (only its search proves a bound on the optimum)");
+}
+}  // namespace
+
 void validate(const SearchConfig& config) {
   for (const SearchOption& option : kSearchOptions) validate(option, config);
+  validate_gap_rule(config.search);
   if (!config.distributed.checkpoint_path.empty() && config.search.strategy != "autohaap")
     throw InputError("", "checkpoint", config.distributed.checkpoint_path,
                      "only with strategy autohaap (the baselines are not resumable)");
@@ -98,6 +109,7 @@ void validate(const SearchSettings& settings) {
   const SearchConfig config{settings, {}};
   for (const SearchOption& option : kSearchOptions)
     if (std::visit([](auto member) { return is_search_setting(member); }, option.member)) validate(option, config);
+  validate_gap_rule(settings);
 }
 
 void validate_flags(const SearchConfig& config) {

@@ -49,6 +49,12 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   result.stats.threads = threads;
   result.stats.ranks = 1;
   result.stats.wall_s = clock.seconds();
+  // The exhaustive strategy proves its optimum by finishing; the others
+  // prove no bound (the SearchStats defaults: 0, gap 1).
+  if (options.strategy == "exhaustive" && !stopped) {
+    result.stats.bound_s = result.top.empty() ? 0 : result.top.front().predicted.iteration_time_s;
+    result.stats.gap = 0;
+  }
   for (Plan& plan : result.top) plan.search = result.stats;
   if (result.top.empty()) {
     result.infeasible_reason = stopped ? "the search stopped (time limit or interrupt) before any plan that "
@@ -57,6 +63,11 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   }
   progress.finish();
   return result;
+}
+
+double search_gap(double best_s, double bound_s) {
+  if (!(best_s > 0) || !std::isfinite(best_s) || !(bound_s > 0)) return 1.0;
+  return std::clamp((best_s - bound_s) / best_s, 0.0, 1.0);
 }
 
 std::int64_t exhaustive_candidates(const Problem& problem) {
@@ -140,6 +151,48 @@ TaskLayouts task_layouts(const SearchSpace& space, const MemoryPruner& memory, c
     }
   }
   return t;
+}
+
+// A lower bound on the iteration time of every plan in the space, from
+// per-layer rates alone: the subtree test's bound of prepare_search taken at
+// the root with every group's fastest layout. A skeleton's layer rate is
+// at most the sum over all groups of their fastest layout's rate and its
+// least tau at least the least of all. Interleaved over v chunks a plan
+// takes (m - 1/v) pace + (sum of stage times)/v + tail (CostModel::
+// iteration_time_1f1b) with pace >= L / R and the sum >= L tau_min, least
+// at the largest v any plan may use (every stage at least v layers, at
+// least two stages: v <= L / 2), so (m - 1/v) L / R + L tau_min / v bounds
+// it (LoadBalancer::lower_bound is at least that). Layouts that cannot hold
+// one layer anywhere only appear in skeletons memory removes. 0 (nothing
+// proven) when a tau is unknown (layers differ) or m = 1. Cost: one cached
+// layer estimate per layout and micro-batch size.
+double space_rate_bound(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer) {
+  const Problem& problem = space.problem();
+  const int layers = problem.model.layers;
+  const double v = problem.model.family == ModelFamily::generic ? 1.0 : std::max(1, layers / 2);
+  double bound = std::numeric_limits<double>::infinity();
+  for (int micro_batch : space.micro_batches()) {
+    const int m = problem.training.global_batch / micro_batch;
+    if (m <= 1) return 0;
+    double rate = 0, tau_min = std::numeric_limits<double>::infinity();
+    for (std::size_t group = 0; group < problem.cluster.groups.size(); ++group) {
+      double fastest = 0;
+      for (const GroupLayout& g : space.layouts(static_cast<int>(group))) {
+        const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
+        if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0 &&
+            memory.max_layers_leanest(slot, micro_batch, 0, 1, 1) == 0)
+          continue;
+        const auto tau = balancer.layer_time(slot, micro_batch);
+        if (!tau || !(*tau > 0)) return 0;
+        fastest = std::max(fastest, g.stages / *tau);
+        tau_min = std::min(tau_min, *tau);
+      }
+      rate += fastest;
+    }
+    if (rate > 0) bound = std::min(bound, (m - 1.0 / v) * layers / rate + layers * tau_min / v);
+  }
+  // No layout holds a layer: no plan at all, nothing to bound.
+  return std::isfinite(bound) ? bound * (1 - kBoundSlack) : 0;
 }
 
 double skeleton_work(const Skeleton& s, int layers) {
@@ -280,6 +333,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     prepared.stopped = true;
     return prepared;
   }
+  prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
 
   // Balances skeletons and keeps the K best plans (with those already
   // held): their K-th time bounds the search's K-th best, since the
@@ -443,6 +497,18 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
   std::atomic<std::int64_t> balanced{0}, evaluated{0}, above{0}, no_split{0};
   std::atomic<bool> stopped{false};
   const std::function<bool()> must_stop = control.stop;
+  // The frontier: the first position not balanced yet. Positions are in
+  // ascending lower-bound order, so its bound is the least of every open
+  // skeleton's; workers finish out of order.
+  parallel::InOrderFrontier frontier(control.open_bound ? positions.size() : 0);
+  auto open_bound_from = [&](std::size_t j) {
+    return j < positions.size() ? std::min(skeletons[positions[j]].lower_bound_s, control.rest_bound)
+                                : control.rest_bound;
+  };
+  if (control.open_bound) control.open_bound->store(open_bound_from(0));
+  auto mark_finished = [&](std::size_t j) {
+    if (control.open_bound) control.open_bound->store(open_bound_from(frontier.finish(j)));
+  };
   parallel::for_each_in_order(positions.size(), [&](std::size_t j) {
     if (must_stop()) {
       stopped.store(true);
@@ -479,9 +545,12 @@ ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, Lat
         break;  // returned above
     }
     balanced.fetch_add(1, std::memory_order_relaxed);
+    mark_finished(j);
     if (control.on_skeleton) control.on_skeleton(estimated);
     return true;
   });
+  // Searched to the end: what was not balanced was skipped by the bound.
+  if (control.open_bound && !stopped.load()) control.open_bound->store(control.rest_bound);
   ShareOutcome out;
   out.stopped = stopped.load();
   out.evaluated = evaluated.load();

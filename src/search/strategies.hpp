@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 
 #include "autohaap/search/searcher.hpp"
@@ -23,6 +24,9 @@ class ProgressReporter {
   void add_done(std::int64_t n) { done_.fetch_add(n, std::memory_order_relaxed); }
   void set_done(std::int64_t n) { done_.store(n); }
   void set_best(double best) { best_.lower(best); }
+  // The latest proven bound (it may rise or fall: the best falls, the open
+  // lower bounds rise).
+  void set_bound(double bound) { bound_.store(std::isfinite(bound) ? bound : 0.0, std::memory_order_relaxed); }
 
   void tick() {
     if (!options_.progress) return;
@@ -46,6 +50,7 @@ class ProgressReporter {
     p.evaluated = evaluated_.load();
     p.pruned = pruned_.load();
     p.best_iteration_s = best_.load();
+    p.bound_s = bound_.load(std::memory_order_relaxed);
     p.elapsed_s = clock_.seconds();
     return p;
   }
@@ -57,6 +62,7 @@ class ProgressReporter {
   std::atomic<double> last_{0};
   std::atomic<std::int64_t> total_{0}, done_{0}, evaluated_{0}, pruned_{0};
   parallel::AtomicMin best_;
+  std::atomic<double> bound_{0};
 };
 
 // Each strategy fills result.top (unranked stats), prune, candidates,

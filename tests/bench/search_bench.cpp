@@ -6,7 +6,12 @@
 // Metis-style search and the Megatron-style uniform plan.
 //
 // usage: search_bench OUT.md [--threads N] [--quick] [--exhaustive-limit N]
-// Writes a markdown report to OUT.md and to stdout.
+//        search_bench OUT.md --anytime [--threads N]
+// Writes a markdown report to OUT.md and to stdout. --anytime instead
+// follows AutoHAAP's best plan and proven bound over time on a few
+// problems (time to the best plan, gap at fractions of the full search's
+// time) and runs each again with --time-limit at 20% of that time.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -110,6 +115,37 @@ Run run(const Problem& problem, const std::string& strategy, int threads) {
   return out;
 }
 
+// One progress report: when, the best iteration time so far, the bound.
+struct TracePoint {
+  double elapsed_s = 0, best_s = 0, bound_s = 0;
+};
+
+struct Trace {
+  std::vector<TracePoint> points;
+  SearchResult result;
+};
+
+Trace traced(const Problem& problem, int threads, double time_limit_s) {
+  Trace t;
+  SearchOptions options;
+  options.threads = threads;
+  options.time_limit_s = time_limit_s;
+  options.progress_interval_s = 0;  // every skeleton
+  options.progress = [&t](const SearchProgress& p) {
+    t.points.push_back({p.elapsed_s, p.best_iteration_s, p.bound_s});
+  };
+  t.result = run_search(problem, options);
+  return t;
+}
+
+// The last report at or before `at` seconds (none before the search phase).
+const TracePoint* at_time(const Trace& t, double at) {
+  const TracePoint* last = nullptr;
+  for (const TracePoint& p : t.points)
+    if (p.elapsed_s <= at) last = &p;
+  return last;
+}
+
 std::string number(double v, const char* format = "%.3g") {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, v);
@@ -128,6 +164,8 @@ std::string cell(const Run& r, double value, const char* format = "%.3g") {
 
 }  // namespace
 
+std::string anytime_report(int threads);
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: search_bench OUT.md [--threads N] [--quick] [--exhaustive-limit N]\n";
@@ -144,6 +182,14 @@ int main(int argc, char** argv) {
       quick = true;
     else if (!std::strcmp(argv[i], "--exhaustive-limit") && i + 1 < argc)
       exhaustive_limit = std::atoll(argv[++i]);
+  }
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--anytime") != 0) continue;
+    const std::string report = anytime_report(threads);
+    std::ofstream file(out_path);
+    file << report;
+    std::cout << report;
+    return file ? 0 : 1;
   }
   const std::vector<std::string> models =
       quick ? std::vector<std::string>{"gpt3-1.3b", "llama3-8b", "llama3-405b"}
@@ -210,4 +256,70 @@ int main(int argc, char** argv) {
   file << report.str();
   std::cout << report.str();
   return file ? 0 : 1;
+}
+
+namespace {
+
+// Best, bound and gap at a time, as the table prints them.
+std::string snapshot(const Trace& t, double at) {
+  const TracePoint* p = at_time(t, at);
+  if (!p) return "initializing";
+  if (!std::isfinite(p->best_s)) return "no plan yet";
+  return number(100 * search_gap(p->best_s, p->bound_s), "%.1f%%");
+}
+
+}  // namespace
+
+// The anytime behaviour on three problems: two of the table's mixed
+// clusters and four node groups, where initialization takes seconds.
+std::string anytime_report(int threads) {
+  struct Case {
+    std::string model, label;
+    ClusterSpec cluster;
+  };
+  const std::vector<Case> cases = {
+      {"llama3-70b", "256 (h100 + a100 + v100)",
+       mixed("mixed-256", {{"h100-sxm", 16}, {"a100-40gb", 8}, {"v100-32gb", 8}})},
+      {"gpt3-175b", "1024 (h100 + a100 + v100)",
+       mixed("mixed-1024", {{"h100-sxm", 64}, {"a100-80gb", 32}, {"v100-32gb", 32}})},
+      {"llama3-8b", "64 (h100 + a100-80 + a100-40 + v100)",
+       mixed("four-64", {{"h100-sxm", 2}, {"a100-80gb", 2}, {"a100-40gb", 2}, {"v100-32gb", 2}})},
+  };
+  std::ostringstream table;
+  table << "| model | cluster (GPUs) | wall s | search starts s | time to best s | gap when the search starts | "
+           "time to gap <= 1% s | --time-limit 20%: status, best vs optimum, proven gap | --time-limit 90%: same |\n"
+           "|---|---|---:|---:|---:|---:|---:|---|---|\n";
+  for (const Case& c : cases) {
+    Problem problem;
+    problem.model = catalog_model(c.model);
+    problem.cluster = c.cluster;
+    problem.training = catalog_training("default");
+    const Trace full = traced(problem, threads, 0);
+    const double wall = full.result.stats.wall_s;
+    const double best = full.result.top.empty() ? 0 : full.result.top.front().predicted.iteration_time_s;
+    double to_best = wall, to_one_percent = wall;
+    for (const TracePoint& p : full.points) {
+      if (p.best_s <= best * (1 + 1e-12) && to_best == wall) to_best = p.elapsed_s;
+      if (search_gap(p.best_s, p.bound_s) <= 0.01 && to_one_percent == wall) to_one_percent = p.elapsed_s;
+    }
+    const double starts = full.points.empty() ? wall : full.points.front().elapsed_s;
+    auto limited = [&](double fraction) {
+      const Trace t = traced(problem, threads, fraction * wall);
+      std::string outcome = summary_label(t.result.status);
+      if (!t.result.top.empty() && best > 0) {
+        outcome += ", +" + number(100 * (t.result.top.front().predicted.iteration_time_s / best - 1), "%.2f") +
+                   "%, gap " + number(100 * t.result.stats.gap, "%.1f") + "%";
+      }
+      return outcome;
+    };
+    table << "| " << c.model << " | " << c.label << " | " << number(wall, "%.2f") << " | " << number(starts, "%.2f")
+          << " | " << number(to_best, "%.2f") << " | " << snapshot(full, starts) << " | "
+          << number(to_one_percent, "%.2f") << " | " << limited(0.2) << " | " << limited(0.9) << " |\n";
+    std::cerr << c.model << " on " << c.label << ": " << number(wall, "%.2f") << " s\n";
+  }
+  return "# AutoHAAP anytime search\n\nThreads: " + std::to_string(threads) +
+         ". Gap = (best - proven bound) / best of the search's best plan; `search starts`: initialization "
+         "done, first skeleton balanced. A search stopped during initialization proves the per-layer rate "
+         "bound only.\n\n" +
+         table.str();
 }

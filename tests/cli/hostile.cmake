@@ -66,6 +66,8 @@ set(_hostile_cases
   "hostile_huge_dp|2|--dp: got '2147483647'. allowed: at most the cluster's 8 GPUs|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|2147483647|--micro-batch|1"
   "hostile_profile_inf_latency|2|inf_latency.csv: row 2.latency_ms: got 'inf'. allowed: a number of milliseconds above 0|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/inf_latency.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
+  "hostile_gap_negative|2|--gap: got '-0.1'. allowed: a number >= 0|search|-m|gpt3-125m|-c|a100x8|--gap|-0.1"
+  "hostile_gap_without_bound|2|--gap: got '0.1'. allowed: 0 unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|--strategy|uniform|--gap|0.1"
   "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
   "hostile_max_skeletons_negative|2|--max-skeletons: got '-1'. allowed: 0 .no limit. or more|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|-1"
   "hostile_exchange_interval_zero|2|--exchange-interval: got '0'. allowed: a number of seconds > 0|search|-m|gpt3-125m|-c|a100x8|--exchange-interval|0"

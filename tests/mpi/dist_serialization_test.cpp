@@ -77,6 +77,8 @@ RoundReport sample_report(int rank) {
   r.evaluated = (std::int64_t{1} << 40) + rank;
   r.skipped = 17 * rank;
   r.no_split = 3;
+  // The job's bound on the optimum is computed from it: exact, infinity too.
+  r.open_bound = rank == 2 ? std::numeric_limits<double>::infinity() : 0.1 + 0.3 * rank;
   r.stop = rank % 2 == 1;
   r.checkpoint_now = rank == 0;
   r.failure_code = rank == 1 ? 2 : 0;
@@ -93,6 +95,7 @@ void expect_equal(const RoundReport& a, const RoundReport& b) {
   EXPECT_EQ(a.evaluated, b.evaluated);
   EXPECT_EQ(a.skipped, b.skipped);
   EXPECT_EQ(a.no_split, b.no_split);
+  EXPECT_EQ(std::memcmp(&a.open_bound, &b.open_bound, sizeof(double)), 0);
   EXPECT_EQ(a.stop, b.stop);
   EXPECT_EQ(a.checkpoint_now, b.checkpoint_now);
   EXPECT_EQ(a.failure_code, b.failure_code);

@@ -83,6 +83,57 @@ TEST(DistributedSearch, AnswerDoesNotDependOnThreadsChunksOrExchange) {
   }
 }
 
+// The proven bound is the job's: every rank's least open lower bound is
+// exchanged, so run to the end it is the one-process bound (the best plan,
+// gap 0), stopped midway it never exceeds the optimum, and a gap asked for
+// stops every rank with a plan within it.
+TEST(DistributedSearch, TheBoundIsTheJobsAndAgreesWithOneProcess) {
+  const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
+  SearchOptions one;
+  one.top_k = 5;
+  one.threads = 1;
+  const SearchResult reference = run_search(p, one);
+  ASSERT_FALSE(reference.top.empty());
+  const double opt = reference.top.front().predicted.iteration_time_s;
+  EXPECT_EQ(reference.stats.gap, 0);
+  EXPECT_EQ(reference.stats.bound_s, opt);
+
+  const DistributedResult all = run_distributed_search(p, options_for(5), g_session);
+  EXPECT_EQ(all.result.status, PlanStatus::found);
+  if (g_session->rank() == 0) {
+    EXPECT_EQ(all.result.stats.gap, 0);
+    EXPECT_EQ(all.result.stats.bound_s, reference.stats.bound_s);
+  }
+
+  // Stopped after the first exchange: a bound at or below the optimum.
+  std::atomic<bool> cancel{false};
+  DistributedOptions o = options_for(5);
+  o.chunks_per_rank = 200;
+  o.search.cancel = &cancel;
+  o.search.progress = [&](const SearchProgress&) { cancel = true; };
+  const DistributedResult stopped = run_distributed_search(p, o, g_session);
+  if (g_session->rank() == 0 && !stopped.result.top.empty()) {
+    const double best = stopped.result.top.front().predicted.iteration_time_s;
+    EXPECT_LE(stopped.result.stats.bound_s, opt * (1 + 1e-9));
+    EXPECT_GE(best, opt * (1 - 1e-9));
+    EXPECT_DOUBLE_EQ(stopped.result.stats.gap, search_gap(best, stopped.result.stats.bound_s));
+  }
+
+  // A gap: every rank ends with the same successful status.
+  DistributedOptions g = options_for(5);
+  g.search.gap = 0.05;
+  const DistributedResult gapped = run_distributed_search(p, g, g_session);
+  EXPECT_FALSE(gapped.failure.has_value());
+  EXPECT_EQ(exit_code(gapped.result.status), kExitOk) << summary_label(gapped.result.status);
+  if (g_session->rank() == 0) {
+    ASSERT_FALSE(gapped.result.top.empty());
+    const double best = gapped.result.top.front().predicted.iteration_time_s;
+    EXPECT_LE(gapped.result.stats.gap, 0.05 + 1e-12);
+    EXPECT_LE(gapped.result.stats.bound_s, opt * (1 + 1e-9));
+    EXPECT_LE((best - opt) / best, 0.05 + 1e-12);
+  }
+}
+
 TEST(DistributedSearch, CacheEntriesReachPeers) {
   if (g_session->size() < 2) GTEST_SKIP() << "needs two ranks";
   const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");

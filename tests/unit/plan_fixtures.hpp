@@ -72,6 +72,8 @@ inline Plan sample_plan() {
   p.search.wall_s = 2.5;
   p.search.ranks = 4;
   p.search.threads = 16;
+  p.search.bound_s = 1.875;
+  p.search.gap = 0.0625;
   return p;
 }
 
@@ -118,6 +120,8 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.search.wall_s, b.search.wall_s);
   EXPECT_EQ(a.search.ranks, b.search.ranks);
   EXPECT_EQ(a.search.threads, b.search.threads);
+  EXPECT_EQ(a.search.bound_s, b.search.bound_s);
+  EXPECT_EQ(a.search.gap, b.search.gap);
 }
 
 }  // namespace autohaap::testing_fixtures

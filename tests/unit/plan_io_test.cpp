@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
@@ -196,6 +197,44 @@ TEST(PlanIo, UnsetSectionsAreLeftOutAndReadBackAsDefaults) {
     EXPECT_EQ(text.find("search"), std::string::npos);
     expect_same_plan(plan, plan_from_string(text, json, "plan"));
   }
+}
+
+// Plan files written before searches proved a bound read as "nothing
+// proven": bound 0, gap 1.
+TEST(PlanIo, PlansWithoutABoundReadAsNothingProven) {
+  const Plan plan = sample_plan();
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "json" : "yaml");
+    std::istringstream lines(json ? plan_to_json(plan) : plan_to_yaml(plan));
+    std::string older, line;
+    int dropped = 0;
+    while (std::getline(lines, line)) {
+      const bool bound = line.find("\"bound_s\"") != std::string::npos || line.find("bound_s:") != std::string::npos;
+      const bool gap = line.find("\"gap\"") != std::string::npos || line.find(" gap:") != std::string::npos;
+      if (bound || gap) {
+        ++dropped;
+        continue;
+      }
+      older += line + "\n";
+    }
+    ASSERT_EQ(dropped, 2);
+    if (json) older = replaced(older, "\"threads\": 16,", "\"threads\": 16");  // now the section's last key
+    const Plan read = plan_from_string(older, json, "old-plan");
+    EXPECT_EQ(read.search.threads, 16);
+    EXPECT_EQ(read.search.bound_s, 0.0);
+    EXPECT_EQ(read.search.gap, 1.0);
+  }
+}
+
+TEST(PlanIo, BoundAndGapMustBeProofs) {
+  const std::string json = plan_to_json(sample_plan());
+  const InputError gap =
+      input_error_of([&] { plan_from_string(replaced(json, "\"gap\": 0.0625", "\"gap\": 1.5"), true, "p.json"); });
+  EXPECT_EQ(gap.key(), "search.gap");
+  EXPECT_EQ(gap.allowed(), "a number from 0 to 1");
+  const InputError bound = input_error_of(
+      [&] { plan_from_string(replaced(json, "\"bound_s\": 1.875", "\"bound_s\": -2"), true, "p.json"); });
+  EXPECT_EQ(bound.key(), "search.bound_s");
 }
 
 // ------------------------------------------------------------ hand-written

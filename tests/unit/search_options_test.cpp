@@ -58,10 +58,10 @@ TEST(SearchOptions, EveryOptionHasAFlagAndAManifestKey) {
     EXPECT_FALSE(option.allowed.empty()) << option.name;
   }
   // The names the README documents.
-  for (const char* flag : {"--strategy", "--threads", "--top", "--time-limit", "--max-skeletons", "--checkpoint",
+  for (const char* flag : {"--strategy", "--threads", "--top", "--time-limit", "--gap", "--max-skeletons", "--checkpoint",
                            "--checkpoint-interval", "--exchange-interval", "--no-cache-exchange"})
     EXPECT_EQ(flags.count(flag), 1u) << flag;
-  for (const char* key : {"strategy", "threads", "top", "time_limit_s", "max_skeletons"})
+  for (const char* key : {"strategy", "threads", "top", "time_limit_s", "gap", "max_skeletons"})
     EXPECT_EQ(keys.count(key), 1u) << key;
 }
 
@@ -103,7 +103,7 @@ TEST(SearchOptions, OutOfRangeIsRefusedAlikeByFlagAndManifestKey) {
     EXPECT_EQ(key.value(), flag.value());
     EXPECT_EQ(key.allowed(), flag.allowed());
   }
-  EXPECT_GE(checked, 7);
+  EXPECT_GE(checked, 8);
 }
 
 TEST(SearchOptions, TheManifestReadsEveryEntryOptionAndHintsAtTypos) {
@@ -126,6 +126,25 @@ TEST(SearchOptions, ACheckpointNeedsTheAutohaapStrategy) {
   const InputError e = input_error_of([&] { validate_flags(config); });
   EXPECT_EQ(e.key(), "--checkpoint");
   EXPECT_EQ(e.value(), "x.ckpt");
+}
+
+TEST(SearchOptions, AGapNeedsTheAutohaapStrategy) {
+  SearchConfig config;
+  config.search.gap = 0.05;
+  EXPECT_NO_THROW(validate_flags(config));
+  EXPECT_NO_THROW(validate(config.search));
+  // Only the autohaap search proves a bound; a gap of 0 (run to the end)
+  // suits every strategy.
+  config.search.strategy = "metis";
+  const InputError e = input_error_of([&] { validate_flags(config); });
+  EXPECT_EQ(e.key(), "--gap");
+  EXPECT_EQ(e.value(), "0.05");
+  EXPECT_THROW(validate(config.search), InputError);
+  config.search.gap = 0;
+  EXPECT_NO_THROW(validate_flags(config));
+  // The manifest key reads like the flag.
+  const Manifest m = parse_manifest(std::string("options: {gap: 0.02}\n") + kEntries, "m.yaml", "");
+  EXPECT_EQ(m.options.gap, 0.02);
 }
 
 }  // namespace

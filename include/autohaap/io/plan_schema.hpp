@@ -133,6 +133,8 @@ void describe(V& v, S& s) {
   v.field("wall_s", s.wall_s);
   v.field("ranks", s.ranks);
   v.field("threads", s.threads);
+  v.optional("bound_s", s.bound_s, 0.0);  // plans from before proven bounds: nothing proven
+  v.optional("gap", s.gap, 1.0);
 }
 
 // A plan that was never estimated has no stage times; one that did not come

@@ -9,7 +9,7 @@
 // parallel layouts, not K splits of one.
 //
 // Thread safety: offer() and tighten() may be called from any thread at
-// once; bound() is a lock-free read. Cost: offer O(K) under a mutex.
+// once; bound() and best() are lock-free reads. Cost: offer O(K) under a mutex.
 #pragma once
 
 #include <limits>
@@ -39,6 +39,9 @@ class Incumbent {
   double bound() const { return bound_.load(); }
   // Lowers the bound with one known from elsewhere (a peer's K-th best).
   void tighten(double bound) { bound_.lower(bound); }
+  // The best iteration time held (infinity while none): what the search's
+  // gap is measured from (search_driver.hpp).
+  double best() const { return best_.load(); }
   // The plans held, best first.
   std::vector<Plan> plans() const;
 
@@ -47,6 +50,7 @@ class Incumbent {
   mutable std::mutex mutex_;
   std::vector<Plan> plans_;  // sorted, at most k_
   parallel::AtomicMin bound_;
+  parallel::AtomicMin best_;
 };
 
 // The K best plans of several lists (e.g. one per rank), one per skeleton,

@@ -12,6 +12,9 @@
 //  - ConcurrentMap is a hash map any thread may read and insert into at
 //    once; a value, once inserted, never changes.
 //  - AtomicMin is a double that only ever decreases, read without locks.
+//  - InOrderFrontier tracks, for items handed out in order and finished in
+//    any order, the first one not finished: what a best-first search has
+//    left starts there (its proven bound, searcher.hpp).
 // Cost: a task per worker per loop; map operations lock one bucket.
 #pragma once
 
@@ -25,8 +28,10 @@
 #include <atomic>
 #include <cstddef>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace autohaap::parallel {
 
@@ -113,6 +118,25 @@ class AtomicMin {
 
  private:
   std::atomic<double> value_;
+};
+
+// The first of n items not finished yet, as workers finish them out of
+// order. Thread-safe (a mutex: one call per finished item).
+class InOrderFrontier {
+ public:
+  explicit InOrderFrontier(std::size_t n) : finished_(n, 0) {}
+  // Marks item i finished; returns the first item not finished (n: all).
+  std::size_t finish(std::size_t i) {
+    std::lock_guard lock(mutex_);
+    finished_.at(i) = 1;
+    while (first_ < finished_.size() && finished_[first_]) ++first_;
+    return first_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<char> finished_;
+  std::size_t first_ = 0;
 };
 
 }  // namespace autohaap::parallel

@@ -24,6 +24,13 @@
 //     due. A participant whose queue ran dry takes every other chunk of the
 //     queue with the most work left; every participant applies the same
 //     rule to the same data, so the queues stay agreed without messages.
+//     Each report also carries the least lower bound of the skeletons the
+//     participant holds and has not finished (its open chunk's frontier,
+//     its queued chunks): with the job's best plan, a proven lower bound on
+//     the optimum, the same on every participant. With search.gap > 0 all
+//     stop at the first exchange where (best - bound) / best <= gap (alone:
+//     after any skeleton), and the status is gap_reached. The final bound
+//     and gap go to SearchStats (bound_s, gap): gap 0 when run to the end.
 //  5. Rank 0 gathers every top-K and merges them (merge_top_k): the bound
 //     only skips skeletons that cannot enter the final top-K and chunks are
 //     searched whole, so the answer is the exact top-K in canonical order,

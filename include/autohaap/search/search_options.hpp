@@ -42,6 +42,10 @@ struct SearchSettings {
   int threads = 0;                    // 0: all hardware threads
   int top_k = 1;
   double time_limit_s = 0;                    // 0: none; else stop and return the best so far
+  // autohaap: stop once the best plan is proven within this relative gap of
+  // the optimum ((best - bound) / best <= gap, searcher.hpp); 0: run to the
+  // end (the exact top-K).
+  double gap = 0;
   std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
   // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
   // count); beyond it the search stops with an InputError instead of
@@ -105,6 +109,8 @@ inline constexpr std::array kSearchOptions{
     SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},
     SearchOption{"time limit", "", "_s", &SearchSettings::time_limit_s, {0}, "a number of seconds >= 0 (0: none)",
                  "stop after S seconds with the best plan so far (exit 4)", true},
+    SearchOption{"gap", "", "", &SearchSettings::gap, {0}, "a number >= 0 (0: run to the end)",
+                 "stop once the best plan is proven within G of the optimum, e.g. 0.01 for 1% (exit 0)", true},
     SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
                  "most skeletons kept after initialization (about 1.7 KB each); bounds memory", true},
     SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},
@@ -150,10 +156,11 @@ std::string value_text(const SearchOption& option, const SearchConfig& config);
 // option's value in `config` is out of its range.
 void validate(const SearchOption& option, const SearchConfig& config);
 // Every option in table order, then the rules between options (a
-// checkpoint only with strategy autohaap: key "checkpoint").
+// checkpoint only with strategy autohaap: key "checkpoint"; a gap only
+// with strategy autohaap: key "gap").
 void validate(const SearchConfig& config);
-// The options of SearchSettings alone. run_search, the search driver and
-// the CLI call it first.
+// The options of SearchSettings alone, and the gap rule. run_search, the
+// search driver and the CLI call it first.
 void validate(const SearchSettings& settings);
 // validate(config) with the errors keyed by flag, file "command line".
 void validate_flags(const SearchConfig& config);

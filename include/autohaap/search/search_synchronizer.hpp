@@ -4,7 +4,8 @@
 // searched in rounds, the bound, rebalancing, the merge — and is the same
 // code for one process and for every rank of an MPI job; a synchronizer
 // only moves data, as OR-Tools CP-SAT's workers share through repositories:
-//  - bounds: every participant's top-K iteration times (RoundReport);
+//  - bounds: every participant's top-K iteration times and the least lower
+//    bound of the work it has left (RoundReport);
 //  - cache entries computed since the last round (exchange_cache);
 //  - chunk bookkeeping: the chunk table (share_chunks), finished chunks and
 //    stop and failure flags (RoundReport), the final plans and reports;
@@ -25,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +96,11 @@ struct RoundReport {
   std::int64_t evaluated = 0;     // cumulative, search phase
   std::int64_t skipped = 0;       // cumulative: skeletons skipped by the bound
   std::int64_t no_split = 0;      // cumulative: skeletons without a feasible split
+  // The least lower bound over the skeletons this participant holds and has
+  // not finished (its queued chunks, the frontier of one stopped inside);
+  // infinity when none. With the job's best plan, every participant
+  // computes the same proven bound on the optimum, hence the same gap.
+  double open_bound = std::numeric_limits<double>::infinity();
   bool stop = false;              // time limit or interrupt seen here
   bool checkpoint_now = false;    // rank 0 decides; everyone then joins the plan gather
   std::int32_t failure_code = 0;  // 0: none

@@ -5,7 +5,10 @@
 // Strategies, all scored by the same CostModel::estimate of the final plan:
 //   autohaap    memory-aware initialization, lower bounds, load balancer and
 //               latency cache; skeletons best lower bound first, each skipped
-//               once its bound cannot beat the K-th best plan so far.
+//               once its bound cannot beat the K-th best plan so far. Anytime:
+//               it proves a lower bound on the optimum as it goes
+//               (SearchStats::bound_s, gap; options.gap stops once close
+//               enough).
 //   exhaustive  every valid skeleton x every contiguous split x every
 //               per-stage recompute mode, each fully estimated; no pruning,
 //               no cache. Refused (InputError) when the candidate count
@@ -59,8 +62,17 @@ struct SearchProgress {
   std::int64_t evaluated = 0;  // full plan estimates so far
   std::int64_t pruned = 0;
   double best_iteration_s = std::numeric_limits<double>::infinity();
+  // autohaap: a proven lower bound on the iteration time of any plan of the
+  // space searched (0: none proven yet, e.g. during initialization); the
+  // gap is (best - bound) / best (search_gap).
+  double bound_s = 0;
   double elapsed_s = 0;
 };
+
+// The relative gap between the best iteration time found and a proven lower
+// bound on the optimum: (best - bound) / best, clamped to [0, 1]; 1 while
+// there is no plan (best infinite) or no bound (0).
+double search_gap(double best_s, double bound_s);
 
 // The settings and what the caller hands the search at run time.
 struct SearchOptions : SearchSettings {
@@ -123,6 +135,10 @@ struct PreparedSearch {
   // stopped), and the bound they set (infinity: none).
   std::vector<Plan> probes;
   double threshold_s = std::numeric_limits<double>::infinity();
+  // A lower bound on the iteration time of every plan in the space from
+  // per-layer rates alone (no memory, no communication; 0: none): what a
+  // search stopped during initialization can still prove.
+  double rate_bound_s = 0;
   bool stopped = false;  // cancel or deadline: `skeletons` is incomplete
 };
 
@@ -146,8 +162,17 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
 struct ShareControl {
   StopCondition stop;  // asked before and inside every skeleton
   // After each skeleton balanced (any worker, possibly concurrently):
-  // whether it produced a fully estimated plan.
+  // whether it produced a fully estimated plan. `open_bound` is updated
+  // before it is called.
   std::function<void(bool estimated)> on_skeleton;
+  // When set, kept equal to the least lower bound over the share's
+  // skeletons not balanced yet and `rest_bound` (the least lower bound of
+  // what the caller still holds after this share): with the incumbent's
+  // best, a proven lower bound on the optimum (the search's gap). A
+  // skeleton skipped by the bound stays counted: its lower bound is already
+  // above the incumbent's best, so it never lowers that minimum.
+  std::atomic<double>* open_bound = nullptr;
+  double rest_bound = std::numeric_limits<double>::infinity();
 };
 
 struct ShareOutcome {
@@ -158,7 +183,8 @@ struct ShareOutcome {
 };
 
 // Searches skeletons[positions[j]] in the given order (ascending positions
-// keep best-first order), offering each skeleton's best plan to `incumbent`.
+// keep best-first order), offering each skeleton's best plan to `incumbent`
+// (the balancer is exact: that plan is the skeleton's optimum).
 // Once a skeleton's lower bound exceeds incumbent.bound(), it and every later
 // one are skipped, so positions must be in ascending lower-bound order.
 ShareOutcome search_share(const CostModel& cost, const MemoryPruner& memory, LatencyCache& cache,

@@ -1,5 +1,7 @@
 // StopCondition: whether a search must stop now — its cancel flag was
-// raised (SIGINT, SIGTERM, a caller) or its time limit has passed — and
+// raised (SIGINT, SIGTERM, a caller), its time limit has passed or its goal
+// was met (the search driver raises `goal` once the requested --gap is
+// proven) — and
 // Stopwatch, the clock a search's time is measured on. Every long loop of
 // every strategy, initialization included, and the search driver ask
 // the same StopCondition, so a time limit or a signal stops them all alike
@@ -29,6 +31,7 @@ struct StopCondition {
   const std::atomic<bool>* cancel = nullptr;  // stop once set; nullptr: never
   double deadline_s = 0;                      // stop once `clock` passes it; 0: no deadline
   std::function<double()> clock;              // seconds since the search started
+  const std::atomic<bool>* goal = nullptr;    // stop once set: what was asked for is reached; nullptr: never
 
   // A search's condition: its cancel flag and its time limit on `watch`
   // (which must outlive the condition).
@@ -39,6 +42,7 @@ struct StopCondition {
   // Whether to stop now.
   bool operator()() const {
     if (cancel && cancel->load(std::memory_order_relaxed)) return true;
+    if (goal && goal->load(std::memory_order_relaxed)) return true;
     return deadline_s > 0 && clock && clock() > deadline_s;
   }
 };
