@@ -4,6 +4,7 @@
 // set's time with its sends, fit = every set's); and a case checked by hand.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/search/replica_shares.hpp"
 #include "plan_fixtures.hpp"
 
@@ -139,9 +141,18 @@ TEST(ReplicaShares, ThreeSetsMatchEveryShareVector) {
   }
 }
 
+// tp 4 replica sets (set_replica_sets needs tp before the sets).
+StagePlan tp4(std::vector<ReplicaSet> sets) {
+  StagePlan s;
+  s.tp = 4;
+  set_replica_sets(s, std::move(sets));
+  return s;
+}
+
 // Where memory binds: gpt3-6.7b's second half with no recompute on one
-// A100-40GB and one V100-32GB replica holds only a few sequences each, so
-// some splits do not fit (and at the largest B none does).
+// A100-40GB and one V100-32GB replica of tp 4 holds only a few sequences
+// each (about 4 GiB of activations per sequence), so some splits do not
+// fit (and at the largest B none does).
 TEST(ReplicaShares, MemoryLimitsTheSharesLikeEveryVectorSays) {
   const Problem pb = problem_of("gpt3-6.7b", "mixed-a100-v100");
   const CostModel model(pb);
@@ -149,7 +160,7 @@ TEST(ReplicaShares, MemoryLimitsTheSharesLikeEveryVectorSays) {
   for (int B = 2; B <= 16; ++B) {
     Plan plan = two_stage("gpt3-6.7b", "mixed-a100-v100", 32,
                           make_stage(0, "a100-40gb", 0, 4, 1, 0, 0, Recompute::full),
-                          sets_stage({set("a100-40gb", 0, 4, 1), set("v100-32gb", 1, 0, 1)}), B);
+                          tp4({set("a100-40gb", 0, 4, 4), set("v100-32gb", 1, 0, 4)}), B);
     const Best best = brute_force(model, plan, 1);
     constrained += best.infeasible > 0 && !best.vectors.empty();
     impossible += best.vectors.empty();
@@ -166,7 +177,7 @@ TEST(ReplicaShares, MemoryLimitsTheSharesLikeEveryVectorSays) {
 // (no pipeline sends): at B = 3k the split (2k, k) paces both sets alike,
 // and any other split gives one of them more work, so the shares are 2:1.
 TEST(ReplicaShares, TwiceAsFastTakesTwiceTheShare) {
-  Problem pb = problem_of("gpt3-1.3b", "mixed-a100-v100");
+  Problem pb = problem_of("gpt3-350m", "mixed-a100-v100");
   DeviceSpec half = pb.cluster.groups[0].device;
   half.name = "a100-half";
   half.peak_tflops /= 2, half.peak_fp32_tflops /= 2, half.peak_tf32_tflops /= 2, half.hbm_GBps /= 2;
@@ -176,11 +187,12 @@ TEST(ReplicaShares, TwiceAsFastTakesTwiceTheShare) {
   for (int k = 1; k <= 4; ++k) {
     for (const bool fast_first : {true, false}) {
       Plan plan;
-      plan.model = "gpt3-1.3b", plan.cluster = pb.cluster.name;
+      plan.model = "gpt3-350m", plan.cluster = pb.cluster.name;
       plan.micro_batch_size = 3 * k, plan.num_micro_batches = 8, plan.global_batch = 24 * k, plan.zero = 1;
       StagePlan s = fast_first ? sets_stage({set("a100-40gb", 0, 0, 1), set("a100-half", 1, 0, 1)})
                                : sets_stage({set("a100-half", 1, 0, 1), set("a100-40gb", 0, 0, 1)});
       s.layer_begin = 0, s.layer_end = 24;
+      s.recompute = Recompute::full;  // the activations of 12 sequences fit
       plan.stages = {s};
       const ReplicaShares got = choose_replica_shares(model, plan, 0);
       ASSERT_TRUE(got.found());
@@ -190,6 +202,25 @@ TEST(ReplicaShares, TwiceAsFastTakesTwiceTheShare) {
       EXPECT_NEAR(got.sets[0].time_s() / got.sets[1].time_s(), 1.0, 1e-9) << "B = " << 3 * k;
     }
   }
+}
+
+// AMP's pp 1 x tp 2 x dp 8 trial on 12 V100 + 4 T4 (tests/data/amp/):
+// DeepSpeed gives each of the 6 V100 and 2 T4 replicas 4 sequences of
+// B = 32. A T4 runs at about a third of a V100 here, so the chosen split
+// gives the V100 replicas more (6 q + 2 p = 32 leaves q = 5, p = 1) and
+// paces the stage faster than AMP's equal split, one of the vectors the
+// DP weighs.
+TEST(ReplicaShares, AmpsEqualSplitOnV100AndT4IsBeaten) {
+  const std::string dir = std::string(AUTOHAAP_TEST_DATA_DIR) + "/amp/";
+  const Problem pb = load_problem(dir + "gpt2-1024.yaml", dir + "v100-t4.yaml", dir + "deepspeed-fp16.yaml");
+  const CostModel model(pb);
+  const Plan plan = read_plan(dir + "pp1_tp2_dp8_mb4.yaml");
+  const StageEstimate equal = model.stage(plan, 0);
+  const ReplicaShares got = choose_replica_shares(model, plan, 0);
+  ASSERT_TRUE(got.found());
+  EXPECT_EQ(got.sequences, (std::vector<int>{30, 2}));
+  EXPECT_LT(got.pace_s, equal.time_s() + equal.p2p_s);
+  expect_optimal(model, plan, 0, "AMP pp1 tp2 dp8");
 }
 
 TEST(ReplicaShares, NoSplitBelowOneSequencePerReplica) {
