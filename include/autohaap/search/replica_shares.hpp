@@ -1,8 +1,9 @@
 // Replica shares: how a stage whose data-parallel replicas sit on several
 // device types (replica sets, plan.hpp ReplicaSet) should split each
 // micro-batch among its sets. A faster device's replicas should take more
-// sequences (AMP, Li et al. 2022, Sec. 3.2, balances dp replicas of unequal
-// speed; HexiScale and Poplar give each device a batch share by its speed),
+// sequences (Poplar, Zhang et al. 2025, sizes each GPU's batch by its
+// speed and memory; AMP's DeepSpeed runs, Li et al. 2022, give every
+// replica the same, which tests/data/amp/ shows is slower on V100 + T4),
 // but only as many as fit its memory.
 //
 // Problem. Stage i of `plan` has sets k = 1..S, set k being r_k replicas
