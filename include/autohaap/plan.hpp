@@ -60,6 +60,16 @@ struct StagePlan {
   bool has_replica_sets() const { return !replicas.empty(); }
   // Replicas of set k (gpus / (tp * cp)).
   int set_replicas(std::size_t k) const { return replicas.at(k).gpus / (tp * cp); }
+  // The stage's device types: its own, or its sets' in order of first use
+  // joined by '+' ("a100-40gb+v100-32gb"): what a one-line description of
+  // the stage names.
+  std::string devices() const {
+    if (!has_replica_sets()) return device;
+    std::string out;
+    for (const auto& r : replicas)
+      if (("+" + out + "+").find("+" + r.device + "+") == std::string::npos) out += (out.empty() ? "" : "+") + r.device;
+    return out;
+  }
   // Whether the sets are not all of one device type.
   bool mixes_devices() const {
     for (const auto& r : replicas)
@@ -80,6 +90,24 @@ inline void set_replica_sets(StagePlan& s, std::vector<ReplicaSet> sets) {
   s.group = s.replicas.front().group;
   s.device = s.replicas.front().device;
   s.first_gpu = s.replicas.front().first_gpu;
+}
+
+// A stage in a few characters, as the pipeline summaries print it:
+// "device:TPxDP" ("device:TPxCPxDP" with cp > 1); a stage of replica sets
+// names each set's device and replica count, "a100-40gb+v100-32gb:1x(2+2)".
+inline std::string stage_summary(const StagePlan& s) {
+  std::string devices, replicas;
+  if (!s.has_replica_sets()) {
+    devices = s.device;
+    replicas = std::to_string(s.dp);
+  } else {
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+      devices += (k ? "+" : "") + s.replicas[k].device;
+      replicas += (k ? "+" : "(") + std::to_string(s.set_replicas(k));
+    }
+    replicas += ")";
+  }
+  return devices + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") + replicas;
 }
 
 // Per-GPU memory of one stage, bytes.

@@ -35,7 +35,7 @@ struct ExportArgs {
 
 std::string uniform_description(const Plan& p) {
   const StagePlan& s = p.stages.front();
-  return s.device + ": tp " + std::to_string(s.tp) + " x pp " + std::to_string(p.stages.size()) + " x dp " +
+  return s.devices() + ": tp " + std::to_string(s.tp) + " x pp " + std::to_string(p.stages.size()) + " x dp " +
          std::to_string(s.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, micro-batch " +
          std::to_string(p.micro_batch_size / s.dp) + " per replica, recompute " + to_string(s.recompute) +
          ", layers split evenly";

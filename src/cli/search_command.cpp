@@ -83,8 +83,7 @@ std::string format_top_table(const std::vector<Plan>& top) {
     std::string pipeline;
     for (const StagePlan& s : p.stages) {
       if (!pipeline.empty()) pipeline += " > ";
-      pipeline += s.device + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") +
-                  std::to_string(s.dp) + "[" + std::to_string(s.num_layers()) + "]";
+      pipeline += stage_summary(s) + "[" + std::to_string(s.num_layers()) + "]";
     }
     if (p.vpp > 1) pipeline += "  (vpp " + std::to_string(p.vpp) + ")";
     std::snprintf(buf, sizeof buf, "%-4zu %12.4f %12.0f %7.4f %6zu %4d  ", i + 1, p.predicted.iteration_time_s,

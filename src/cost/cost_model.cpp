@@ -565,6 +565,14 @@ std::vector<StageEstimate> CostModel::replica_set_estimates(const Plan& plan, in
   return out;
 }
 
+std::size_t CostModel::pacing_set(const std::vector<StageEstimate>& sets) {
+  auto pace = [](const StageEstimate& e) { return e.time_s() + e.p2p_s; };
+  return static_cast<std::size_t>(
+      std::max_element(sets.begin(), sets.end(),
+                       [&](const StageEstimate& a, const StageEstimate& b) { return pace(a) < pace(b); }) -
+      sets.begin());
+}
+
 StageEstimate CostModel::stage(const Plan& plan, int i) const {
   const std::vector<StageEstimate> sets = replica_set_estimates(plan, i);
   if (sets.size() == 1) return sets.front();
@@ -575,10 +583,8 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
   // estimate already does). The optimizer steps run in parallel: the
   // slowest. Memory: the set nearest its device's capacity, so the stage
   // fits exactly when every set does.
-  auto pace = [](const StageEstimate& e) { return e.time_s() + e.p2p_s; };
   auto load = [](const StageEstimate& e) { return e.memory.total() / e.capacity_bytes; };
-  StageEstimate e = *std::max_element(sets.begin(), sets.end(),
-                                      [&](const StageEstimate& a, const StageEstimate& b) { return pace(a) < pace(b); });
+  StageEstimate e = sets[pacing_set(sets)];
   const StageEstimate& fullest =
       *std::max_element(sets.begin(), sets.end(), [&](const StageEstimate& a, const StageEstimate& b) { return load(a) < load(b); });
   e.memory = fullest.memory;

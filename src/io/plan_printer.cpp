@@ -31,47 +31,28 @@ std::string parallel_degrees(const StagePlan& s, const char* separator) {
   return out + std::to_string(s.dp);
 }
 
-// A stage's devices: its own, or its replica sets' ("A100+V100").
-std::string devices_of(const StagePlan& s) {
-  if (!s.has_replica_sets()) return s.device;
-  std::string out;
-  for (const ReplicaSet& r : s.replicas)
-    if (("+" + out + "+").find("+" + r.device + "+") == std::string::npos) out += (out.empty() ? "" : "+") + r.device;
-  return out;
-}
+}  // namespace
 
-// One row per one-device stage, one per replica set of the others: "3",
-// or "3a", "3b", ... (the sets in the plan's order).
-struct StageRow {
-  std::string label;
-  std::string device;
-  int gpus = 0;
-  int dp = 0;
-  const ReplicaSet* set = nullptr;
-  bool slowest = false;  // the set that paces its stage
-  StageEstimate estimate;
-};
-
-std::string set_label(int i, std::size_t k) {
-  return std::to_string(i) + (k < 26 ? std::string(1, static_cast<char>('a' + k)) : "." + std::to_string(k));
+std::string replica_set_label(int stage_index, std::size_t set_index) {
+  return std::to_string(stage_index) +
+         (set_index < 26 ? std::string(1, static_cast<char>('a' + set_index)) : "." + std::to_string(set_index));
 }
 
 std::vector<StageRow> stage_rows(const CostModel& model, const Plan& plan, int i) {
-  const StagePlan& s = plan.stages[i];
-  if (!s.has_replica_sets()) return {{std::to_string(i), s.device, s.gpus, s.dp, nullptr, false, model.stage(plan, i)}};
+  const StagePlan& s = plan.stages.at(i);
+  if (!s.has_replica_sets())
+    return {{std::to_string(i), s.device, s.group, s.first_gpu, s.gpus, s.dp, plan.micro_batch_size, false, false,
+             model.stage(plan, i)}};
   const std::vector<StageEstimate> sets = model.replica_set_estimates(plan, i);
   std::vector<StageRow> rows;
-  std::size_t slowest = 0;
   for (std::size_t k = 0; k < sets.size(); ++k) {
     const ReplicaSet& r = s.replicas[k];
-    rows.push_back({set_label(i, k), r.device, r.gpus, s.set_replicas(k), &r, false, sets[k]});
-    if (sets[k].time_s() + sets[k].p2p_s > sets[slowest].time_s() + sets[slowest].p2p_s) slowest = k;
+    rows.push_back({replica_set_label(i, k), r.device, r.group, r.first_gpu, r.gpus, s.set_replicas(k), r.sequences,
+                    true, false, sets[k]});
   }
-  rows[slowest].slowest = true;
+  rows[CostModel::pacing_set(sets)].paces = true;
   return rows;
 }
-
-}  // namespace
 
 std::string format_stage_table(const CostModel& model, const Plan& plan) {
   const bool any_cp = std::any_of(plan.stages.begin(), plan.stages.end(), [](const StagePlan& s) { return s.cp > 1; });
@@ -91,10 +72,10 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
                                        layer_range(s).c_str(), to_string(s.recompute), e.forward_s * 1e3,
                                        e.backward_s * 1e3, e.p2p_s * 1e3, e.dp_sync_s * 1e3, e.optimizer_s * 1e3,
                                        e.memory.total() / kGiB, e.capacity_bytes / kGiB, e.fits() ? "yes" : "NO");
-      if (row.set) {
+      if (row.replica_set) {
         any_sets = true;
-        line += printf_string("  %d of %d sequences%s", row.set->sequences, plan.micro_batch_size,
-                              row.slowest ? ", slowest" : "");
+        line += printf_string("  %d of %d sequences%s", row.sequences, plan.micro_batch_size,
+                              row.paces ? ", slowest" : "");
       }
       out += line + "\n";
     }
@@ -117,14 +98,20 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
     out += printf_string("interleaved 1F1B: %d chunks per stage; fwd/bwd are all of a stage's chunks for one "
                          "micro-batch, send all of its chunks' transfers\n",
                          plan.vpp);
-  // An fp8 plan on a device without FP8 runs that stage's GEMMs in 16 bits.
+  // An fp8 plan on a device without FP8 runs that stage's GEMMs (or that
+  // replica set's) in 16 bits.
   const Problem& problem = model.problem();
   if (problem.training.precision == Precision::fp8) {
-    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-      const DeviceSpec& d = problem.cluster.groups.at(plan.stages[i].group).device;
+    auto note = [&](const std::string& label, int group) {
+      const DeviceSpec& d = problem.cluster.groups.at(group).device;
       if (!gemms_in_fp8(problem.training.precision, d))
-        out += printf_string("stage %d (%s) has no FP8: its GEMMs run in %s\n", i, d.name.c_str(),
+        out += printf_string("stage %s (%s) has no FP8: its GEMMs run in %s\n", label.c_str(), d.name.c_str(),
                              d.has_bf16 ? "BF16" : "FP16");
+    };
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+      const StagePlan& s = plan.stages[i];
+      if (!s.has_replica_sets()) note(std::to_string(i), s.group);
+      for (std::size_t k = 0; k < s.replicas.size(); ++k) note(replica_set_label(i, k), s.replicas[k].group);
     }
   }
   return out;
@@ -152,8 +139,8 @@ std::string format_fit_problems(const CostModel& model, const Plan& plan) {
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     for (const StageRow& row : stage_rows(model, plan, i)) {
       const StageEstimate& e = row.estimate;
-      const std::string where = (row.set ? "stage " + row.label + " (replica set" : "stage " + row.label + " (") +
-                                (row.set ? " on " : "") + row.device + ", layers " + layer_range(plan.stages[i]) + ")";
+      const std::string where = (row.replica_set ? "stage " + row.label + " (replica set" : "stage " + row.label + " (") +
+                                (row.replica_set ? " on " : "") + row.device + ", layers " + layer_range(plan.stages[i]) + ")";
       const double spare = e.capacity_bytes - e.memory.total();
       if (e.fits() && spare < kTightFraction * e.capacity_bytes) {
         out += printf_string("%s fits with only %.2f GiB to spare of %.2f GiB: the prediction's "
@@ -178,7 +165,7 @@ std::string format_summary_block(const Plan& plan, PlanStatus status,
   std::string stages;
   for (const StagePlan& s : plan.stages) {
     if (!stages.empty()) stages += " | ";
-    stages += devices_of(s) + " " + parallel_degrees(s, "x") + " " + layer_range(s) + " " +
+    stages += s.devices() + " " + parallel_degrees(s, "x") + " " + layer_range(s) + " " +
               to_string(s.recompute);
   }
   std::string out = "== AutoHAAP summary ==\n";

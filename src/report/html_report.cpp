@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autohaap/io/plan_printer.hpp"
 #include "autohaap/report/svg_report.hpp"
 #include "autohaap/report/timeline.hpp"
 #include "autohaap/units.hpp"
@@ -21,6 +22,7 @@ td{white-space:nowrap}
 th{vertical-align:bottom}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.over td{color:#d62728}
+tr.slowest td{font-weight:bold}
 table.summary th{font-weight:normal;color:#555}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:6px;vertical-align:baseline}
 figure{margin:16px 0}
@@ -92,31 +94,52 @@ std::string render_html_report(const CostModel& model, const Plan& plan, const s
     out += "</table>\n";
   }
 
+  // One row per one-device stage and one per replica set (plan_printer's
+  // rows, so the report and `estimate` agree): each set on its own device,
+  // GPUs and share of the micro-batch, with its own times and memory; the
+  // set that paces its stage is marked. Idle is the stage's (its schedule
+  // row is one, paced by that set).
   out += "<h2>Stages</h2>\n<table class=\"stages\">\n<tr><th>stage</th><th>device</th><th>GPUs</th>"
-         "<th>tp × dp</th><th>layers</th><th>recompute</th><th>forward ms</th><th>backward ms</th>"
-         "<th>send ms</th><th>grad sync ms</th><th>optimizer ms</th><th>memory GiB</th><th>capacity GiB</th>"
-         "<th>idle</th></tr>\n";
+         "<th>tp × dp</th><th>layers</th><th>recompute</th><th>sequences</th><th>forward ms</th>"
+         "<th>backward ms</th><th>send ms</th><th>grad sync ms</th><th>optimizer ms</th><th>memory GiB</th>"
+         "<th>capacity GiB</th><th>idle</th></tr>\n";
+  bool any_sets = false;
   for (int i = 0; i < p; ++i) {
     const StagePlan& s = plan.stages[i];
-    const StageEstimate& e = est[i];
-    const int d = device_index(devices, s.device);
-    out += std::string(e.fits() ? "<tr>" : "<tr class=\"over\">") + cell(std::to_string(i), true);
-    out += "<td><span class=\"swatch\" style=\"background:" + device_colour(d) + "\"></span>" + escape(s.device) +
-           "</td>";
-    out += cell(std::to_string(s.gpus) + " (group " + std::to_string(s.group) + ", GPUs " +
-                    std::to_string(s.first_gpu) + "–" + std::to_string(s.first_gpu + s.gpus - 1) + ")",
-                true);
-    out += cell(std::to_string(s.tp) + " × " + std::to_string(s.dp), true);
-    out += cell(std::to_string(s.layer_begin) + "–" + std::to_string(s.layer_end - 1) + " (" +
-                    std::to_string(s.num_layers()) + ")",
-                true);
-    out += cell(to_string(s.recompute));
-    out += cell(ms(e.forward_s), true) + cell(ms(e.backward_s), true) + cell(ms(e.p2p_s), true) +
-           cell(ms(e.dp_sync_s), true) + cell(ms(e.optimizer_s), true);
-    out += cell(fixed(e.memory.total() / kGiB, 2), true) + cell(fixed(e.capacity_bytes / kGiB, 1), true);
-    out += cell(fixed(100 * timeline.idle_fraction(i), 0) + "%", true) + "</tr>\n";
+    for (const StageRow& r : stage_rows(model, plan, i)) {
+      const StageEstimate& e = r.estimate;
+      const int d = device_index(devices, r.device);
+      any_sets = any_sets || r.replica_set;
+      std::string classes = std::string(r.replica_set ? "set" : "") + (r.paces ? " slowest" : "") +
+                            (e.fits() ? "" : " over");
+      if (!classes.empty() && classes.front() == ' ') classes.erase(0, 1);
+      out += (classes.empty() ? std::string("<tr>") : "<tr class=\"" + classes + "\">") + cell(r.label, true);
+      out += "<td><span class=\"swatch\" style=\"background:" + device_colour(d) + "\"></span>" +
+             escape(r.device) + "</td>";
+      out += cell(std::to_string(r.gpus) + " (group " + std::to_string(r.group) + ", GPUs " +
+                      std::to_string(r.first_gpu) + "–" + std::to_string(r.first_gpu + r.gpus - 1) + ")",
+                  true);
+      out += cell(std::to_string(s.tp) + " × " + (s.cp > 1 ? std::to_string(s.cp) + " × " : "") +
+                      std::to_string(r.dp),
+                  true);
+      out += cell(std::to_string(s.layer_begin) + "–" + std::to_string(s.layer_end - 1) + " (" +
+                      std::to_string(s.num_layers()) + ")",
+                  true);
+      out += cell(to_string(s.recompute));
+      out += cell(std::to_string(r.sequences) + " of " + std::to_string(plan.micro_batch_size) +
+                  (r.paces ? ", slowest" : ""));
+      out += cell(ms(e.forward_s), true) + cell(ms(e.backward_s), true) + cell(ms(e.p2p_s), true) +
+             cell(ms(e.dp_sync_s), true) + cell(ms(e.optimizer_s), true);
+      out += cell(fixed(e.memory.total() / kGiB, 2), true) + cell(fixed(e.capacity_bytes / kGiB, 1), true);
+      out += cell(fixed(100 * timeline.idle_fraction(i), 0) + "%", true) + "</tr>\n";
+    }
   }
   out += "</table>\n";
+  if (any_sets) {
+    out += "<p class=\"sets-note\">Stages <i>N</i>a, <i>N</i>b, …: the replica sets of stage <i>N</i>, each on its "
+           "own device with its share of every micro-batch (tp × dp: its replicas); the slowest paces the stage, "
+           "the gradient sync spans all of them.</p>\n";
+  }
 
   // The tables above already summarize the plan: the picture goes without.
   const std::string picture = render_svg_element(model, plan, SvgReportOptions{.summary = false});

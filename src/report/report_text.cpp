@@ -59,8 +59,12 @@ std::string stage_chunks(const StagePlan& s, int vpp) {
 
 std::vector<std::string> device_order(const Plan& plan) {
   std::vector<std::string> order;
+  auto use = [&](const std::string& device) {
+    if (std::find(order.begin(), order.end(), device) == order.end()) order.push_back(device);
+  };
   for (const StagePlan& s : plan.stages) {
-    if (std::find(order.begin(), order.end(), s.device) == order.end()) order.push_back(s.device);
+    if (!s.has_replica_sets()) use(s.device);
+    for (const ReplicaSet& r : s.replicas) use(r.device);
   }
   return order;
 }

@@ -27,7 +27,8 @@ std::string stage_layers(const StagePlan& stage);
 // (chunk_layers): "chunks 4+3+3"; "" when vpp is 1.
 std::string stage_chunks(const StagePlan& stage, int vpp);
 
-// Device types in order of first use along the pipeline; a device's colour
+// Device types in order of first use along the pipeline (a stage's replica
+// sets in their order); a device's colour
 // is its index here, so one device keeps one colour in every picture.
 std::vector<std::string> device_order(const Plan& plan);
 int device_index(const std::vector<std::string>& order, const std::string& device);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "autohaap/io/plan_printer.hpp"
 #include "autohaap/report/timeline.hpp"
 #include "autohaap/units.hpp"
 #include "report_text.hpp"
@@ -183,12 +184,23 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
   return out;
 }
 
+// The replicas of a stage as its label counts them: "4", or per replica
+// set in the plan's order, "2+2".
+std::string replica_counts(const StagePlan& s) {
+  if (!s.has_replica_sets()) return std::to_string(s.dp);
+  std::string out;
+  for (std::size_t k = 0; k < s.replicas.size(); ++k) out += (k ? "+" : "") + std::to_string(s.set_replicas(k));
+  return out;
+}
+
 void stage_label(std::string& out, const StagePlan& s, int i, int vpp, const Layout& L) {
   const double top = L.row_top(i), h = L.row_height;
   const std::string chunks = vpp > 1 ? " in " + stage_chunks(s, vpp) : "";
-  const std::string name = "Stage " + std::to_string(i) + " — " + s.device;
+  // A stage of replica sets names each set's device, and its dp each set's
+  // replicas ("dp 2+2"): the sets' own rows are in the bars below.
+  const std::string name = "Stage " + std::to_string(i) + " — " + s.devices();
   const std::string gpus = std::to_string(s.gpus) + (s.gpus == 1 ? " GPU" : " GPUs") + " (tp " +
-                           std::to_string(s.tp) + " × dp " + std::to_string(s.dp) + ")";
+                           std::to_string(s.tp) + " × dp " + replica_counts(s) + ")";
   if (h >= 38) {
     out += text(12, top + h / 2 - 7, name, "font-size=\"12\" font-weight=\"bold\"");
     out += text(12, top + h / 2 + 6, gpus, "font-size=\"10.5\"");
@@ -198,8 +210,8 @@ void stage_label(std::string& out, const StagePlan& s, int i, int vpp, const Lay
     out += text(12, top + h / 2 + 10, stage_layers(s) + chunks, "font-size=\"10\"");
   } else {
     out += text(12, top + h / 2 + 3.5,
-                "S" + std::to_string(i) + " " + s.device + " tp" + std::to_string(s.tp) + "×dp" +
-                    std::to_string(s.dp) + " L" + std::to_string(s.layer_begin) + "–" +
+                "S" + std::to_string(i) + " " + s.devices() + " tp" + std::to_string(s.tp) + "×dp" +
+                    replica_counts(s) + " L" + std::to_string(s.layer_begin) + "–" +
                     std::to_string(s.layer_end - 1) + (vpp > 1 ? " ×" + std::to_string(vpp) : ""),
                 "font-size=\"" + px(std::clamp(h * 0.55, 7.0, 10.0)) + "\"");
   }
@@ -320,9 +332,17 @@ void bar_axis(std::string& out, double x0, double x1, double y, double max, doub
 struct Picture {
   const Plan& plan;
   std::vector<StageEstimate> est;
+  std::vector<std::vector<StageRow>> rows;  // per stage: itself, or its replica sets
   Timeline timeline;
   std::vector<std::string> devices;
   int stages() const { return static_cast<int>(plan.stages.size()); }
+  // The device whose colour a stage's schedule row takes: its own, or the
+  // set that paces it.
+  const std::string& pacing_device(int i) const {
+    for (const StageRow& r : rows[i])
+      if (r.paces) return r.device;
+    return rows[i].front().device;
+  }
 };
 
 // The 1F1B timeline from `top`, with its axis and legend; returns where the
@@ -395,8 +415,8 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
   for (int i = 0; i < p; ++i) {
     const StagePlan& s = pic.plan.stages[i];
     const StageTimeline& st = timeline.stages[i];
-    const int d = device_index(pic.devices, s.device);
-    out += "<g class=\"stage-row\" data-stage=\"" + std::to_string(i) + "\" data-device=\"" + escape(s.device) +
+    const int d = device_index(pic.devices, pic.pacing_device(i));
+    out += "<g class=\"stage-row\" data-stage=\"" + std::to_string(i) + "\" data-device=\"" + escape(s.devices()) +
            "\">\n";
     stage_label(out, s, i, v, L);
     for (int c = 0; c < v; ++c) {
@@ -438,35 +458,44 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
 
 // Per-stage bars from `top`: the time of one micro-batch (left) and the
 // memory per GPU against capacity (right), with axes and legends; returns
-// the bottom.
+// the bottom. A stage of replica sets has a row per set, each against its
+// own device's capacity (the stage fits when every set does).
 double draw_stage_bars(std::string& out, const Picture& pic, double top) {
-  const int p = pic.stages();
+  std::vector<const StageRow*> rows;
+  std::vector<int> stage_of;
+  for (int i = 0; i < pic.stages(); ++i) {
+    for (const StageRow& r : pic.rows[i]) rows.push_back(&r), stage_of.push_back(i);
+  }
+  const int n = static_cast<int>(rows.size());
   constexpr double kTimeLabel = 20, kTimeX0 = 90, kTimeX1 = 590;
   constexpr double kMemLabel = 720, kMemX0 = 790, kMemX1 = 1240;
-  const double row = std::clamp(360.0 / p, 14.0, 28.0), bar_h = row * 0.7, rows_top = top + 14;
+  const double row = std::clamp(360.0 / n, 14.0, 28.0), bar_h = row * 0.7, rows_top = top + 14;
   out += text(kTimeLabel, top, "Time of one micro-batch per stage", "font-size=\"14\" font-weight=\"bold\"");
   out += text(kMemLabel, top, "Memory per GPU against the device's capacity", "font-size=\"14\" font-weight=\"bold\"");
 
   double max_time = 0, max_memory = 0;
   int slowest = 0;
-  for (int i = 0; i < p; ++i) {
-    const StageEstimate& e = pic.est[i];
-    if (e.time_s() + e.p2p_s > max_time) max_time = e.time_s() + e.p2p_s, slowest = i;
+  for (int j = 0; j < n; ++j) {
+    const StageEstimate& e = rows[j]->estimate;
+    if (e.time_s() + e.p2p_s > max_time) max_time = e.time_s() + e.p2p_s, slowest = j;
     max_memory = std::max({max_memory, e.memory.total(), e.capacity_bytes});
   }
   if (!(max_time > 0)) max_time = 1;
   max_memory = max_memory > 0 ? 1.02 * max_memory : 1;
   const double time_scale = (kTimeX1 - kTimeX0) / max_time, mem_scale = (kMemX1 - kMemX0) / max_memory;
 
-  for (int i = 0; i < p; ++i) {
-    const StageEstimate& e = pic.est[i];
-    const int d = device_index(pic.devices, pic.plan.stages[i].device);
-    const double row_top = rows_top + i * row, y = row_top + (row - bar_h) / 2, baseline = y + bar_h - 3;
-    const std::string stage_attr = "data-stage=\"" + std::to_string(i) + "\"";
+  for (int j = 0; j < n; ++j) {
+    const StageRow& r = *rows[j];
+    const StageEstimate& e = r.estimate;
+    const int d = device_index(pic.devices, r.device);
+    const double row_top = rows_top + j * row, y = row_top + (row - bar_h) / 2, baseline = y + bar_h - 3;
+    const std::string stage_attr = "data-stage=\"" + std::to_string(stage_of[j]) + "\"" +
+                                   (r.replica_set ? " data-set=\"" + r.label + "\"" : std::string());
+    const std::string name = "Stage " + r.label;
 
     // Forward, backward and sends of one micro-batch: what paces 1F1B.
     out += "<g class=\"time-bar\" " + stage_attr + ">\n";
-    out += text(kTimeLabel, baseline, "Stage " + std::to_string(i), "font-size=\"11\"");
+    out += text(kTimeLabel, baseline, name, "font-size=\"11\"");
     double x = kTimeX0;
     const std::array<std::pair<double, std::string>, 3> parts = {{{e.forward_s, device_tint(d)},
                                                                   {e.backward_s, device_colour(d)},
@@ -477,14 +506,20 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
                   "fill=\"" + parts[k].second + "\" class=\"" + part_class[k] + "\"");
       x += parts[k].first * time_scale;
     }
-    const bool mark = i == slowest && p > 1;
-    out += text(x + 6, baseline, duration(e.time_s() + e.p2p_s) + (mark ? "  slowest" : ""),
+    // The slowest of all rows paces the pipeline; a set that paces only its
+    // own stage says so.
+    const bool mark = j == slowest && n > 1;
+    const std::string share = r.replica_set ? "  " + r.device + ", " + std::to_string(r.sequences) + " of " +
+                                                  std::to_string(pic.plan.micro_batch_size) + " seq."
+                                            : "";
+    out += text(x + 6, baseline,
+                duration(e.time_s() + e.p2p_s) + share + (mark ? "  slowest" : r.paces ? "  paces its stage" : ""),
                 std::string("font-size=\"11\"") + (mark ? " font-weight=\"bold\"" : ""));
     out += "</g>\n";
 
     // Memory per GPU stacked by kind, and the capacity it must stay under.
     out += "<g class=\"mem-bar\" " + stage_attr + ">\n";
-    out += text(kMemLabel, baseline, "Stage " + std::to_string(i), "font-size=\"11\"");
+    out += text(kMemLabel, baseline, name, "font-size=\"11\"");
     x = kMemX0;
     for (const MemoryKind& k : kMemoryKinds) {
       const double bytes = e.memory.*k.bytes;
@@ -499,12 +534,12 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
     out += line(xc, row_top + 1, xc, row_top + row - 1,
                 "stroke=\"" + capacity_colour + "\" stroke-width=\"2\" class=\"capacity\"");
     const std::string value = fixed(e.memory.total() / kGiB, 1) + " / " + fixed(e.capacity_bytes / kGiB, 0) +
-                              " GiB" + (over ? " over" : "");
+                              " GiB" + (r.replica_set ? " " + r.device : "") + (over ? " over" : "");
     out += text(std::max(x, xc) + 6, baseline, value,
                 std::string("font-size=\"11\"") + (over ? " fill=\"" + std::string(kOverColour) + "\"" : ""));
     out += "</g>\n";
   }
-  const double axis_y = rows_top + p * row + 4;
+  const double axis_y = rows_top + n * row + 4;
   bar_axis(out, kTimeX0, kTimeX1, axis_y, max_time, 1e3, "ms");
   bar_axis(out, kMemX0, kMemX1, axis_y, max_memory, 1 / kGiB, "GiB");
 
@@ -521,8 +556,11 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
 }  // namespace
 
 std::string render_svg_element(const CostModel& model, const Plan& plan, const SvgReportOptions& options) {
-  Picture pic{plan, {}, {}, device_order(plan)};
-  for (int i = 0; i < pic.stages(); ++i) pic.est.push_back(model.stage(plan, i));
+  Picture pic{plan, {}, {}, {}, device_order(plan)};
+  for (int i = 0; i < pic.stages(); ++i) {
+    pic.est.push_back(model.stage(plan, i));
+    pic.rows.push_back(stage_rows(model, plan, i));
+  }
   pic.timeline = plan_timeline(plan, pic.est);
 
   std::string body;

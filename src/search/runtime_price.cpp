@@ -33,14 +33,13 @@ std::string pipeline_summary(const Plan& p) {
     const StagePlan& s = p.stages[i];
     std::size_t j = i;
     std::string layers;
-    while (j < p.stages.size() && p.stages[j].device == s.device && p.stages[j].tp == s.tp &&
-           p.stages[j].cp == s.cp && p.stages[j].dp == s.dp) {
+    const std::string shape = stage_summary(s);
+    while (j < p.stages.size() && stage_summary(p.stages[j]) == shape) {
       layers += (layers.empty() ? "" : ",") + std::to_string(p.stages[j].num_layers());
       ++j;
     }
     if (!out.empty()) out += " > ";
-    out += s.device + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") +
-           std::to_string(s.dp) + "[" + layers + "]";
+    out += shape + "[" + layers + "]";
     i = j;
   }
   if (p.vpp > 1) out += " (vpp " + std::to_string(p.vpp) + ")";

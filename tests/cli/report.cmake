@@ -34,6 +34,8 @@ set(_report_cases
   "metis_profiles_empty_dir|2|no .json files|estimate|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_data}/report|--tp|1|--pp|2|--dp|2|--micro-batch|1"
   "export_megatron_interleaved_cp_fp8|0|x cp 2 x dp 1.*--context-parallel-size 2.*--num-layers-per-virtual-pipeline-stage 4.*--overlap-param-gather.*--bf16.*--fp8-format hybrid|export|${_data}/report/llama3_70b_interleaved_cp.yaml|--to|megatron|-t|llama3-h100-fp8-megatron"
   "estimate_interleaved_plan_file|0|tp x cp x dp.*interleaved 1F1B: 5 chunks.*vpp +: 5.*fits +: yes|estimate|--plan|${_data}/report/llama3_70b_interleaved_cp.yaml|-m|llama3-70b|-c|h100-sxm-4nodes|-t|llama3-h100-fp8-megatron"
+  "report_replica_sets_html|0|report written to .*replica_sets.html \\(html: 2 stages, 64 micro-batches|report|${_data}/replicas/mixed_stage.yaml|-o|${_out}/replica_sets.html"
+  "report_replica_sets_svg|0|report written to .*replica_sets.svg \\(svg: 2 stages, 64 micro-batches|report|${_data}/replicas/mixed_stage.yaml|-o|${_out}/replica_sets.svg"
   "report_interleaved_says_so|0|report written to .*interleaved.svg|report|${_data}/report/llama3_70b_interleaved_cp.yaml|-t|llama3-h100-fp8-megatron|-o|${_out}/interleaved.svg"
 )
 autohaap_cli_cases("cli;report" ${_report_cases})
@@ -47,3 +49,21 @@ add_test(NAME cli_report_renders_in_chromium
          COMMAND ${PROJECT_SOURCE_DIR}/scripts/render_check.sh ${_out}/mixed.html ${_out}/mixed_screenshot.png)
 set_tests_properties(cli_report_renders_in_chromium PROPERTIES
   LABELS "cli;report" FIXTURES_REQUIRED report_html SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# A stage of replica sets: the HTML table has a row per set with its own
+# device, group, GPUs, replicas and share (the A100 set paces the stage);
+# the SVG a memory bar per set against its own device's capacity.
+set_tests_properties(cli_report_replica_sets_html PROPERTIES FIXTURES_SETUP report_replica_sets_html)
+add_test(NAME cli_report_replica_sets_html_rows
+         COMMAND ${CMAKE_COMMAND} -DFILE=${_out}/replica_sets.html
+                 "-DEXPECT_REGEX=<tr class=\"set slowest\"><td class=\"num\">1a</td>[^\n]*a100-40gb</td><td class=\"num\">2 \\(group 0, GPUs 4–5\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>6 of 8, slowest</td>[^\n]*\n<tr class=\"set\"><td class=\"num\">1b</td>[^\n]*v100-32gb</td><td class=\"num\">2 \\(group 1, GPUs 0–1\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>2 of 8</td>"
+                 -P ${PROJECT_SOURCE_DIR}/cmake/file_matches.cmake)
+set_tests_properties(cli_report_replica_sets_html_rows PROPERTIES
+  LABELS "cli;report" FIXTURES_REQUIRED report_replica_sets_html)
+set_tests_properties(cli_report_replica_sets_svg PROPERTIES FIXTURES_SETUP report_replica_sets_svg)
+add_test(NAME cli_report_replica_sets_svg_bars
+         COMMAND ${CMAKE_COMMAND} -DFILE=${_out}/replica_sets.svg
+                 "-DEXPECT_REGEX=Stage 1 — a100-40gb\\+v100-32gb.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1a\".*GiB a100-40gb<.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1b\".*GiB v100-32gb<"
+                 -P ${PROJECT_SOURCE_DIR}/cmake/file_matches.cmake)
+set_tests_properties(cli_report_replica_sets_svg_bars PROPERTIES
+  LABELS "cli;report" FIXTURES_REQUIRED report_replica_sets_svg)

@@ -12,6 +12,8 @@
 #include "autohaap/io/launch_manifest.hpp"
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/plan_printer.hpp"
+#include "autohaap/search/runtime_price.hpp"
 #include "autohaap/units.hpp"
 #include "plan_fixtures.hpp"
 
@@ -242,6 +244,31 @@ TEST(ReplicaSets, MegatronExportRefusesMixedStage) {
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("stage 1 mixes device types in its replicas"), std::string::npos);
   EXPECT_NE(why[0].find("Megatron-LM gives every data-parallel replica the same micro-batch"), std::string::npos);
+}
+
+// Every one-line description names each set's device, not the first set's
+// alone: the pipeline summaries (search's top table, the runtime price) and
+// the stage's devices.
+TEST(ReplicaSets, SummariesNameEverySet) {
+  const Plan p = mixed_plan();
+  EXPECT_EQ(p.stages[1].devices(), "a100-40gb+v100-32gb");
+  EXPECT_EQ(p.stages[0].devices(), "a100-40gb");
+  EXPECT_EQ(stage_summary(p.stages[1]), "a100-40gb+v100-32gb:1x(2+2)");
+  EXPECT_EQ(stage_summary(p.stages[0]), "a100-40gb:1x4");
+  EXPECT_EQ(pipeline_summary(p), "a100-40gb:1x4[12] > a100-40gb+v100-32gb:1x(2+2)[12]");
+}
+
+// An fp8 plan names each set without FP8 by its own device (neither A100
+// nor V100 has FP8; the V100 has no BF16 either).
+TEST(ReplicaSets, Fp8NoteNamesEachSetsDevice) {
+  Problem pb = problem();
+  pb.training.precision = Precision::fp8;
+  const CostModel model(pb);
+  const std::string table = format_stage_table(model, mixed_plan());
+  EXPECT_NE(table.find("stage 0 (a100-40gb) has no FP8: its GEMMs run in BF16"), std::string::npos) << table;
+  EXPECT_NE(table.find("stage 1a (a100-40gb) has no FP8: its GEMMs run in BF16"), std::string::npos) << table;
+  EXPECT_NE(table.find("stage 1b (v100-32gb) has no FP8: its GEMMs run in FP16"), std::string::npos) << table;
+  EXPECT_EQ(table.find("stage 1 ("), std::string::npos) << table;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // from real plans scored by the cost model.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -11,11 +12,13 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "autohaap/report/html_report.hpp"
 #include "autohaap/report/report_writer.hpp"
 #include "autohaap/report/svg_report.hpp"
 #include "autohaap/report/timeline.hpp"
+#include "autohaap/units.hpp"
 
 namespace autohaap {
 namespace {
@@ -230,6 +233,97 @@ TEST(HtmlReport, WrapsThePictureWithSummaryAndStageTables) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("href"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+// tests/data/replicas/mixed_stage.yaml: stage 1 is two A100 replicas with
+// 3 sequences each (set 1a, GPUs 4-5 of group 0) and two V100 replicas
+// with 1 each (set 1b, GPUs 0-1 of group 1); the A100 set paces it.
+Plan replica_set_plan() {
+  const std::string file = std::string(AUTOHAAP_TEST_DATA_DIR) + "/replicas/mixed_stage.yaml";
+  Plan p = read_plan(file);
+  check_plan_against(p, mixed_problem().model, mixed_problem().cluster, file);
+  return p;
+}
+
+// The <tr ...> row of the stage table whose first cell is `label`.
+std::string table_row(const std::string& html, const std::string& label) {
+  const std::size_t cell = html.find("<td class=\"num\">" + label + "</td>");
+  if (cell == std::string::npos) return "";
+  const std::size_t begin = html.rfind("<tr", cell);
+  return html.substr(begin, html.find("</tr>", cell) - begin);
+}
+
+TEST(HtmlReport, OneRowPerReplicaSetWithItsOwnPlaceShareAndCost) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const Plan plan = replica_set_plan();
+  const std::vector<StageEstimate> sets = model.replica_set_estimates(plan, 1);
+  ASSERT_EQ(sets.size(), 2u);
+  ASSERT_GT(sets[0].time_s() + sets[0].p2p_s, sets[1].time_s() + sets[1].p2p_s);  // the A100 set paces
+  const std::string html = render_html_report(model, plan);
+  const std::size_t table = html.find("<table class=\"stages\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string stages = html.substr(table, html.find("</table>", table) - table);
+  // Header, stage 0, and the two sets of stage 1.
+  EXPECT_EQ(count(stages, "<tr"), 4u);
+  EXPECT_EQ(table_row(stages, "1"), "");
+
+  const std::string a = table_row(stages, "1a"), b = table_row(stages, "1b");
+  EXPECT_EQ(a.rfind("<tr class=\"set slowest\">", 0), 0u) << a;
+  EXPECT_EQ(b.rfind("<tr class=\"set\">", 0), 0u) << b;
+  EXPECT_NE(a.find("a100-40gb</td>"), std::string::npos);
+  EXPECT_NE(b.find("v100-32gb</td>"), std::string::npos);
+  // Each set's own GPUs, not the stage's 4 GPUs from the first set's first.
+  EXPECT_NE(a.find("2 (group 0, GPUs 4–5)"), std::string::npos) << a;
+  EXPECT_NE(b.find("2 (group 1, GPUs 0–1)"), std::string::npos) << b;
+  EXPECT_NE(a.find(">1 × 2<"), std::string::npos);
+  EXPECT_NE(a.find(">6 of 8, slowest<"), std::string::npos);
+  EXPECT_NE(b.find(">2 of 8<"), std::string::npos);
+  // Its own forward, backward, memory and device capacity (ms, GiB as printed).
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::string& row = k == 0 ? a : b;
+    auto num = [](double v, int decimals) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "<td class=\"num\">%.*f</td>", decimals, v);
+      return std::string(buf);
+    };
+    EXPECT_NE(row.find(num(sets[k].forward_s * 1e3, 2)), std::string::npos) << k;
+    EXPECT_NE(row.find(num(sets[k].backward_s * 1e3, 2)), std::string::npos) << k;
+    EXPECT_NE(row.find(num(sets[k].memory.total() / kGiB, 2)), std::string::npos) << k;
+    EXPECT_NE(row.find(num(sets[k].capacity_bytes / kGiB, 1)), std::string::npos) << k;
+  }
+  EXPECT_NE(sets[0].capacity_bytes, sets[1].capacity_bytes);
+  EXPECT_NE(html.find("class=\"sets-note\""), std::string::npos);
+}
+
+TEST(SvgReport, AStageOfReplicaSetsIsOneScheduleRowAndABarPerSet) {
+  const Problem pb = mixed_problem();
+  const CostModel model(pb);
+  const Plan plan = replica_set_plan();
+  const std::vector<StageEstimate> sets = model.replica_set_estimates(plan, 1);
+  const std::string svg = render_svg_report(model, plan);
+  // The schedule: one row per stage, paced by (and coloured as) the A100
+  // set, naming both devices.
+  EXPECT_EQ(count(svg, "class=\"stage-row\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"fwd\""), 2u * 64);
+  EXPECT_NE(svg.find("data-stage=\"1\" data-device=\"a100-40gb+v100-32gb\""), std::string::npos);
+  EXPECT_NE(svg.find("Stage 1 — a100-40gb+v100-32gb"), std::string::npos);
+  EXPECT_NE(svg.find("4 GPUs (tp 1 × dp 2+2)"), std::string::npos);
+  // Bars: stage 0, then one per set, each against its own device.
+  EXPECT_EQ(count(svg, "class=\"mem-bar\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"time-bar\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"capacity\""), 3u);
+  EXPECT_NE(svg.find("class=\"mem-bar\" data-stage=\"1\" data-set=\"1a\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"mem-bar\" data-stage=\"1\" data-set=\"1b\""), std::string::npos);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::string device = plan.stages[1].replicas[k].device;
+    char value[96];
+    std::snprintf(value, sizeof value, "%.1f / %.0f GiB %s", sets[k].memory.total() / kGiB,
+                  sets[k].capacity_bytes / kGiB, device.c_str());
+    EXPECT_NE(svg.find(value), std::string::npos) << value;
+  }
+  EXPECT_NE(svg.find("a100-40gb, 6 of 8 seq."), std::string::npos);
+  EXPECT_NE(svg.find("v100-32gb, 2 of 8 seq."), std::string::npos);
 }
 
 TEST(HtmlReport, EscapesNames) {

@@ -96,6 +96,9 @@ class CostModel {
   // on its own device with its own share of the micro-batch, the gradient
   // sync over all the stage's replicas. A one-device stage: stage() alone.
   std::vector<StageEstimate> replica_set_estimates(const Plan& plan, int stage_index) const;
+  // Which of a stage's set estimates paces it: the one slowest through a
+  // micro-batch with its pipeline sends (the first of equals). Not empty.
+  static std::size_t pacing_set(const std::vector<StageEstimate>& sets);
   // Memory only, without a Plan: for memory-aware pruning. ZeRO stage:
   // the training settings' (what the search plans with), or `zero`.
   MemoryBreakdown stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,

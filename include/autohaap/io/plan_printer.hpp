@@ -14,6 +14,29 @@
 
 namespace autohaap {
 
+// The name of replica set k of stage i in every table and picture: "3a",
+// "3b", ... (after the 26th: "3.26", ...).
+std::string replica_set_label(int stage_index, std::size_t set_index);
+
+// One row of the per-stage tables (here and in the reports): a one-device
+// stage, or one replica set of a stage of sets, with its own estimate
+// (CostModel::replica_set_estimates).
+struct StageRow {
+  std::string label;          // "3", or replica_set_label: "3a", "3b", ...
+  std::string device;
+  int group = 0;
+  int first_gpu = 0;          // its GPUs: [first_gpu, first_gpu + gpus) of the group
+  int gpus = 0;
+  int dp = 0;                 // its replicas
+  int sequences = 0;          // of each micro-batch (B for a one-device stage)
+  bool replica_set = false;   // a set's row
+  bool paces = false;         // the set that paces its stage (CostModel::pacing_set)
+  StageEstimate estimate;
+};
+// Stage i's rows: one for a one-device stage, one per set in the plan's
+// order for a stage of replica sets. Cost: one stage estimate per row.
+std::vector<StageRow> stage_rows(const CostModel& model, const Plan& plan, int stage_index);
+
 // Per-stage table (devices, GPUs, tp x dp, layers, recompute, forward /
 // backward / send / sync / optimizer times, memory vs capacity) and, for
 // each stage that does not fit, by how much.

@@ -56,7 +56,8 @@ std::vector<PriceRow> price_rows(const RuntimePrice& price, const std::optional<
                                  RunnableBy runnable);
 
 // A plan's pipeline in one short line: runs of stages of one device and
-// shape as "device:tp x [cp x] dp[layers,layers,...]", then "(vpp V)".
+// shape as "device:tp x [cp x] dp[layers,layers,...]" (stage_summary in
+// plan.hpp, which names each replica set of a stage), then "(vpp V)".
 std::string pipeline_summary(const Plan& plan);
 
 // A table: each comparison plan and `runnable_best` (labelled with

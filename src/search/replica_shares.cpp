@@ -1,0 +1,81 @@
+#include "autohaap/search/replica_shares.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace autohaap {
+namespace {
+
+// What the stage is paced by: the CostModel::pacing_set quantity.
+double pace_of(const StageEstimate& e) { return e.time_s() + e.p2p_s; }
+
+const StagePlan& stage_of_sets(const Plan& plan, int i) {
+  const StagePlan& s = plan.stages.at(i);
+  if (!s.has_replica_sets())
+    throw std::invalid_argument("choose_replica_shares: stage " + std::to_string(i) + " has no replica sets");
+  return s;
+}
+
+}  // namespace
+
+ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, int i) {
+  const StagePlan& s = stage_of_sets(plan, i);
+  const int B = plan.micro_batch_size;
+  const std::size_t S = s.replicas.size();
+  std::vector<int> r(S);
+  int all = 0;
+  for (std::size_t k = 0; k < S; ++k) all += r[k] = s.set_replicas(k);
+  if (B < all) return {};  // not one sequence per replica
+
+  // Each set's largest share leaves one sequence to every other replica.
+  std::vector<int> most(S);
+  int Q = 0;
+  for (std::size_t k = 0; k < S; ++k) Q = std::max(Q, most[k] = (B - all + r[k]) / r[k]);
+
+  // c_k(q) and fits_k(q) for q = 1..most[k]: every set priced at once per
+  // q (a set's estimate reads its own share alone, so the others' shares,
+  // here not summing to B, do not matter).
+  std::vector<std::vector<StageEstimate>> at(S, std::vector<StageEstimate>(Q + 1));
+  Plan p = plan;
+  for (int q = 1; q <= Q; ++q) {
+    for (std::size_t k = 0; k < S; ++k) p.stages[i].replicas[k].sequences = std::min(q, most[k]) * r[k];
+    const std::vector<StageEstimate> sets = model.replica_set_estimates(p, i);
+    for (std::size_t k = 0; k < S; ++k)
+      if (q <= most[k]) at[k][q] = sets[k];
+  }
+
+  // f[k][b]: the least pace of the first k sets taking b sequences;
+  // choice[k][b] the share of set k - 1 that reaches it.
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> f(S + 1, std::vector<double>(B + 1, kNone));
+  std::vector<std::vector<int>> choice(S + 1, std::vector<int>(B + 1, 0));
+  f[0][0] = 0;
+  for (std::size_t k = 1; k <= S; ++k) {
+    const int rk = r[k - 1];
+    for (int b = 0; b <= B; ++b) {
+      for (int q = 1; q <= most[k - 1] && q * rk <= b; ++q) {
+        const StageEstimate& e = at[k - 1][q];
+        const double rest = f[k - 1][b - q * rk];
+        if (!e.fits() || rest == kNone) continue;
+        const double v = std::max(pace_of(e), rest);
+        if (v < f[k][b]) f[k][b] = v, choice[k][b] = q;  // strict: the least optimal share of set k - 1
+      }
+    }
+  }
+  if (f[S][B] == kNone) return {};
+
+  ReplicaShares out;
+  out.sequences.assign(S, 0);
+  out.pace_s = f[S][B];
+  for (std::size_t k = S, b = static_cast<std::size_t>(B); k >= 1; --k) {
+    const int q = choice[k][b];
+    out.sequences[k - 1] = q * r[k - 1];
+    out.sets.insert(out.sets.begin(), at[k - 1][q]);
+    b -= static_cast<std::size_t>(q * r[k - 1]);
+  }
+  return out;
+}
+
+}  // namespace autohaap
