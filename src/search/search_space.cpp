@@ -18,16 +18,22 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
+// A group of several parts (a merged group, NodeGroup::parts) is used
+// whole parts at a time, its first `used` ones, and a stage never crosses a
+// part: the stage size divides a part.
 std::vector<GroupLayout> raw_layouts(int group, const NodeGroup& g) {
   std::vector<GroupLayout> out;
-  const int total = g.gpus();
-  for (int k = 1; k <= total; ++k) {
-    if (total % k != 0) continue;
-    const int size = total / k;
-    if (!valid_stage_size(size, g.gpus_per_node)) continue;
-    for (int tp = 1; tp <= size; ++tp) {
-      if (size % tp != 0) continue;
-      out.push_back({group, k, size, tp, size / tp});
+  const int part = g.part_gpus();
+  for (int used = 1; used <= g.parts; ++used) {
+    const int total = used * part;
+    for (int k = 1; k <= total; ++k) {
+      if (total % k != 0) continue;
+      const int size = total / k;
+      if (part % size != 0 || !valid_stage_size(size, g.gpus_per_node)) continue;
+      for (int tp = 1; tp <= size; ++tp) {
+        if (size % tp != 0) continue;
+        out.push_back({group, k, size, tp, size / tp});
+      }
     }
   }
   return out;

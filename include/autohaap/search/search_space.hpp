@@ -11,6 +11,9 @@
 //     a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp any divisor
 //     of the stage size, dp = stage size / tp
 //   x B from the training's micro_batch_sizes.
+// A merged group (NodeGroup::parts > 1, search/cluster_merge.hpp) is used
+// whole parts at a time, its first 1..parts, and its stage size divides a
+// part, so no stage crosses two of the original groups.
 // Rules that make a raw skeleton invalid or hopeless (tp beyond a node, dp
 // not dividing B, too little memory, ...) live in memory_pruning.hpp, so
 // that every removed candidate is counted under its rule.
