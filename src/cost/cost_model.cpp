@@ -502,6 +502,11 @@ static bool one_group(const StagePlan& s, int group) {
 static Link pipeline_link(const ClusterSpec& c, const StagePlan& a, const StagePlan& b, const CostParameters& p) {
   if (!one_group(a, b.group) || !one_group(b, a.group)) return inter_group_link(c, p);
   const NodeGroup& g = c.groups.at(a.group);
+  // Two parts of a merged group are two groups of the cluster the plan is
+  // for (NodeGroup::parts): the fabric between them, as above.
+  if (g.parts > 1 && !a.has_replica_sets() && !b.has_replica_sets() &&
+      a.first_gpu / g.part_gpus() != b.first_gpu / g.part_gpus())
+    return inter_group_link(c, p);
   // A stage of replica sets takes its micro-batch in pieces from (or sends
   // them to) GPUs of several sets: counted between nodes, the slower link
   // of a group, rather than tracing which piece stays inside a node.

@@ -293,7 +293,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
 TrainingSpec parse_training(const YamlObject& obj) {
   obj.check_keys({"global_batch", "seq_len", "precision", "optimizer", "zero", "micro_batch_sizes", "recompute",
                   "headroom_GiB", "sequence_parallel", "grad_reduce_dtype", "runtime", "pipeline_p2p", "overlap_grad_reduce",
-                  "fused_cross_entropy"});
+                  "fused_cross_entropy", "micro_batch_per_replica"});
   TrainingSpec t;
   t.global_batch = obj.get_int("global_batch", Bound::positive);
   t.seq_len = obj.get_int("seq_len", Bound::positive, 0);
@@ -333,6 +333,7 @@ TrainingSpec parse_training(const YamlObject& obj) {
   if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
   t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
   t.fused_cross_entropy = obj.get_bool("fused_cross_entropy", t.fused_cross_entropy);
+  t.micro_batch_per_replica = obj.get_bool("micro_batch_per_replica", t.micro_batch_per_replica);
   check_training(t, obj.file());
   return t;
 }

@@ -128,6 +128,8 @@ void write_training(DocumentWriter& out, const TrainingSpec& t) {
   if (t.pipeline_p2p) put(out, "pipeline_p2p", std::string(to_string(*t.pipeline_p2p)));
   put(out, "overlap_grad_reduce", t.overlap_grad_reduce);
   put(out, "fused_cross_entropy", t.fused_cross_entropy);
+  // Written only when set, so files of the default read and hash as before.
+  if (t.micro_batch_per_replica) put(out, "micro_batch_per_replica", true);
 }
 
 }  // namespace autohaap::detail

@@ -12,6 +12,7 @@
 
 #include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/stop_condition.hpp"
@@ -83,6 +84,13 @@ double job_kth_best(const std::vector<RoundReport>& reports, int k) {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// `problem` on the merged cluster (cluster_merge.hpp).
+Problem merged(const Problem& problem, const ClusterMerge& merge) {
+  Problem out = problem;
+  out.cluster = merge.cluster;
+  return out;
+}
+
 CacheCounters minus(const CacheCounters& a, const CacheCounters& b) {
   return CacheCounters{a.hits - b.hits, a.peer_hits - b.peer_hits, a.misses - b.misses, a.entries - b.entries};
 }
@@ -91,7 +99,9 @@ class SearchDriver {
  public:
   SearchDriver(const Problem& problem, const SearchOptions& search, const DriverOptions& options,
                SearchSynchronizer& sync)
-      : problem_(problem), search_(search), options_(options), sync_(sync), cost_(problem), memory_(cost_),
+      : problem_(problem), search_(search), options_(options), sync_(sync),
+        merge_(merge_identical_groups(problem.cluster)), merged_problem_(merged(problem, merge_)),
+        cost_(merged_problem_), memory_(cost_),
         cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
         threads_(search.threads > 0 ? search.threads : parallel::hardware_threads()),
         stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
@@ -519,6 +529,8 @@ class SearchDriver {
     if (stopped_ && !init_stopped_ && !prepared_.probes.empty())
       final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
     result.top = std::move(*final_top_);
+    if (merge_.merged())
+      for (Plan& plan : result.top) plan = unmerge_plan(plan, merge_);
     result.prune = prepared_.prune;
     result.prune.merge(total_search_prune());
     result.candidates = result.prune.considered;
@@ -563,10 +575,15 @@ class SearchDriver {
     }
   }
 
+  // The problem as given (baselines run on it), and the one the autohaap
+  // search runs on: identical node groups merged (cluster_merge.hpp); its
+  // plans are moved back onto the original groups in build_result.
   const Problem& problem_;
   const SearchOptions& search_;
   const DriverOptions& options_;
   SearchSynchronizer& sync_;
+  const ClusterMerge merge_;
+  const Problem merged_problem_;
   const CostModel cost_;
   const MemoryPruner memory_;
   LatencyCache own_cache_;

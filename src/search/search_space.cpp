@@ -18,16 +18,22 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
+// A group of several parts (a merged group, NodeGroup::parts) is used
+// whole parts at a time, its first `used` ones, and a stage never crosses a
+// part: the stage size divides a part.
 std::vector<GroupLayout> raw_layouts(int group, const NodeGroup& g) {
   std::vector<GroupLayout> out;
-  const int total = g.gpus();
-  for (int k = 1; k <= total; ++k) {
-    if (total % k != 0) continue;
-    const int size = total / k;
-    if (!valid_stage_size(size, g.gpus_per_node)) continue;
-    for (int tp = 1; tp <= size; ++tp) {
-      if (size % tp != 0) continue;
-      out.push_back({group, k, size, tp, size / tp});
+  const int part = g.part_gpus();
+  for (int used = 1; used <= g.parts; ++used) {
+    const int total = used * part;
+    for (int k = 1; k <= total; ++k) {
+      if (total % k != 0) continue;
+      const int size = total / k;
+      if (part % size != 0 || !valid_stage_size(size, g.gpus_per_node)) continue;
+      for (int tp = 1; tp <= size; ++tp) {
+        if (size % tp != 0) continue;
+        out.push_back({group, k, size, tp, size / tp});
+      }
     }
   }
   return out;
@@ -73,11 +79,7 @@ SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
                          "); merge groups of one device type");
   for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(g, groups[g]));
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
-  micro_batches_ = problem.training.micro_batch_sizes;
-  std::sort(micro_batches_.begin(), micro_batches_.end());
-  micro_batches_.erase(std::unique(micro_batches_.begin(), micro_batches_.end()), micro_batches_.end());
-  micro_batches_.erase(std::remove_if(micro_batches_.begin(), micro_batches_.end(), [](int b) { return b <= 0; }),
-                       micro_batches_.end());
+  micro_batches_ = searched_micro_batches(problem);
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;
@@ -107,6 +109,33 @@ Skeleton SearchSpace::make(int order_index, int micro_batch_index, const std::ve
   }
   s.id = saturating_add(first_id(order_index, micro_batch_index), digits);
   return s;
+}
+
+std::vector<int> searched_micro_batches(const Problem& problem) {
+  const TrainingSpec& t = problem.training;
+  std::vector<int> out;
+  if (!t.micro_batch_per_replica) {
+    out = t.micro_batch_sizes;
+  } else {
+    std::vector<int> dps;
+    for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g)
+      for (const GroupLayout& l : raw_layouts(g, problem.cluster.groups[g])) dps.push_back(l.dp);
+    std::sort(dps.begin(), dps.end());
+    dps.erase(std::unique(dps.begin(), dps.end()), dps.end());
+    for (int b : t.micro_batch_sizes) {
+      if (b <= 0) continue;
+      for (int dp : dps) {
+        const long long B = static_cast<long long>(b) * dp;
+        // B must divide the global batch (memory_pruning's rule): the
+        // others are not listed, so the space grows only by what can run.
+        if (B <= t.global_batch && t.global_batch % B == 0) out.push_back(static_cast<int>(B));
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(), [](int b) { return b <= 0; }), out.end());
+  return out;
 }
 
 bool valid_stage_size(int stage_gpus, int gpus_per_node) {

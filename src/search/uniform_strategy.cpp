@@ -21,9 +21,7 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, bool co
   const auto& groups = problem.cluster.groups;
   const int n = static_cast<int>(groups.size());
   const int layers = problem.model.layers;
-  std::vector<int> batches = problem.training.micro_batch_sizes;
-  std::sort(batches.begin(), batches.end());
-  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  const std::vector<int> batches = searched_micro_batches(problem);
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};
 

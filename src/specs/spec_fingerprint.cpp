@@ -118,6 +118,8 @@ std::string canonical_text(const TrainingSpec& t) {
   for (int b : t.micro_batch_sizes) sizes += std::to_string(b) + ",";
   for (Recompute r : t.recompute_modes) modes += std::string(to_string(r)) + ",";
   l.add("training.micro_batch_sizes", sizes).add("training.recompute_modes", modes);
+  // Only when set: the fingerprints of every training of the default stay.
+  if (t.micro_batch_per_replica) l.add("training.micro_batch_per_replica", true);
   return l.str();
 }
 

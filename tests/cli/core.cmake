@@ -34,3 +34,17 @@ set(_cli_cases
   "export_launch_json_replica_sets|0|\"replica_sets\": .*\"device\": \"v100-32gb\",\n +\"group\": 1,\n +\"replicas\": 2,\n +\"sequences\": 2|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|launch-json|-m|gpt3-1.3b|-c|mixed-a100-v100"
 )
 autohaap_cli_cases("cli" ${_cli_cases})
+
+# Identical node groups are searched as one and the plan written on the
+# original pods (the same time as the 256 GPUs as one group); the plan file
+# re-reads and re-estimates on the four pods. micro_batch_per_replica lets
+# 1024 GPUs run dp 128 with B = 128.
+set(_merge ${CMAKE_CURRENT_SOURCE_DIR}/data/merge)
+set(_merge_cases
+  "search_identical_pods_merged|0|pipeline_stages +: 4\n.*iteration_time_s +: 43.1726|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "estimate_identical_pods_plan|0|iteration_time_s +: 43.1726|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "search_micro_batch_per_replica|0|micro_batch_size +: 128\n.*iteration_time_s +: 0.1074|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
+)
+autohaap_cli_cases("cli" ${_merge_cases})
+set_tests_properties(cli_search_identical_pods_merged PROPERTIES FIXTURES_SETUP pods_plan)
+set_tests_properties(cli_estimate_identical_pods_plan PROPERTIES FIXTURES_REQUIRED pods_plan)

@@ -10,7 +10,12 @@
 //   x per group a layout (k, tp): the stage size gpus/k divides a node or is
 //     a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp any divisor
 //     of the stage size, dp = stage size / tp
-//   x B from the training's micro_batch_sizes.
+//   x B from the training's micro_batch_sizes (per pipeline; with
+//     micro_batch_per_replica, per replica times every dp the layouts
+//     offer: searched_micro_batches).
+// A merged group (NodeGroup::parts > 1, search/cluster_merge.hpp) is used
+// whole parts at a time, its first 1..parts, and its stage size divides a
+// part, so no stage crosses two of the original groups.
 // Rules that make a raw skeleton invalid or hopeless (tp beyond a node, dp
 // not dividing B, too little memory, ...) live in memory_pruning.hpp, so
 // that every removed candidate is counted under its rule.
@@ -112,6 +117,13 @@ class SearchSpace {
   std::vector<std::uint64_t> order_first_;  // per order: id of its first skeleton
   std::uint64_t raw_size_ = 0;
 };
+
+// The micro-batch sizes B the search tries, ascending, without duplicates:
+// the training's micro_batch_sizes, or with micro_batch_per_replica every
+// b * dp for b in them and dp any data-parallel degree of a raw layout of
+// the cluster, kept where B divides the global batch. Cost: one pass over
+// the raw layouts.
+std::vector<int> searched_micro_batches(const Problem& problem);
 
 // A stage must not straddle nodes partially: it fits in one node (and a
 // whole number of stages fill the node) or it is made of whole nodes.

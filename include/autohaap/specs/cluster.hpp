@@ -19,8 +19,16 @@ struct NodeGroup {
   double intra_node_latency_us = 0; // per ring step
   double inter_node_GBps = 0;       // per-GPU unidirectional NIC bandwidth between nodes of this group
   double inter_node_latency_us = 0;
+  // Identical sub-groups of nodes//parts nodes each, joined by the cluster's
+  // inter-group fabric like separate groups. 1 for every group a cluster
+  // file describes; only the search's merged cluster (search/cluster_merge.hpp)
+  // sets more, so it is never loaded, written or fingerprinted. The cost
+  // model prices a pipeline link between two parts as one between groups;
+  // the search never cuts a stage across parts.
+  int parts = 1;
 
   int gpus() const { return nodes * gpus_per_node; }
+  int part_gpus() const { return gpus() / parts; }
 };
 
 // A node's NICs as bought (nics_per_node x nic_Gbps, gigabits per second

@@ -45,6 +45,13 @@ struct TrainingSpec {
   // distributed optimizer); 2: + gradients; 3: + weights (ZeRO-3/FSDP).
   int zero = 1;
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};     // B per pipeline, searched
+  // false: micro_batch_sizes are B, the sequences of one pipeline
+  // micro-batch, split over a stage's dp replicas (so dp <= the largest).
+  // true: they are sequences per data-parallel replica, Megatron's
+  // --micro-batch-size b, and the search tries B = b * dp for every dp a
+  // stage layout of the cluster offers (search_space.hpp,
+  // searched_micro_batches), as a fleet of thousands of GPUs needs.
+  bool micro_batch_per_replica = false;
   std::vector<Recompute> recompute_modes = {Recompute::none, Recompute::selective, Recompute::full};
   // Safety margin kept free per GPU on top of what the cost model counts
   // (which includes the CUDA context, NCCL buffers and fragmentation).

@@ -1,0 +1,167 @@
+// Identical node groups merged for the search (search/cluster_merge.hpp):
+// which groups join, that the merged search's plans land on the original
+// groups with the estimate they have there, and that merging keeps the
+// optimum on small cases the exhaustive strategy checks.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/plan_io.hpp"
+#include "autohaap/search/cluster_merge.hpp"
+#include "autohaap/search/searcher.hpp"
+#include "search_fixtures.hpp"
+
+namespace autohaap {
+namespace {
+
+using search_fixtures::shrunk;
+using search_fixtures::tiny_gpt;
+
+NodeGroup named(NodeGroup g, const std::string& name) {
+  g.name = name;
+  return g;
+}
+
+SearchResult search(const Problem& problem, const std::string& strategy) {
+  SearchOptions options;
+  options.strategy = strategy;
+  options.threads = 2;
+  return run_search(problem, options);
+}
+
+// Every stage's GPUs inside one original group, each GPU used once, and the
+// prediction the plan's own estimate on the original cluster, to the bit.
+void expect_valid_on(const Plan& plan, const Problem& original) {
+  EXPECT_NO_THROW(check_plan_against(plan, original.model, original.cluster, "plan"));
+  const CostModel cost(original);
+  EXPECT_EQ(cost.estimate(plan).iteration_time_s, plan.predicted.iteration_time_s);
+}
+
+// Tiny GPT on `groups`, the fabric between groups as fast as the NICs
+// inside one (so a plan's price cannot tell groups from nodes).
+Problem tiny_on(std::vector<NodeGroup> groups, int layers = 6) {
+  Problem p;
+  p.model = tiny_gpt(layers);
+  p.cluster.name = "tiny";
+  p.cluster.groups = std::move(groups);
+  p.cluster.inter_group_GBps = p.cluster.groups.front().inter_node_GBps;
+  p.cluster.inter_group_latency_us = p.cluster.groups.front().inter_node_latency_us;
+  p.training.global_batch = 16;
+  p.training.micro_batch_sizes = {1, 2, 4};
+  p.training.headroom_GiB = 0;
+  p.training.precision = Precision::fp16;
+  return p;
+}
+
+TEST(ClusterMerge, JoinsGroupsEqualButForTheirNameInThePlaceOfTheFirst) {
+  const NodeGroup a = make_node_group(catalog_device("a100-80gb"), 2, 8);
+  const NodeGroup v = make_node_group(catalog_device("v100-32gb"), 1, 8);
+  ClusterSpec c;
+  c.name = "mix";
+  c.groups = {named(a, "pod0"), v, named(a, "pod1"), named(a, "pod2")};
+  const ClusterMerge m = merge_identical_groups(c);
+  ASSERT_TRUE(m.merged());
+  ASSERT_EQ(m.cluster.groups.size(), 2u);
+  EXPECT_EQ(m.cluster.name, "mix");
+  EXPECT_EQ(m.cluster.groups[0].name, "pod0");
+  EXPECT_EQ(m.cluster.groups[0].nodes, 6);
+  EXPECT_EQ(m.cluster.groups[0].parts, 3);
+  EXPECT_EQ(m.cluster.groups[0].part_gpus(), 16);
+  EXPECT_EQ(m.cluster.groups[1].parts, 1);
+  EXPECT_EQ(m.members, (std::vector<std::vector<int>>{{0, 2, 3}, {1}}));
+}
+
+TEST(ClusterMerge, KeepsApartGroupsOfOneDeviceWithOtherLinksOrNodes) {
+  const NodeGroup a = make_node_group(catalog_device("a100-80gb"), 2, 8);
+  NodeGroup slower_nics = a, other_nvlink_latency = a, more_nodes = a, other_memory = a;
+  slower_nics.inter_node_GBps /= 2;
+  other_nvlink_latency.intra_node_latency_us += 1;
+  more_nodes.nodes = 3;
+  other_memory.device.memory_GiB = 40;
+  ClusterSpec c;
+  c.groups = {a, slower_nics, other_nvlink_latency, more_nodes, other_memory};
+  const ClusterMerge m = merge_identical_groups(c);
+  EXPECT_FALSE(m.merged());
+  EXPECT_EQ(m.cluster.groups.size(), 5u);
+  for (const NodeGroup& g : m.cluster.groups) EXPECT_EQ(g.parts, 1);
+}
+
+TEST(ClusterMerge, UnmergeMovesStagesOntoTheOriginalGroups) {
+  const NodeGroup a = make_node_group(catalog_device("a100-80gb"), 1, 8);
+  const NodeGroup v = make_node_group(catalog_device("v100-32gb"), 1, 8);
+  ClusterSpec c;
+  c.groups = {a, v, a};
+  const ClusterMerge m = merge_identical_groups(c);
+  Plan plan;
+  StagePlan s;
+  s.gpus = 4;
+  for (auto [group, first] : {std::pair{0, 4}, {0, 8}, {1, 0}}) {
+    s.group = group;
+    s.first_gpu = first;
+    plan.stages.push_back(s);
+  }
+  const Plan out = unmerge_plan(plan, m);
+  EXPECT_EQ(out.stages[0].group, 0);
+  EXPECT_EQ(out.stages[0].first_gpu, 4);
+  EXPECT_EQ(out.stages[1].group, 2);  // part 1 of the merged A100s: the third group
+  EXPECT_EQ(out.stages[1].first_gpu, 0);
+  EXPECT_EQ(out.stages[2].group, 1);
+  plan.stages[0].first_gpu = 6;  // GPUs 6..9: across the two parts
+  EXPECT_THROW(unmerge_plan(plan, m), std::logic_error);
+}
+
+// Four identical groups and the same GPUs as one group, with the fabric as
+// fast as the NICs: the same best time, exactly, on a plan of the four.
+// The pods may be used 1..4 at a time, so the one-group reference is the
+// best of one group of 1..4 nodes (here the best plan leaves GPUs idle: the
+// tiny model runs fastest on half of them).
+TEST(ClusterMerge, FourIdenticalGroupsFindTheOneGroupOptimum) {
+  const NodeGroup pod = make_node_group(shrunk("a100-80gb", 0.45), 1, 4);
+  const Problem four = tiny_on({named(pod, "p0"), named(pod, "p1"), named(pod, "p2"), named(pod, "p3")});
+  const SearchResult a = search(four, "autohaap");
+  ASSERT_FALSE(a.top.empty());
+  std::optional<Plan> reference;
+  for (int nodes = 1; nodes <= 4; ++nodes) {
+    NodeGroup whole = pod;
+    whole.nodes = nodes;
+    const SearchResult b = search(tiny_on({whole}), "autohaap");
+    if (!b.top.empty() && (!reference || b.top[0].predicted.iteration_time_s < reference->predicted.iteration_time_s))
+      reference = b.top[0];
+  }
+  ASSERT_TRUE(reference);
+  // The one-group optimum cuts no stage across two nodes (= pods), so the
+  // four pods can hold it.
+  for (const StagePlan& s : reference->stages) ASSERT_EQ(4 % s.gpus, 0) << s.gpus;
+  EXPECT_EQ(a.top[0].predicted.iteration_time_s, reference->predicted.iteration_time_s);
+  EXPECT_EQ(a.top[0].num_gpus(), reference->num_gpus());
+  EXPECT_LT(a.top[0].num_gpus(), 16) << "the best plan leaves a pod idle";
+  expect_valid_on(a.top[0], four);
+  std::set<int> groups;
+  for (const StagePlan& s : a.top[0].stages) groups.insert(s.group);
+  EXPECT_EQ(static_cast<int>(groups.size()), a.top[0].num_gpus() / 4) << "the plan spreads over whole pods";
+}
+
+// Two identical groups and a different one, the fabric slower than the
+// NICs: the merged search finds the exhaustive optimum of the unmerged
+// cluster, on its original groups.
+TEST(ClusterMerge, TwoIdenticalAndOneOtherMatchTheExhaustiveOptimum) {
+  const NodeGroup a = make_node_group(shrunk("a100-80gb", 0.45), 1, 2);
+  const NodeGroup v = make_node_group(shrunk("v100-32gb", 0.30), 1, 2);
+  for (int layers : {4, 6}) {
+    Problem p = tiny_on({named(a, "a0"), v, named(a, "a1")}, layers);
+    p.cluster.inter_group_GBps = 12.5;
+    p.cluster.inter_group_latency_us = 20;
+    ASSERT_TRUE(merge_identical_groups(p.cluster).merged());
+    const SearchResult merged = search(p, "autohaap"), exhaustive = search(p, "exhaustive");
+    ASSERT_FALSE(exhaustive.top.empty()) << layers;
+    ASSERT_FALSE(merged.top.empty()) << layers;
+    EXPECT_EQ(merged.top[0].predicted.iteration_time_s, exhaustive.top[0].predicted.iteration_time_s) << layers;
+    expect_valid_on(merged.top[0], p);
+  }
+}
+
+}  // namespace
+}  // namespace autohaap
