@@ -32,6 +32,25 @@ double optimum(const Problem& problem) {
   return r.top.empty() ? std::numeric_limits<double>::infinity() : best_time(r);
 }
 
+// Seeded random small problems with a plan, each with its exhaustive
+// optimum: up to `count` of seeds 500-599 whose exhaustive candidates are at
+// most `max_candidates`.
+struct SmallCase {
+  std::uint32_t seed;
+  Problem problem;
+  double optimum;
+};
+std::vector<SmallCase> small_cases(int count, std::int64_t max_candidates) {
+  std::vector<SmallCase> out;
+  for (std::uint32_t seed = 500; static_cast<int>(out.size()) < count && seed < 600; ++seed) {
+    Problem problem = random_problem(seed);
+    if (exhaustive_candidates(problem) > max_candidates) continue;
+    const double opt = optimum(problem);
+    if (std::isfinite(opt)) out.push_back({seed, std::move(problem), opt});
+  }
+  return out;
+}
+
 TEST(SearchGap, GapOfBestAndBound) {
   EXPECT_DOUBLE_EQ(search_gap(10, 8), 0.2);
   EXPECT_DOUBLE_EQ(search_gap(4, 4), 0.0);
@@ -75,11 +94,10 @@ Stopped stop_after(const Problem& problem, std::int64_t skeletons, int threads) 
 
 TEST(SearchGap, BoundNeverExceedsTheOptimumWhereverTheSearchStops) {
   int cases = 0, stopped_with_gap = 0;
-  for (std::uint32_t seed = 500; cases < 8 && seed < 600; ++seed) {
-    const Problem problem = random_problem(seed);
-    if (exhaustive_candidates(problem) > 300000) continue;
-    const double opt = optimum(problem);
-    if (!std::isfinite(opt)) continue;
+  for (const SmallCase& c : small_cases(8, 300000)) {
+    const std::uint32_t seed = c.seed;
+    const Problem& problem = c.problem;
+    const double opt = c.optimum;
     ++cases;
     for (int threads : {1, 2}) {
       for (std::int64_t n : {1, 2, 3, 5, 9}) {
@@ -127,11 +145,10 @@ TEST(SearchGap, StoppedInInitializationProvesNothing) {
 // rate bound, below the optimum, above zero for identical layers.
 TEST(SearchGap, TheRateBoundHoldsBeforeAnySkeletonIsListed) {
   int cases = 0;
-  for (std::uint32_t seed = 500; cases < 8 && seed < 600; ++seed) {
-    const Problem problem = random_problem(seed);
-    if (exhaustive_candidates(problem) > 300000) continue;
-    const double opt = optimum(problem);
-    if (!std::isfinite(opt)) continue;
+  for (const SmallCase& c : small_cases(8, 300000)) {
+    const std::uint32_t seed = c.seed;
+    const Problem& problem = c.problem;
+    const double opt = c.optimum;
     ++cases;
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
@@ -168,11 +185,10 @@ TEST(SearchGap, GapZeroRunsToTheExactOptimum) {
 
 TEST(SearchGap, AGapStopsAsSoonAsItIsProvenAndTheAnswerIsWithinIt) {
   int early = 0, cases = 0;
-  for (std::uint32_t seed = 500; cases < 6 && seed < 600; ++seed) {
-    const Problem problem = random_problem(seed);
-    if (exhaustive_candidates(problem) > 100000) continue;
-    const double opt = optimum(problem);
-    if (!std::isfinite(opt)) continue;
+  for (const SmallCase& c : small_cases(6, 100000)) {
+    const std::uint32_t seed = c.seed;
+    const Problem& problem = c.problem;
+    const double opt = c.optimum;
     ++cases;
     SearchOptions full;
     full.threads = 1;

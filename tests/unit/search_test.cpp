@@ -124,37 +124,48 @@ Problem interleavable_problem(std::uint32_t seed) {
   return problem;
 }
 
-// The best plan of plain 1F1B (vpp 1) over every skeleton x split x
-// recompute mode: what the exact search answered before it explored vpp.
-Plan best_plain_plan(const CostModel& cost) {
+// Every plan on skeleton `s` with `vpp` chunks: every split whose stages
+// hold at least vpp layers x every per-stage recompute mode, each estimated
+// and handed to `visit`. Brute force, for small problems.
+void for_each_plan_on(const CostModel& cost, const Skeleton& s, int vpp, const std::function<void(const Plan&)>& visit) {
   const Problem& problem = cost.problem();
   const int L = problem.model.layers;
   const std::vector<Recompute>& modes = problem.training.recompute_modes;
+  const int p = s.num_stages();
+  Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, modes.front()));
+  plan.vpp = vpp;
+  std::function<void(int, int)> place = [&](int i, int begin) {
+    if (i == p) {
+      int total = 1;
+      for (int k = 0; k < p; ++k) total *= static_cast<int>(modes.size());
+      for (int code = 0; code < total; ++code) {
+        for (int k = 0, c = code; k < p; ++k, c /= static_cast<int>(modes.size()))
+          plan.stages[k].recompute = modes[c % modes.size()];
+        plan.predicted = cost.estimate(plan);
+        visit(plan);
+      }
+      return;
+    }
+    const int last = i == p - 1 ? L : L - (p - 1 - i) * vpp;
+    for (int end = i == p - 1 ? L : begin + vpp; end <= last; ++end) {
+      if (end - begin < vpp) continue;
+      plan.stages[i].layer_begin = begin;
+      plan.stages[i].layer_end = end;
+      place(i + 1, end);
+    }
+  };
+  place(0, 0);
+}
+
+// The best plan of plain 1F1B (vpp 1) over every skeleton x split x
+// recompute mode: what the exact search answered before it explored vpp.
+Plan best_plain_plan(const CostModel& cost) {
   Plan best;
   bool found = false;
-  for (const Skeleton& s : initialize_skeletons(SearchSpace(problem), nullptr).skeletons) {
-    const int p = s.num_stages();
-    Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, modes.front()));
-    std::function<void(int, int)> place = [&](int i, int begin) {
-      if (i == p) {
-        int total = 1;
-        for (int k = 0; k < p; ++k) total *= static_cast<int>(modes.size());
-        for (int code = 0; code < total; ++code) {
-          for (int k = 0, c = code; k < p; ++k, c /= static_cast<int>(modes.size()))
-            plan.stages[k].recompute = modes[c % modes.size()];
-          plan.predicted = cost.estimate(plan);
-          if (plan.predicted.fits && (!found || plan_before(plan, best))) best = plan, found = true;
-        }
-        return;
-      }
-      const int last = i == p - 1 ? L : L - (p - 1 - i);
-      for (int end = i == p - 1 ? L : begin + 1; end <= last; ++end) {
-        plan.stages[i].layer_begin = begin;
-        plan.stages[i].layer_end = end;
-        place(i + 1, end);
-      }
-    };
-    place(0, 0);
+  for (const Skeleton& s : initialize_skeletons(SearchSpace(cost.problem()), nullptr).skeletons) {
+    for_each_plan_on(cost, s, 1, [&](const Plan& plan) {
+      if (plan.predicted.fits && (!found || plan_before(plan, best))) best = plan, found = true;
+    });
   }
   return best;
 }
@@ -215,38 +226,19 @@ TEST(Search, LowerBoundHoldsForEveryVpp) {
     const MemoryPruner memory(cost);
     LatencyCache cache;
     const LoadBalancer balancer(cost, memory, &cache);
-    const std::vector<Recompute>& modes = problem.training.recompute_modes;
     const int L = problem.model.layers;
     for (const Skeleton& s : initialize_skeletons(SearchSpace(problem), &memory).skeletons) {
       const int p = s.num_stages();
       if (count_splits(L, p) * std::pow(3.0, p) > 3000) continue;
-      Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, modes.front()));
+      const int micro_batches = num_micro_batches(problem, s);
       double best = std::numeric_limits<double>::infinity();
       int best_vpp = 1;
       for (int vpp = 1; vpp <= std::max(1, L / p); ++vpp) {
-        if (!interleaving_violation(problem.model, vpp, std::vector<int>(p, L / p), plan.num_micro_batches).empty())
-          continue;
-        plan.vpp = vpp;
-        std::function<void(int, int)> place = [&](int i, int begin) {
-          if (i == p) {
-            int total = 1;
-            for (int k = 0; k < p; ++k) total *= static_cast<int>(modes.size());
-            for (int code = 0; code < total; ++code) {
-              for (int k = 0, c = code; k < p; ++k, c /= static_cast<int>(modes.size()))
-                plan.stages[k].recompute = modes[c % modes.size()];
-              const PredictedPerformance e = cost.estimate(plan);
-              if (e.fits && e.iteration_time_s < best) best = e.iteration_time_s, best_vpp = vpp;
-            }
-            return;
-          }
-          for (int end = i == p - 1 ? L : begin + vpp; end <= (i == p - 1 ? L : L - (p - 1 - i) * vpp); ++end) {
-            if (end - begin < vpp) continue;
-            plan.stages[i].layer_begin = begin;
-            plan.stages[i].layer_end = end;
-            place(i + 1, end);
-          }
-        };
-        place(0, 0);
+        if (!interleaving_violation(problem.model, vpp, std::vector<int>(p, L / p), micro_batches).empty()) continue;
+        for_each_plan_on(cost, s, vpp, [&](const Plan& plan) {
+          const PredictedPerformance& e = plan.predicted;
+          if (e.fits && e.iteration_time_s < best) best = e.iteration_time_s, best_vpp = vpp;
+        });
       }
       if (best == std::numeric_limits<double>::infinity()) continue;
       EXPECT_LE(balancer.lower_bound(s), best) << "seed " << seed << " skeleton " << s.id;
