@@ -1,5 +1,8 @@
 #include "autohaap/search/load_balancer.hpp"
 
+#include <cmath>
+#include <optional>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -215,8 +218,24 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   BalanceResult best;
   best.status = BalanceResult::Status::no_feasible_split;
   const int most = max_vpp(skeleton);
+  // An interleaved run whose own bound (split_lower_bound.hpp, at that vpp:
+  // valid for every plan of it) cannot beat what is known is skipped before
+  // its stage table is built; a tie is never skipped.
+  std::optional<StageSpeeds> speeds;
+  std::vector<int> capacities;
+  const int L = cost_.problem().model.layers, m = num_micro_batches(cost_.problem(), skeleton);
   for (const std::vector<Recompute>& modes : mode_sets()) for (int vpp = 1; vpp <= most; ++vpp) {
     const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
+    if (vpp > 1 && std::isfinite(limit)) {
+      if (!speeds) {
+        speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
+        capacities = memory_.capacities(skeleton);
+      }
+      if (iteration_lower_bound(*speeds, capacities, L, m, vpp) > limit * (1 + 1e-9)) {
+        if (best.status == BalanceResult::Status::no_feasible_split) best.status = BalanceResult::Status::above_bound;
+        continue;
+      }
+    }
     BalanceResult r = balance_in(skeleton, modes, vpp, limit, stop);
     if (r.status == BalanceResult::Status::stopped) return r;
     if (r.status == BalanceResult::Status::found) {
