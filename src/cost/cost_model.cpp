@@ -579,8 +579,11 @@ std::size_t CostModel::pacing_set(const std::vector<StageEstimate>& sets) {
 }
 
 StageEstimate CostModel::stage(const Plan& plan, int i) const {
+  // A one-device stage (the search's every estimate) is priced directly,
+  // without the list of sets.
+  const StagePlan& s = plan.stages.at(i);
+  if (!s.has_replica_sets()) return stage_part(plan, i, s, plan.micro_batch_size, nullptr);
   const std::vector<StageEstimate> sets = replica_set_estimates(plan, i);
-  if (sets.size() == 1) return sets.front();
   // A stage of replica sets finishes a micro-batch when its slowest set
   // does (each set's pipeline sends included): its times are that set's.
   // Its gradients are final when that set's backward ends, so the sync's

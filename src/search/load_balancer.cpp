@@ -221,22 +221,20 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   // An interleaved run whose own bound (split_lower_bound.hpp, at that vpp:
   // valid for every plan of it) cannot beat what is known is skipped before
   // its stage table is built; a tie is never skipped.
-  std::optional<StageSpeeds> speeds;
-  std::vector<int> capacities;
+  // The per-layer speeds in the fastest mode serve every run's bounds.
+  const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
+  std::optional<std::vector<int>> capacities;
   const int L = cost_.problem().model.layers, m = num_micro_batches(cost_.problem(), skeleton);
   for (const std::vector<Recompute>& modes : mode_sets()) for (int vpp = 1; vpp <= most; ++vpp) {
     const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
     if (vpp > 1 && std::isfinite(limit)) {
-      if (!speeds) {
-        speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
-        capacities = memory_.capacities(skeleton);
-      }
-      if (iteration_lower_bound(*speeds, capacities, L, m, vpp) > limit * (1 + 1e-9)) {
+      if (!capacities) capacities = memory_.capacities(skeleton);
+      if (iteration_lower_bound(speeds, *capacities, L, m, vpp) > limit * (1 + 1e-9)) {
         if (best.status == BalanceResult::Status::no_feasible_split) best.status = BalanceResult::Status::above_bound;
         continue;
       }
     }
-    BalanceResult r = balance_in(skeleton, modes, vpp, limit, stop);
+    BalanceResult r = balance_in(skeleton, speeds, modes, vpp, limit, stop);
     if (r.status == BalanceResult::Status::stopped) return r;
     if (r.status == BalanceResult::Status::found) {
       if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
@@ -248,8 +246,9 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   return best;
 }
 
-BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp,
-                                       double bound, const std::function<bool()>& stop) const {
+BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const StageSpeeds& speeds,
+                                       const std::vector<Recompute>& modes, int vpp, double bound,
+                                       const std::function<bool()>& stop) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -261,7 +260,6 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const std::vect
   // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync
   // term (every stage holds at least one layer per chunk; identical layers
   // only).
-  const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, table.identical());
   const double sum_lower = sum_term_lower_bound(speeds, L);
   double sync_lower = 0;
   if (table.identical()) {

@@ -60,6 +60,8 @@
 
 namespace autohaap {
 
+struct StageSpeeds;  // split_lower_bound.hpp
+
 struct BalancedSplit {
   std::vector<int> layer_end;        // stage i holds [layer_end[i-1], layer_end[i]); last == layers
   std::vector<Recompute> recompute;  // per stage
@@ -132,9 +134,11 @@ class LoadBalancer {
   // fastest that fits), or under a Megatron-runnable search one set per
   // mode (every stage that mode).
   std::vector<std::vector<Recompute>> mode_sets() const;
-  // balance() with the stages' recompute taken from `modes`, under `vpp`.
-  BalanceResult balance_in(const Skeleton& skeleton, const std::vector<Recompute>& modes, int vpp, double bound,
-                           const std::function<bool()>& stop) const;
+  // balance() with the stages' recompute taken from `modes`, under `vpp`;
+  // `speeds` are the skeleton's stage_speeds in the fastest mode (for the
+  // sum-term bound), computed once per balance().
+  BalanceResult balance_in(const Skeleton& skeleton, const StageSpeeds& speeds, const std::vector<Recompute>& modes,
+                           int vpp, double bound, const std::function<bool()>& stop) const;
 
   const CostModel& cost_;
   const MemoryPruner& memory_;
