@@ -9,6 +9,7 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/search/latency_cache.hpp"
+#include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 
 namespace autohaap {
@@ -110,7 +111,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
     if (interrupted) {
       // Not recorded: a partial answer must not be mistaken for the answer.
     } else if (has_plan(result.status)) {
-      const Plan& best = result.top.front();
+      // The plans `autohaap search` answers with for the same inputs.
+      const std::vector<Plan> top = finish_plans(CostModel(entry.problem), result, so);
+      const Plan& best = top.front();
       write_plan(best, plan_file, entry.problem);
       r.status = r.outcome = EntryStatus::found;
       r.iteration_time_s = best.predicted.iteration_time_s;

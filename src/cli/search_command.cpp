@@ -191,7 +191,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // Interleaving, context parallelism and the uniform plans on the plans
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
-  const std::vector<Plan> top = finish_plans(model, result, a.settings.search.strategy, a.settings.search.top_k);
+  const std::vector<Plan> top = finish_plans(model, result, a.settings.search);
   std::vector<std::pair<std::string, std::string>> extra;
   std::string price_table;
   std::vector<ComparedPlan> compared;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autohaap/search/mixed_stages.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
@@ -13,7 +14,7 @@ namespace {
 double time_of(const CostModel& model, Plan& plan) {
   plan.predicted = model.estimate(plan);
   for (const StagePlan& s : plan.stages)
-    if (plan.micro_batch_size % s.dp != 0) return 1e300;
+    if (!s.has_replica_sets() && plan.micro_batch_size % s.dp != 0) return 1e300;
   return plan.predicted.fits ? plan.predicted.iteration_time_s : 1e300;
 }
 
@@ -32,13 +33,21 @@ void set_cp(StagePlan& s, int cp) {
   s.dp = replicas / cp;
 }
 
-// The same layout: stages, degrees, layers, recompute, B and vpp.
+bool same_sets(const std::vector<ReplicaSet>& a, const std::vector<ReplicaSet>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ReplicaSet& x, const ReplicaSet& y) {
+    return x.group == y.group && x.first_gpu == y.first_gpu && x.gpus == y.gpus && x.sequences == y.sequences;
+  });
+}
+
+// The same layout: stages, degrees, layers, recompute, replica sets, B and
+// vpp.
 bool same_plan(const Plan& a, const Plan& b) {
   if (a.vpp != b.vpp || a.micro_batch_size != b.micro_batch_size || a.stages.size() != b.stages.size()) return false;
   for (std::size_t i = 0; i < a.stages.size(); ++i) {
     const StagePlan &x = a.stages[i], &y = b.stages[i];
     if (x.group != y.group || x.first_gpu != y.first_gpu || x.tp != y.tp || x.cp != y.cp || x.dp != y.dp ||
-        x.layer_begin != y.layer_begin || x.layer_end != y.layer_end || x.recompute != y.recompute)
+        x.layer_begin != y.layer_begin || x.layer_end != y.layer_end || x.recompute != y.recompute ||
+        !same_sets(x.replicas, y.replicas))
       return false;
   }
   return true;
@@ -68,6 +77,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
     changed = false;
     // Context parallelism, one stage at a time.
     for (int i = 0; i < p; ++i) {
+      if (best.stages[i].has_replica_sets()) continue;  // its sets' shares fix its replicas
       const int replicas = best.stages[i].cp * best.stages[i].dp;
       for (int cp = 1; cp <= replicas; ++cp) {
         if (replicas % cp != 0 || cp == best.stages[i].cp) continue;
@@ -122,12 +132,14 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   return best;
 }
 
-void refine_plans(const CostModel& model, std::vector<Plan>& plans) {
-  // A Megatron-runnable search keeps one cp and vpp for every stage.
+void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages) {
+  // A Megatron-runnable search keeps one cp and vpp for every stage, and
+  // one device type per stage.
   const bool uniform = uniform_stages_required(model.problem().runnable_by);
   for (Plan& plan : plans) {
     const SearchStats stats = plan.search;
     plan = uniform ? refine_uniform_plan(model, plan) : refine_plan(model, plan);
+    if (mixed_stages && !uniform) plan = add_idle_replica_sets(model, plan);
     plan.search = stats;
   }
   std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
@@ -135,11 +147,10 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans) {
   });
 }
 
-std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const std::string& strategy,
-                               int top_k) {
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings) {
   std::vector<Plan> top = result.top;
   if (top.empty()) return top;
-  if (strategy == "autohaap") {
+  if (settings.strategy == "autohaap") {
     std::int64_t evaluated = 0;
     for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
       const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
@@ -149,11 +160,11 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
       }
     }
   }
-  refine_plans(model, top);
+  refine_plans(model, top, settings.mixed_stages);
   for (std::size_t i = 1; i < top.size();)
     if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
     else ++i;
-  if (static_cast<int>(top.size()) > top_k) top.resize(static_cast<std::size_t>(top_k));
+  if (static_cast<int>(top.size()) > settings.top_k) top.resize(static_cast<std::size_t>(settings.top_k));
   return top;
 }
 

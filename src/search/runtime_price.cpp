@@ -53,7 +53,9 @@ RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
   any.runnable_by = RunnableBy::any;
   const SearchResult result = run_search(any, options);
   const CostModel model(any);
-  const std::vector<Plan> top = finish_plans(model, result, options.strategy, 1);
+  SearchSettings best_only = options;
+  best_only.top_k = 1;
+  const std::vector<Plan> top = finish_plans(model, result, best_only);
   if (!top.empty()) price.unrestricted = top.front();
   if (runnable_best && (!price.unrestricted || runnable_best->predicted.iteration_time_s <
                                                    price.unrestricted->predicted.iteration_time_s))

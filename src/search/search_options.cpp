@@ -50,6 +50,8 @@ std::string flag_name(const SearchOption& option) {
       [](auto member) {
         if constexpr (std::is_same_v<decltype(member), bool dist::DistributedSettings::*>)
           return dist::DistributedSettings{}.*member;
+        else if constexpr (std::is_same_v<decltype(member), bool SearchSettings::*>)
+          return SearchSettings{}.*member;
         else
           return false;
       },

@@ -40,18 +40,21 @@ Plan refine_plan(const CostModel& model, const Plan& plan);
 Plan refine_uniform_plan(const CostModel& model, const Plan& plan);
 
 struct SearchResult;
+struct SearchSettings;
 
 // The plans a search answers with: its top plans, plus (autohaap strategy)
 // the best uniform plans with their own cp and vpp — cp can make fit what
 // the search pruned for memory —, each refined (refine_plans), duplicates
-// dropped, at most `top_k`, fastest first. Empty when the search found
-// none. One place for one process, MPI ranks and the runtime comparison.
-std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const std::string& strategy,
-                               int top_k);
+// dropped, at most `settings.top_k`, fastest first. Empty when the search
+// found none. One place for one process, MPI ranks, batch entries and the
+// runtime comparison, so each answers the same plans.
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings);
 
 // Refines each plan (refine_plan; refine_uniform_plan when the problem asks
-// for Megatron-runnable plans, specs/runnable_by.hpp) and orders them
-// fastest first again (stable, so ties keep the search's order).
-void refine_plans(const CostModel& model, std::vector<Plan>& plans);
+// for Megatron-runnable plans, specs/runnable_by.hpp), then, with
+// `mixed_stages` and plans that may mix device types, puts idle GPUs to
+// work as replica sets (search/mixed_stages.hpp), and orders them fastest
+// first again (stable, so ties keep the search's order).
+void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages);
 
 }  // namespace autohaap

@@ -39,7 +39,7 @@
 // Cost: Q = max_k floor(B / r_k) calls of CostModel::replica_set_estimates
 // (S stage estimates each: all sets priced at once per share q), then
 // O(S * B * Q) comparisons. Pure; thread-safe (reads the const model only).
-// Callers: none in the search yet; tests/unit/replica_shares_test.cpp
+// Callers: search/mixed_stages.cpp; tests/unit/replica_shares_test.cpp
 // checks it against every share vector with the real cost model.
 #pragma once
 

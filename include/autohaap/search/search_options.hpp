@@ -52,6 +52,10 @@ struct SearchSettings {
   // exhausting memory. 0: no limit.
   std::int64_t max_skeletons = 1'000'000;
   double progress_interval_s = 0.2;
+  // autohaap: a found plan's idle GPUs may join its stages as replica sets
+  // of their own device type (search/mixed_stages.hpp); false keeps every
+  // stage on one device type.
+  bool mixed_stages = true;
 };
 
 namespace dist {
@@ -78,7 +82,7 @@ const std::vector<std::string>& search_strategies();
 // The member an option fills.
 using SearchOptionMember =
     std::variant<std::string SearchSettings::*, int SearchSettings::*, std::int64_t SearchSettings::*,
-                 double SearchSettings::*, std::string dist::DistributedSettings::*,
+                 double SearchSettings::*, bool SearchSettings::*, std::string dist::DistributedSettings::*,
                  bool dist::DistributedSettings::*, double dist::DistributedSettings::*>;
 
 // What a value must be. Numbers: finite, and >= min (> min when
@@ -111,6 +115,10 @@ inline constexpr std::array kSearchOptions{
                  "stop after S seconds with the best plan so far (exit 4)", true},
     SearchOption{"gap", "", "", &SearchSettings::gap, {0}, "a number >= 0 (0: run to the end)",
                  "stop once the best plan is proven within G of the optimum, e.g. 0.01 for 1% (exit 0)", true},
+    SearchOption{"mixed stages", "", "", &SearchSettings::mixed_stages, {}, "on or off",
+                 "keep every stage on one device type (by default idle GPUs may join a stage as replicas of their "
+                 "own type, each with its share of the micro-batch)",
+                 true},
     SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
                  "most skeletons kept after initialization (about 1.7 KB each); bounds memory", true},
     SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},

@@ -1,0 +1,167 @@
+#include "autohaap/search/mixed_stages.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "autohaap/search/replica_shares.hpp"
+#include "autohaap/search/search_space.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
+
+namespace autohaap {
+namespace {
+
+constexpr double kNoPlan = std::numeric_limits<double>::infinity();
+
+// GPUs [begin, end) of one group that no stage or replica set uses, never
+// across two parts of a merged group (cluster.hpp NodeGroup::parts).
+struct FreeRange {
+  int group = 0, begin = 0, end = 0;
+};
+
+std::vector<FreeRange> free_ranges(const Plan& plan, const ClusterSpec& cluster) {
+  std::vector<std::vector<std::pair<int, int>>> used(cluster.groups.size());
+  for (const StagePlan& s : plan.stages) {
+    if (!s.has_replica_sets()) used.at(s.group).emplace_back(s.first_gpu, s.first_gpu + s.gpus);
+    for (const ReplicaSet& r : s.replicas) used.at(r.group).emplace_back(r.first_gpu, r.first_gpu + r.gpus);
+  }
+  std::vector<FreeRange> out;
+  for (int g = 0; g < static_cast<int>(cluster.groups.size()); ++g) {
+    const NodeGroup& group = cluster.groups[g];
+    auto& ranges = used[g];
+    std::sort(ranges.begin(), ranges.end());
+    auto add = [&](int begin, int end) {
+      const int part = group.part_gpus();
+      for (int b = begin; b < end;) {
+        const int e = std::min(end, (b / part + 1) * part);
+        out.push_back({g, b, e});
+        b = e;
+      }
+    };
+    int at = 0;
+    for (const auto& [begin, end] : ranges) {
+      if (begin > at) add(at, begin);
+      at = std::max(at, end);
+    }
+    if (at < group.gpus()) add(at, group.gpus());
+  }
+  return out;
+}
+
+// The replica counts tried for a range holding at most `most`: 1, 2, 4, ...
+// and `most` itself.
+std::vector<int> replica_counts(int most) {
+  std::vector<int> out;
+  for (int r = 1; r < most; r *= 2) out.push_back(r);
+  if (most >= 1) out.push_back(most);
+  return out;
+}
+
+// Micro-batch sizes to try once stage `i` has `replicas` replicas: every
+// divisor of the global batch from the plan's B (and one sequence per
+// replica) up to the larger of the search's largest B and the training
+// file's largest per-replica size times those replicas.
+std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas) {
+  const std::vector<int> listed = searched_micro_batches(problem);
+  const std::vector<int>& per_replica = problem.training.micro_batch_sizes;
+  long long most = listed.empty() ? 0 : listed.back();
+  if (!per_replica.empty())
+    most = std::max(most, static_cast<long long>(*std::max_element(per_replica.begin(), per_replica.end())) * replicas);
+  most = std::min<long long>(most, plan.global_batch);
+  std::vector<int> out;
+  for (int b = std::max(plan.micro_batch_size, replicas); b <= most; ++b)
+    if (plan.global_batch % b == 0) out.push_back(b);
+  return out;
+}
+
+// `plan` at micro-batch B with every mixed stage at its best shares and
+// estimated; kNoPlan when a one-device stage cannot share B evenly, a
+// mixed stage has no split that fits, or the plan does not fit.
+double priced_at(const CostModel& model, Plan& plan, int B) {
+  plan.micro_batch_size = B;
+  plan.num_micro_batches = plan.global_batch / B;
+  std::vector<int> stage_layers;
+  for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
+  if (!interleaving_violation(model.problem().model, plan.vpp, stage_layers, plan.num_micro_batches).empty())
+    plan.vpp = 1;
+  for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+    StagePlan& s = plan.stages[i];
+    if (!s.has_replica_sets()) {
+      if (B % s.dp != 0) return kNoPlan;
+      continue;
+    }
+    const ReplicaShares shares = choose_replica_shares(model, plan, i);
+    if (!shares.found()) return kNoPlan;
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) s.replicas[k].sequences = shares.sequences[k];
+  }
+  plan.predicted = model.estimate(plan);
+  return plan.predicted.fits ? plan.predicted.iteration_time_s : kNoPlan;
+}
+
+// Stage i with one more set: `replicas` replicas from the first GPU of
+// `range` that keeps each tensor-parallel group inside a node; false when
+// the range cannot hold them or the group cannot hold the stage's tp.
+bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int replicas) {
+  const NodeGroup& g = problem.cluster.groups.at(range.group);
+  if (g.gpus_per_node % s.tp != 0) return false;
+  const int first = (range.begin + s.tp - 1) / s.tp * s.tp;
+  const int gpus = replicas * s.tp * s.cp;
+  if (first + gpus > range.end) return false;
+  if (stage_violation(problem.model, problem.seq_len(), &g, StageDegrees{s.tp, s.cp, replicas}, replicas)) return false;
+  std::vector<ReplicaSet> sets = s.replicas;
+  if (sets.empty()) sets.push_back({s.device, s.group, s.first_gpu, s.gpus, 0});
+  sets.push_back({g.device.name, range.group, first, gpus, 0});
+  set_replica_sets(s, std::move(sets));
+  return true;
+}
+
+// The largest replica count of the stage's shape that `range` holds.
+int most_replicas(const Problem& problem, const StagePlan& s, const FreeRange& range) {
+  const NodeGroup& g = problem.cluster.groups.at(range.group);
+  if (g.gpus_per_node % s.tp != 0) return 0;
+  const int first = (range.begin + s.tp - 1) / s.tp * s.tp;
+  return std::max(0, (range.end - first) / (s.tp * s.cp));
+}
+
+}  // namespace
+
+Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
+  const Problem& problem = model.problem();
+  Plan best = plan;
+  best.predicted = model.estimate(best);
+  double best_time = best.predicted.fits ? best.predicted.iteration_time_s : kNoPlan;
+  if (best_time == kNoPlan) return best;  // only a plan that runs is improved
+
+  for (bool improved = true; improved;) {
+    improved = false;
+    Plan round_best;
+    double round_time = best_time;
+    const std::vector<FreeRange> ranges = free_ranges(best, problem.cluster);
+    for (int i = 0; i < static_cast<int>(best.stages.size()); ++i) {
+      for (const FreeRange& range : ranges) {
+        for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
+          Plan moved = best;
+          if (!add_set(problem, moved.stages[i], range, r)) continue;
+          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp)) {
+            Plan candidate = moved;
+            const double t = priced_at(model, candidate, B);
+            if (t < round_time) {
+              round_time = t;
+              round_best = std::move(candidate);
+            }
+          }
+        }
+      }
+    }
+    if (round_time < best_time) {
+      best_time = round_time;
+      round_best.search = best.search;
+      best = std::move(round_best);
+      improved = true;
+    }
+  }
+  return best;
+}
+
+}  // namespace autohaap
