@@ -58,8 +58,12 @@ std::vector<int> replica_counts(int most) {
   return out;
 }
 
-// Micro-batch sizes to try once stage `i` has `replicas` replicas: every
-// divisor of the global batch from the plan's B (and one sequence per
+// At most this many micro-batch sizes per move (the smallest): a bound on
+// the work of a move whatever the global batch's divisors.
+constexpr std::size_t kMostMicroBatchesPerMove = 16;
+
+// Micro-batch sizes to try once stage `i` has `replicas` replicas: the
+// divisors of the global batch from the plan's B (and one sequence per
 // replica) up to the larger of the search's largest B and the training
 // file's largest per-replica size times those replicas.
 std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas) {
@@ -69,9 +73,17 @@ std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, 
   if (!per_replica.empty())
     most = std::max(most, static_cast<long long>(*std::max_element(per_replica.begin(), per_replica.end())) * replicas);
   most = std::min<long long>(most, plan.global_batch);
+  // The divisors of the global batch, in O(sqrt(global batch)).
+  std::vector<int> divisors;
+  const int g = plan.global_batch;
+  for (int d = 1; static_cast<long long>(d) * d <= g; ++d)
+    if (g % d == 0) divisors.insert(divisors.end(), {d, g / d});
+  std::sort(divisors.begin(), divisors.end());
   std::vector<int> out;
-  for (int b = std::max(plan.micro_batch_size, replicas); b <= most; ++b)
-    if (plan.global_batch % b == 0) out.push_back(b);
+  for (int b : divisors)
+    if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && out.size() < kMostMicroBatchesPerMove &&
+        (out.empty() || out.back() != b))
+      out.push_back(b);
   return out;
 }
 
