@@ -146,6 +146,11 @@ struct StageEstimate {
   double capacity_bytes = 0;  // device memory
   TimeSource time_source = TimeSource::analytic;  // the least measured of its layers and edges
   double time_s() const { return forward_s + backward_s; }
+  // What paces the 1F1B steady state: compute plus the stage's own sends
+  // (CostModel::iteration_time_1f1b).
+  double pace_s() const { return time_s() + p2p_s; }
+  // Once per iteration after the last backward: exposed sync and step.
+  double tail_s() const { return dp_sync_s + optimizer_s; }
   bool fits() const { return memory.total() <= capacity_bytes; }
 };
 

@@ -571,10 +571,9 @@ std::vector<StageEstimate> CostModel::replica_set_estimates(const Plan& plan, in
 }
 
 std::size_t CostModel::pacing_set(const std::vector<StageEstimate>& sets) {
-  auto pace = [](const StageEstimate& e) { return e.time_s() + e.p2p_s; };
   return static_cast<std::size_t>(
       std::max_element(sets.begin(), sets.end(),
-                       [&](const StageEstimate& a, const StageEstimate& b) { return pace(a) < pace(b); }) -
+                       [](const StageEstimate& a, const StageEstimate& b) { return a.pace_s() < b.pace_s(); }) -
       sets.begin());
 }
 
@@ -721,9 +720,9 @@ double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, 
   // stages is Megatron's (m + (p − 1)/v)·t (Sec. 2.2.2, bubble (p − 1)/(v·m)).
   double sum = 0, pace = 0, tail = 0;
   for (const StageEstimate& s : stages) {
-    sum += s.time_s() + s.p2p_s;
-    pace = std::max(pace, s.time_s() + s.p2p_s);
-    tail = std::max(tail, s.dp_sync_s + s.optimizer_s);
+    sum += s.pace_s();
+    pace = std::max(pace, s.pace_s());
+    tail = std::max(tail, s.tail_s());
   }
   return m * pace + (sum - pace) / std::max(1, vpp) + tail;
 }

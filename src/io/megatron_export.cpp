@@ -332,18 +332,11 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
   std::optional<NearestMegatronPlan> best;
   for (const auto& [device, gpus] : budget) {
     // The same question on only this device type's node groups.
-    Problem sub = problem;
-    sub.cluster.groups.clear();
     std::vector<int> original_group;
-    int min_gpn = 0;
-    for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
-      const NodeGroup& group = problem.cluster.groups[g];
-      if (group.device.name != device) continue;
-      sub.cluster.groups.push_back(group);
-      original_group.push_back(g);
-      min_gpn = min_gpn == 0 ? group.gpus_per_node : std::min(min_gpn, group.gpus_per_node);
-    }
+    const Problem sub = restricted_to_device(problem, device, &original_group);
     if (sub.cluster.groups.empty()) continue;
+    int min_gpn = sub.cluster.groups.front().gpus_per_node;
+    for (const NodeGroup& group : sub.cluster.groups) min_gpn = std::min(min_gpn, group.gpus_per_node);
     // Scored on the full cluster (group indices of the candidates refer to
     // it); the cost model reads each candidate's batch and ZeRO stage.
     const CostModel model(problem);

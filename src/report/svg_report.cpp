@@ -477,7 +477,7 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
   int slowest = 0;
   for (int j = 0; j < n; ++j) {
     const StageEstimate& e = rows[j]->estimate;
-    if (e.time_s() + e.p2p_s > max_time) max_time = e.time_s() + e.p2p_s, slowest = j;
+    if (e.pace_s() > max_time) max_time = e.pace_s(), slowest = j;
     max_memory = std::max({max_memory, e.memory.total(), e.capacity_bytes});
   }
   if (!(max_time > 0)) max_time = 1;
@@ -513,7 +513,7 @@ double draw_stage_bars(std::string& out, const Picture& pic, double top) {
                                                   std::to_string(pic.plan.micro_batch_size) + " seq."
                                             : "";
     out += text(x + 6, baseline,
-                duration(e.time_s() + e.p2p_s) + share + (mark ? "  slowest" : r.paces ? "  paces its stage" : ""),
+                duration(e.pace_s()) + share + (mark ? "  slowest" : r.paces ? "  paces its stage" : ""),
                 std::string("font-size=\"11\"") + (mark ? " font-weight=\"bold\"" : ""));
     out += "</g>\n";
 

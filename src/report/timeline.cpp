@@ -180,7 +180,7 @@ Timeline simulate_all(const std::vector<StageEstimate>& est, const std::vector<s
     s.sync_start_s = t.pipeline_s;
     s.sync_end_s = s.sync_start_s + est[i].dp_sync_s;
     s.optimizer_end_s = s.sync_end_s + est[i].optimizer_s;
-    tail = std::max(tail, est[i].dp_sync_s + est[i].optimizer_s);
+    tail = std::max(tail, est[i].tail_s());
   }
   t.iteration_s = t.pipeline_s + tail;
   return t;

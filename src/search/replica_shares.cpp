@@ -8,9 +8,6 @@
 namespace autohaap {
 namespace {
 
-// What the stage is paced by: the CostModel::pacing_set quantity.
-double pace_of(const StageEstimate& e) { return e.time_s() + e.p2p_s; }
-
 const StagePlan& stage_of_sets(const Plan& plan, int i) {
   const StagePlan& s = plan.stages.at(i);
   if (!s.has_replica_sets())
@@ -59,7 +56,7 @@ ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, in
         const StageEstimate& e = at[k - 1][q];
         const double rest = f[k - 1][b - q * rk];
         if (!e.fits() || rest == kNone) continue;
-        const double v = std::max(pace_of(e), rest);
+        const double v = std::max(e.pace_s(), rest);
         if (v < f[k][b]) f[k][b] = v, choice[k][b] = q;  // strict: the least optimal share of set k - 1
       }
     }

@@ -69,10 +69,7 @@ RuntimePrice runtime_price(const Problem& problem, const SearchOptions& options,
   const auto fastest = std::max_element(groups.begin(), groups.end(), [](const NodeGroup& a, const NodeGroup& b) {
     return a.device.peak_tflops < b.device.peak_tflops;
   });
-  Problem alone = any;
-  alone.cluster.groups.clear();
-  for (const NodeGroup& g : groups)
-    if (g.device.name == fastest->device.name) alone.cluster.groups.push_back(g);
+  const Problem alone = restricted_to_device(any, fastest->device.name);
   price.fastest_device = fastest->device.name;
   price.fastest_device_gpus = alone.cluster.total_gpus();
   price.uniform_fastest_device = best_uniform(alone, false);

@@ -3,6 +3,7 @@
 
 #include "autohaap/specs/device.hpp"
 #include "autohaap/specs/model.hpp"
+#include "autohaap/specs/problem.hpp"
 #include "autohaap/specs/runnable_by.hpp"
 #include "autohaap/specs/training.hpp"
 
@@ -142,6 +143,18 @@ const char* to_string(Architecture a) {
     case Architecture::cdna3: return "cdna3";
   }
   return "?";
+}
+
+Problem restricted_to_device(const Problem& problem, const std::string& device, std::vector<int>* original_group) {
+  Problem out = problem;
+  out.cluster.groups.clear();
+  if (original_group) original_group->clear();
+  for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
+    if (problem.cluster.groups[g].device.name != device) continue;
+    out.cluster.groups.push_back(problem.cluster.groups[g]);
+    if (original_group) original_group->push_back(g);
+  }
+  return out;
 }
 
 }  // namespace autohaap

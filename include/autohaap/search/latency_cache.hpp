@@ -84,6 +84,9 @@ struct StageEntry {
   double capacity_bytes = 0;  // device memory
 
   double time_s() const { return forward_s + backward_s; }
+  // As StageEstimate's (plan.hpp): compute plus sends; sync plus step.
+  double pace_s() const { return time_s() + p2p_s; }
+  double tail_s() const { return dp_sync_s + optimizer_s; }
   bool fits() const { return memory_bytes <= capacity_bytes; }
 };
 

@@ -66,9 +66,9 @@ class StageCostTable {
     // Compute plus the stage's own sends: what paces the 1F1B steady state
     // and the stage's share of the fill-and-drain sum
     // (CostModel::iteration_time_1f1b).
-    double pace() const { return entry.time_s() + entry.p2p_s; }
+    double pace() const { return entry.pace_s(); }
     // Data-parallel sync and optimizer step.
-    double sync() const { return entry.dp_sync_s + entry.optimizer_s; }
+    double sync() const { return entry.tail_s(); }
   };
 
   // `memory` is read only when choice.must_fit (layer capacities of

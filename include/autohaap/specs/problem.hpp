@@ -2,6 +2,9 @@
 // profiles. Every command (estimate, search, batch) works on one Problem.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "autohaap/cost/profile_table.hpp"
 #include "autohaap/specs/cluster.hpp"
 #include "autohaap/specs/model.hpp"
@@ -24,5 +27,12 @@ struct Problem {
 
   int seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
 };
+
+// The same question on only the node groups of device type `device`, in
+// their order; `original_group`, when given, receives each kept group's
+// index in `problem`'s cluster (to map a plan of the restricted problem
+// back). The one place that cuts a cluster to one device type.
+Problem restricted_to_device(const Problem& problem, const std::string& device,
+                             std::vector<int>* original_group = nullptr);
 
 }  // namespace autohaap
