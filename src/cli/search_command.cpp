@@ -188,6 +188,11 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
 int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& result,
                  const SearchOptions& options) {
   if (a.explain) std::cout << "\n" << format_prune_table(result.prune);
+  // The search's own best goes to the plan file at once: refining it below
+  // can take seconds, and a launcher that was told to stop (mpirun kills its
+  // ranks a second after passing on SIGTERM) must still leave a plan. The
+  // refined plan replaces it (both writes are atomic).
+  if (!a.out.empty() && !result.top.empty()) write_plan(result.top.front(), a.out, problem);
   // Interleaving, context parallelism and the uniform plans on the plans
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
