@@ -75,6 +75,7 @@ bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
 CostModel::CostModel(const Problem& problem, CostParameters parameters)
     : problem_(problem), parameters_(parameters) {
   if (!problem_.profiles.empty()) correction_ = fit_profile_correction();
+  identical_layers_ = problem_.model.family != ModelFamily::generic && problem_.profiles.empty();
 }
 
 double CostModel::in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp) {
@@ -614,12 +615,23 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   StageEstimate e;
   TimeSource source = TimeSource::measured;
   double params = 0;
-  for (int l = s.layer_begin; l < s.layer_end; ++l) {
-    const Timing t = layer_timing(shape, B, l);
-    e.forward_s += t.forward_s;
-    e.backward_s += t.backward_s;
+  if (identical_layers_ && s.num_layers() > 0) {
+    // Transformer layers are alike and, without profiles, so are their
+    // times: one layer priced, times the count (a plan's estimate is
+    // otherwise O(layers) layer pricings; refinement makes thousands).
+    const Timing t = layer_timing(shape, B, s.layer_begin);
+    e.forward_s = t.forward_s * s.num_layers();
+    e.backward_s = t.backward_s * s.num_layers();
     source = worse(source, t.source);
-    params += layer_params(problem_.model, l);
+    params = layer_params(problem_.model, s.layer_begin) * s.num_layers();
+  } else {
+    for (int l = s.layer_begin; l < s.layer_end; ++l) {
+      const Timing t = layer_timing(shape, B, l);
+      e.forward_s += t.forward_s;
+      e.backward_s += t.backward_s;
+      source = worse(source, t.source);
+      params += layer_params(problem_.model, l);
+    }
   }
   const Timing edge = edge_timing(shape, B, first, last);
   e.forward_s += edge.forward_s;

@@ -131,6 +131,9 @@ class CostModel {
   const Problem& problem_;
   CostParameters parameters_;
   ProfileCorrection correction_;
+  // Every layer costs the same: a transformer (not a layer list) priced
+  // without profiles, which could time layers apart.
+  bool identical_layers_ = false;
 };
 
 }  // namespace autohaap
