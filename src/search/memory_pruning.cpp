@@ -179,10 +179,23 @@ int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int mic
 
 int MemoryPruner::max_layers_leanest(const StageSlot& slot, int micro_batch, int stage_index, int num_stages,
                                      int num_micro_batches) const {
+  // Memoized under recompute -1 ("the leanest allowed"): the skeleton walk
+  // asks this for every stage of every skeleton, so one lookup instead of
+  // one per mode.
+  const CapacityKey key{slot.group,
+                        slot.tp,
+                        slot.dp,
+                        micro_batch,
+                        -1,
+                        stage_index == 0,
+                        stage_index == num_stages - 1,
+                        static_cast<int>(CostModel::in_flight(stage_index, num_stages, num_micro_batches))};
+  if (auto found = memo_->capacity.find(key)) return *found;
   int best = 0;
   for (Recompute r : allowed_modes(cost_.problem().training)) {
     best = std::max(best, max_layers(slot, r, micro_batch, stage_index, num_stages, num_micro_batches));
   }
+  memo_->capacity.insert(key, best);
   return best;
 }
 
