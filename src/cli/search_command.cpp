@@ -281,6 +281,18 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
   dist::DistributedOptions options;
   static_cast<dist::DistributedSettings&>(options) = a.settings.distributed;
   options.search = search_options(a, stop, progress);
+  // Rank 0 saves the search's best before its final checkpoint (see
+  // print_result: the refined plan replaces it).
+  // A failure to write is not reported here, inside the ranks' collective
+  // step: print_result writes the file again and reports it.
+  if (root && !a.out.empty()) {
+    options.search.ended = [&a, &problem](const Plan& best) {
+      try {
+        write_plan(best, a.out, problem);
+      } catch (const std::exception&) {
+      }
+    };
+  }
   options.note = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
   options.inject_failure = injected;
   if (root) print_header(problem, a, ", " + std::to_string(ranks) + " rank" + (ranks > 1 ? "s" : ""));

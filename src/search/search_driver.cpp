@@ -457,6 +457,7 @@ class SearchDriver {
     state.pruned = total_search_prune();
     state.cache = cache_.snapshot();
     if (last) final_top_ = state.top;
+    if (last && search_.ended && !state.top.empty()) search_.ended(state.top.front());
     const std::optional<SearchFailure> failure = sync_.write_checkpoint(state, last);
     last_checkpoint_s_ = clock_.seconds();
     if (failure) {

@@ -60,7 +60,7 @@ endforeach()
 set_tests_properties(mpi_kill_resume_n0 mpi_kill_resume_n2 PROPERTIES TIMEOUT 150)
 # SIGTERM to mpirun itself, mid-search: the plan so far is on disk.
 autohaap_mpi_test(mpirun_sigterm mpirun_sigterm.sh 2
-                  -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 5000)
+                  -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 50)
 autohaap_mpi_test(checkpoint_refused checkpoint_refused.sh 2)
 autohaap_mpi_test(rank_failure rank_failure.sh 2)
 # A time limit reached during initialization stops every rank (the

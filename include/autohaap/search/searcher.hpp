@@ -79,6 +79,11 @@ struct SearchOptions : SearchSettings {
   std::function<void(const SearchProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
   LatencyCache* cache = nullptr;              // autohaap: reuse this cache (e.g. loaded from disk)
+  // autohaap with a checkpoint: called once on rank 0 with the best plan
+  // when the search ends (finished or stopped), before the final checkpoint
+  // is written — that can take seconds, and a launcher that passes on a
+  // stop kills the ranks a second later — so the caller can save it first.
+  std::function<void(const Plan&)> ended;
 };
 
 struct SearchResult {
