@@ -48,3 +48,15 @@ session_pids() {
   done
   return 0
 }
+
+# wait_for_file FILE PID TRIES: until FILE is non-empty, process PID has
+# ended, or TRIES polls of 20 ms have passed; true when FILE is there.
+wait_for_file() {
+  local file=$1 pid=$2 tries=$3
+  for _ in $(seq 1 "$tries"); do
+    [[ -s $file ]] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  [[ -s $file ]]
+}

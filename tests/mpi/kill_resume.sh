@@ -19,12 +19,7 @@ export -f launch run
 export AUTOHAAP MPIEXEC ranks checkpoint work
 setsid bash -c 'run "$@"' run "$@" >"$work/killed.out" 2>&1 &
 job=$!
-for _ in $(seq 1 600); do
-  [[ -s $checkpoint ]] && break
-  kill -0 "$job" 2>/dev/null || break
-  sleep 0.02
-done
-[[ -s $checkpoint ]] || fail "no checkpoint was written (output: $(cat "$work/killed.out"))"
+wait_for_file "$checkpoint" "$job" 600 || fail "no checkpoint was written (output: $(cat "$work/killed.out"))"
 kill -KILL -- "-$job" 2>/dev/null || fail "the search had already finished; use a longer case"
 # Ranks that put themselves in a process group of their own are still in
 # the session: kill those too, then make sure none is left.

@@ -17,12 +17,8 @@ setsid bash -c 'exec "$MPIEXEC" --oversubscribe --bind-to none -n "$ranks" "$AUT
   --checkpoint "$checkpoint" --checkpoint-interval 0.2 -o "$work/plan.json"' run "$@" \
   >"$work/out.txt" 2>"$work/err.txt" &
 job=$!
-for _ in $(seq 1 1500); do
-  [[ -s $checkpoint ]] && break
-  kill -0 "$job" 2>/dev/null || break
-  sleep 0.02
-done
-[[ -s $checkpoint ]] || fail "no checkpoint was written (output: $(cat "$work/out.txt" "$work/err.txt"))"
+wait_for_file "$checkpoint" "$job" 1500 ||
+  fail "no checkpoint was written (output: $(cat "$work/out.txt" "$work/err.txt"))"
 kill -0 "$job" 2>/dev/null || fail "the search had already finished; use a longer case"
 kill -TERM "$job"
 code=0
