@@ -709,6 +709,19 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
     const double reduce = (1.0 - parameters_.dp_overlap) * sync;
     e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
   }
+  // Tied embeddings split by the pipeline: the first stage's word embedding
+  // and the last stage's output layer are one matrix held twice, so after
+  // the backward each tp rank all-reduces its vocab·h/tp gradient with its
+  // peer on the other end before the step (Megatron-LM's embedding group,
+  // core/distributed/finalize_model_grads.py _allreduce_word_embedding_grads;
+  // DeepSpeed's tied modules, PipelineEngine._exec_reduce_tied_grads): a
+  // two-rank all-reduce over the link between the two stages, not hidden.
+  if (p > 1 && (first || last) && problem_.model.tied_embeddings && problem_.model.family != ModelFamily::generic) {
+    const double tied_bytes = static_cast<double>(problem_.model.vocab) * problem_.model.hidden / s.tp *
+                              bytes_per_element(grad_precision(tr));
+    e.dp_sync_s += ring_allreduce_s(
+        tied_bytes, 2, pipeline_link(problem_.cluster, plan.stages.front(), plan.stages.back(), parameters_));
+  }
   const double owned = params / (zero >= 1 ? replicas : 1);
   e.optimizer_s = optimizer_step_s(owned, tr, g.device);
   // A profile's measured step, where it has one, sets the rate of this device.

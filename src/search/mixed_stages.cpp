@@ -89,8 +89,9 @@ std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, 
 
 // `plan` at micro-batch B with every mixed stage at its best shares and
 // estimated; kNoPlan when a one-device stage cannot share B evenly, a
-// mixed stage has no split that fits, or the plan does not fit.
-double priced_at(const CostModel& model, Plan& plan, int B) {
+// mixed stage has no split that fits, the plan does not fit, or its times
+// rest on less measurement than `least` (the plan given's).
+double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
   plan.micro_batch_size = B;
   plan.num_micro_batches = plan.global_batch / B;
   std::vector<int> stage_layers;
@@ -108,6 +109,7 @@ double priced_at(const CostModel& model, Plan& plan, int B) {
     for (std::size_t k = 0; k < s.replicas.size(); ++k) s.replicas[k].sequences = shares.sequences[k];
   }
   plan.predicted = model.estimate(plan);
+  if (plan.predicted.time_source > least) return kNoPlan;  // profiles: no analytic trade
   return plan.predicted.fits ? plan.predicted.iteration_time_s : kNoPlan;
 }
 
@@ -144,6 +146,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
   best.predicted = model.estimate(best);
   double best_time = best.predicted.fits ? best.predicted.iteration_time_s : kNoPlan;
   if (best_time == kNoPlan) return best;  // only a plan that runs is improved
+  const TimeSource least = best.predicted.time_source;
 
   for (bool improved = true; improved;) {
     improved = false;
@@ -157,7 +160,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
           if (!add_set(problem, moved.stages[i], range, r)) continue;
           for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp)) {
             Plan candidate = moved;
-            const double t = priced_at(model, candidate, B);
+            const double t = priced_at(model, candidate, B, least);
             if (t < round_time) {
               round_time = t;
               round_best = std::move(candidate);

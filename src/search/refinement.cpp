@@ -9,12 +9,16 @@
 namespace autohaap {
 namespace {
 
-// The plan scored; +inf when a stage does not fit or a stage's replicas do
-// not share the micro-batch evenly.
-double time_of(const CostModel& model, Plan& plan) {
+// The plan scored; +inf when a stage does not fit, a stage's replicas do
+// not share the micro-batch evenly, or its times rest on less measurement
+// than `least` allows (with profiles, a refinement must not trade a
+// measured or corrected plan for a faster analytic one: search/
+// refinement.hpp).
+double time_of(const CostModel& model, Plan& plan, TimeSource least = TimeSource::analytic) {
   plan.predicted = model.estimate(plan);
   for (const StagePlan& s : plan.stages)
     if (!s.has_replica_sets() && plan.micro_batch_size % s.dp != 0) return 1e300;
+  if (plan.predicted.time_source > least) return 1e300;
   return plan.predicted.fits ? plan.predicted.iteration_time_s : 1e300;
 }
 
@@ -60,10 +64,11 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
   Plan best = plan;
   double best_time = time_of(model, best);
   if (problem.model.family == ModelFamily::generic) return best;
+  const TimeSource least = best.predicted.time_source;
 
   const int p = static_cast<int>(plan.stages.size());
   auto try_plan = [&](Plan& candidate) {
-    const double t = time_of(model, candidate);
+    const double t = time_of(model, candidate, least);
     if (t < best_time) {
       best_time = t;
       best = candidate;
@@ -109,6 +114,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   Plan best = plan;
   double best_time = time_of(model, best);
   if (problem.model.family == ModelFamily::generic || plan.stages.empty()) return best;
+  const TimeSource least = best.predicted.time_source;
   const int replicas = plan.stages.front().cp * plan.stages.front().dp;
   std::vector<int> stage_layers;
   for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
@@ -121,7 +127,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
       Plan candidate = plan;
       candidate.vpp = vpp;
       for (StagePlan& s : candidate.stages) set_cp(s, cp);
-      const double t = time_of(model, candidate);
+      const double t = time_of(model, candidate, least);
       if (t < best_time) {
         best_time = t;
         best = candidate;
@@ -142,7 +148,13 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_s
     if (mixed_stages && !uniform) plan = add_idle_replica_sets(model, plan);
     plan.search = stats;
   }
-  std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+  // With profiles, a plan scored on measured or corrected times ranks
+  // before any analytic one (issue of trust, not speed: the analytic model
+  // is what the profiles showed to be optimistic).
+  const bool by_source = !model.problem().profiles.empty();
+  std::stable_sort(plans.begin(), plans.end(), [by_source](const Plan& a, const Plan& b) {
+    if (by_source && a.predicted.time_source != b.predicted.time_source)
+      return a.predicted.time_source < b.predicted.time_source;
     return a.predicted.iteration_time_s < b.predicted.iteration_time_s;
   });
 }

@@ -30,7 +30,7 @@ set(_cli_cases
   "estimate_amp_v100_t4_pp2|0|1a +v100-16gb +4 +1 x 4 +.12,24. .* 4 of 8 sequences\n1b +t4 +4 +1 x 4 +.12,24. .* 4 of 8 sequences, slowest\n.*stages +: v100-16gb 1x8 .0,12. none . v100-16gb[+]t4 1x8 .12,24. none.*fits +: yes|estimate|--plan|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/pp2_dp8_mb1.yaml|-m|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/gpt2-1024.yaml|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/v100-t4.yaml|-t|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/deepspeed-fp16.yaml"
   "estimate_amp_v100_t4_pp1_tp2|0|0a +v100-16gb +12 +2 x 6 +.0,24. .* 24 of 32 sequences\n0b +t4 +4 +2 x 2 +.0,24. .* 8 of 32 sequences, slowest\n.*fits +: yes|estimate|--plan|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/pp1_tp2_dp8_mb4.yaml|-m|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/gpt2-1024.yaml|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/v100-t4.yaml|-t|${CMAKE_CURRENT_SOURCE_DIR}/data/amp/deepspeed-fp16.yaml"
   "search_mixed_stages|0|h100-sxm[+]a100-80gb:1x.8[+]2.\\[12\\].*stages +: h100-sxm[+]a100-80gb 1x10 .0,12.|search|-m|gpt3-125m|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/h100-a100-pair.yaml"
-  "search_no_mixed_stages|0|stages +: a100-80gb 1x2 .0,2. none . h100-sxm 2x4 .2,12.|search|-m|gpt3-125m|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/h100-a100-pair.yaml|--no-mixed-stages"
+  "search_no_mixed_stages|0|stages +: h100-sxm 1x4 .0,7. none . h100-sxm 1x4 .7,12. none\n|search|-m|gpt3-125m|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/h100-a100-pair.yaml|--no-mixed-stages"
   "validate_replica_sets|0|mixed_stage.yaml: valid plan|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml"
   "export_megatron_replica_sets|3|stage 1 mixes device types in its replicas .2 x a100-40gb with 3 sequences each, 2 x v100-32gb with 1 sequences each.. Megatron-LM gives every data-parallel replica the same micro-batch|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100"
   "export_launch_json_replica_sets|0|\"replica_sets\": .*\"device\": \"v100-32gb\",\n +\"group\": 1,\n +\"replicas\": 2,\n +\"sequences\": 2|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|launch-json|-m|gpt3-1.3b|-c|mixed-a100-v100"
@@ -45,7 +45,7 @@ set(_merge ${CMAKE_CURRENT_SOURCE_DIR}/data/merge)
 set(_merge_cases
   "search_identical_pods_merged|0|pipeline_stages +: 4\n.*iteration_time_s +: 43.1726|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
   "estimate_identical_pods_plan|0|iteration_time_s +: 43.1726|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
-  "search_micro_batch_per_replica|0|micro_batch_size +: 128\n.*iteration_time_s +: 0.1074|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
+  "search_micro_batch_per_replica|0|micro_batch_size +: 128\n.*iteration_time_s +: 0.1192|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
 )
 autohaap_cli_cases("cli" ${_merge_cases})
 set_tests_properties(cli_search_identical_pods_merged PROPERTIES FIXTURES_SETUP pods_plan)

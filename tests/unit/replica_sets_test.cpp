@@ -98,9 +98,41 @@ TEST(ReplicaSets, StageTimeIsItsSlowestSetAtItsShare) {
   // the 12.5 GB/s inter-group link it is slower than the same sync of
   // four A100 replicas inside one node.
   EXPECT_GT(e.dp_sync_s, ra.dp_sync_s);
+  // The same four replicas in one node sync as a one-device stage does. The
+  // model is untied here: the last stage's tied-embedding all-reduce with
+  // the first stage (also in dp_sync_s) runs over the pipeline link, which
+  // a stage of sets prices between nodes.
+  Problem untied = pb;
+  untied.model.tied_embeddings = false;
+  const CostModel untied_model(untied);
   Plan one_node = p;
   one_node.stages[1].replicas[1] = {"a100-40gb", 0, 6, 2, 2};
-  EXPECT_NEAR(model.stage(one_node, 1).dp_sync_s, ra.dp_sync_s, 1e-12);
+  EXPECT_NEAR(untied_model.stage(one_node, 1).dp_sync_s, untied_model.stage(a100, 1).dp_sync_s, 1e-12);
+}
+
+// Tied embeddings across a pipeline: the first and last stages each add a
+// two-rank all-reduce of the word embedding's gradient (vocab x hidden / tp
+// elements) over the link between them to their sync; a middle stage and
+// an untied model add nothing. By hand: ring all-reduce of 2 ranks moves
+// the whole message once each way, 2 (2 - 1) / 2 * bytes / bandwidth plus 2
+// latencies.
+TEST(ReplicaSets, TiedEmbeddingsAreAllReducedBetweenFirstAndLastStage) {
+  const Problem tied = problem();
+  ASSERT_TRUE(tied.model.tied_embeddings);
+  Problem untied = tied;
+  untied.model.tied_embeddings = false;
+  const Plan p = reference(mixed_plan(), 0, "a100-40gb", 4, 3);
+  for (int i : {0, 1}) {
+    const double with = CostModel(tied).stage(p, i).dp_sync_s, without = CostModel(untied).stage(p, i).dp_sync_s;
+    const StagePlan& s = p.stages[i];
+    const double bytes = static_cast<double>(tied.model.vocab) * tied.model.hidden / s.tp *
+                         bytes_per_element(grad_precision(tied.training));
+    // Both stages on the A100-40GB group, in one node: NVLink at its
+    // achievable fraction.
+    const NodeGroup& g = tied.cluster.groups[0];
+    const double bw = g.intra_node_GBps * CostParameters{}.nvlink_efficiency * 1e9;
+    EXPECT_NEAR(with - without, bytes / bw + 2 * g.intra_node_latency_us * 1e-6, 1e-9) << "stage " << i;
+  }
 }
 
 // Each set's memory on its own device: activations of its share per GPU,

@@ -11,7 +11,10 @@
 // that confirms the search's own vpp, after a cp change it can move it. A
 // change is kept only when it is strictly faster and every stage still
 // fits. The result is exact for vpp and a local optimum for the per-stage
-// cp.
+// cp. With measured profiles, a change is also kept only when the plan's
+// times rest on no less measurement than before (TimeSource: a measured or
+// corrected plan is never traded for a faster analytic one), and finished
+// plans rank measured and corrected ones first.
 //
 // Pure and deterministic: the same plan gives the same refinement whatever
 // the thread or rank count. Cost: O(rounds · stages · divisors(dp) +
