@@ -3,13 +3,15 @@
 //
 // A skeleton fixes everything of a plan but the layer split and the
 // recompute modes: the node groups used and their order along the pipeline,
-// each group cut into k equal stages (a used group contributes all its GPUs),
-// each group's (tp, dp) for its stages, and the micro-batch size B. The raw
-// space is
+// each group cut into k equal stages (a used group contributes all its GPUs,
+// or, when its node count is not a power of two or exceeds what any plan
+// can use, its first 2^j nodes for the largest such count a plan can fill:
+// search_space.cpp raw_layouts), each group's (tp, dp) for its stages, and
+// the micro-batch size B. The raw space is
 //   ordered non-empty subsets of groups
-//   x per group a layout (k, tp): the stage size gpus/k divides a node or is
-//     a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp any divisor
-//     of the stage size, dp = stage size / tp
+//   x per group a layout (GPUs used, k, tp): the stage size used/k divides a
+//     node or is a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp
+//     any divisor of the stage size, dp = stage size / tp
 //   x B from the training's micro_batch_sizes (per pipeline; with
 //     micro_batch_per_replica, per replica times every dp the layouts
 //     offer: searched_micro_batches).
@@ -22,10 +24,11 @@
 //
 // Canonical order: group orders by length, then lexicographically; within
 // one order, B ascending; then the groups' layouts as a mixed-radix number
-// (first group of the pipeline most significant), each group's layouts by k
-// then tp ascending. The id of a skeleton is its rank in that order, so any
-// process building the same Problem numbers skeletons identically and a
-// distributed driver can hand out ids or positions as shares.
+// (first group of the pipeline most significant), each group's layouts by
+// GPUs used, then k, then tp ascending. The id of a skeleton is its rank in
+// that order, so any process building the same Problem numbers skeletons
+// identically and a distributed driver can hand out ids or positions as
+// shares.
 //
 // Holds a reference to the Problem, which must outlive the space; a
 // temporary Problem is refused at compile time.
