@@ -62,14 +62,20 @@ std::vector<int> replica_counts(int most) {
 // the work of a move whatever the global batch's divisors.
 constexpr std::size_t kMostMicroBatchesPerMove = 16;
 
+// The largest B the search lists (searched_micro_batches, once per plan:
+// with micro_batch_per_replica it walks every group's layouts).
+int largest_listed_micro_batch(const Problem& problem) {
+  const std::vector<int> listed = searched_micro_batches(problem);
+  return listed.empty() ? 0 : listed.back();
+}
+
 // Micro-batch sizes to try once stage `i` has `replicas` replicas: the
 // divisors of the global batch from the plan's B (and one sequence per
-// replica) up to the larger of the search's largest B and the training
-// file's largest per-replica size times those replicas.
-std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas) {
-  const std::vector<int> listed = searched_micro_batches(problem);
+// replica) up to the larger of the search's largest B (`listed_most`) and
+// the training file's largest per-replica size times those replicas.
+std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas, int listed_most) {
   const std::vector<int>& per_replica = problem.training.micro_batch_sizes;
-  long long most = listed.empty() ? 0 : listed.back();
+  long long most = listed_most;
   if (!per_replica.empty())
     most = std::max(most, static_cast<long long>(*std::max_element(per_replica.begin(), per_replica.end())) * replicas);
   most = std::min<long long>(most, plan.global_batch);
@@ -147,6 +153,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
   double best_time = best.predicted.fits ? best.predicted.iteration_time_s : kNoPlan;
   if (best_time == kNoPlan) return best;  // only a plan that runs is improved
   const TimeSource least = best.predicted.time_source;
+  const int listed_most = largest_listed_micro_batch(problem);
 
   for (bool improved = true; improved;) {
     improved = false;
@@ -158,7 +165,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
         for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
           Plan moved = best;
           if (!add_set(problem, moved.stages[i], range, r)) continue;
-          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp)) {
+          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed_most)) {
             Plan candidate = moved;
             const double t = priced_at(model, candidate, B, least);
             if (t < round_time) {
