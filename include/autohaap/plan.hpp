@@ -92,20 +92,24 @@ inline void set_replica_sets(StagePlan& s, std::vector<ReplicaSet> sets) {
   s.first_gpu = s.replicas.front().first_gpu;
 }
 
+// A stage's replicas as its labels count them: "4", or per replica set in
+// the plan's order, "2+2".
+inline std::string replica_counts(const StagePlan& s) {
+  if (!s.has_replica_sets()) return std::to_string(s.dp);
+  std::string out;
+  for (std::size_t k = 0; k < s.replicas.size(); ++k) out += (k ? "+" : "") + std::to_string(s.set_replicas(k));
+  return out;
+}
+
 // A stage in a few characters, as the pipeline summaries print it:
 // "device:TPxDP" ("device:TPxCPxDP" with cp > 1); a stage of replica sets
 // names each set's device and replica count, "a100-40gb+v100-32gb:1x(2+2)".
 inline std::string stage_summary(const StagePlan& s) {
-  std::string devices, replicas;
-  if (!s.has_replica_sets()) {
-    devices = s.device;
-    replicas = std::to_string(s.dp);
-  } else {
-    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
-      devices += (k ? "+" : "") + s.replicas[k].device;
-      replicas += (k ? "+" : "(") + std::to_string(s.set_replicas(k));
-    }
-    replicas += ")";
+  std::string devices = s.device, replicas = replica_counts(s);
+  if (s.has_replica_sets()) {
+    devices.clear();
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) devices += (k ? "+" : "") + s.replicas[k].device;
+    replicas = "(" + replicas + ")";
   }
   return devices + ":" + std::to_string(s.tp) + "x" + (s.cp > 1 ? std::to_string(s.cp) + "x" : "") + replicas;
 }

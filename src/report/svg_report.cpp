@@ -184,15 +184,6 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
   return out;
 }
 
-// The replicas of a stage as its label counts them: "4", or per replica
-// set in the plan's order, "2+2".
-std::string replica_counts(const StagePlan& s) {
-  if (!s.has_replica_sets()) return std::to_string(s.dp);
-  std::string out;
-  for (std::size_t k = 0; k < s.replicas.size(); ++k) out += (k ? "+" : "") + std::to_string(s.set_replicas(k));
-  return out;
-}
-
 void stage_label(std::string& out, const StagePlan& s, int i, int vpp, const Layout& L) {
   const double top = L.row_top(i), h = L.row_height;
   const std::string chunks = vpp > 1 ? " in " + stage_chunks(s, vpp) : "";

@@ -1,9 +1,8 @@
 #include "autohaap/search/load_balancer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
-
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
