@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "autohaap/search/refinement.hpp"
 #include "autohaap/search/replica_shares.hpp"
 #include "autohaap/search/search_space.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
@@ -69,34 +70,39 @@ int largest_listed_micro_batch(const Problem& problem) {
   return listed.empty() ? 0 : listed.back();
 }
 
+// The divisors of `n`, ascending, each once, in O(sqrt(n)).
+std::vector<int> divisors_of(int n) {
+  std::vector<int> out;
+  for (int d = 1; static_cast<long long>(d) * d <= n; ++d)
+    if (n % d == 0) out.insert(out.end(), {d, n / d});
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // Micro-batch sizes to try once stage `i` has `replicas` replicas: the
-// divisors of the global batch from the plan's B (and one sequence per
-// replica) up to the larger of the search's largest B (`listed_most`) and
-// the training file's largest per-replica size times those replicas.
-std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas, int listed_most) {
+// divisors of the global batch (`batch_divisors`) from the plan's B (and
+// one sequence per replica) up to the larger of the search's largest B
+// (`listed_most`) and the training file's largest per-replica size times
+// those replicas.
+std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas, int listed_most,
+                                      const std::vector<int>& batch_divisors) {
   const std::vector<int>& per_replica = problem.training.micro_batch_sizes;
   long long most = listed_most;
   if (!per_replica.empty())
     most = std::max(most, static_cast<long long>(*std::max_element(per_replica.begin(), per_replica.end())) * replicas);
   most = std::min<long long>(most, plan.global_batch);
-  // The divisors of the global batch, in O(sqrt(global batch)).
-  std::vector<int> divisors;
-  const int g = plan.global_batch;
-  for (int d = 1; static_cast<long long>(d) * d <= g; ++d)
-    if (g % d == 0) divisors.insert(divisors.end(), {d, g / d});
-  std::sort(divisors.begin(), divisors.end());
   std::vector<int> out;
-  for (int b : divisors)
-    if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && out.size() < kMostMicroBatchesPerMove &&
-        (out.empty() || out.back() != b))
+  for (int b : batch_divisors)
+    if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && out.size() < kMostMicroBatchesPerMove)
       out.push_back(b);
   return out;
 }
 
-// `plan` at micro-batch B with every mixed stage at its best shares and
-// estimated; kNoPlan when a one-device stage cannot share B evenly, a
-// mixed stage has no split that fits, the plan does not fit, or its times
-// rest on less measurement than `least` (the plan given's).
+// `plan` at micro-batch B with every mixed stage at its best shares, scored
+// by candidate_time (search/refinement.hpp) against `least`, the plan
+// given's time source; kNoPlan also when a one-device stage cannot share B
+// evenly or a mixed stage has no split that fits.
 double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
   plan.micro_batch_size = B;
   plan.num_micro_batches = plan.global_batch / B;
@@ -114,20 +120,25 @@ double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
     if (!shares.found()) return kNoPlan;
     for (std::size_t k = 0; k < s.replicas.size(); ++k) s.replicas[k].sequences = shares.sequences[k];
   }
-  plan.predicted = model.estimate(plan);
-  if (plan.predicted.time_source > least) return kNoPlan;  // profiles: no analytic trade
-  return plan.predicted.fits ? plan.predicted.iteration_time_s : kNoPlan;
+  return candidate_time(model, plan, least);
 }
 
-// Stage i with one more set: `replicas` replicas from the first GPU of
-// `range` that keeps each tensor-parallel group inside a node; false when
-// the range cannot hold them or the group cannot hold the stage's tp.
+// The first GPU of `range` where a set of the stage's replicas may start,
+// keeping each tensor-parallel group inside a node (a multiple of tp, tp
+// dividing the node); -1 when the group's nodes cannot hold the stage's tp.
+int set_start(const Problem& problem, const StagePlan& s, const FreeRange& range) {
+  if (problem.cluster.groups.at(range.group).gpus_per_node % s.tp != 0) return -1;
+  return (range.begin + s.tp - 1) / s.tp * s.tp;
+}
+
+// Stage i with one more set: `replicas` replicas from set_start of `range`;
+// false when the range cannot hold them or the group cannot hold the
+// stage's tp.
 bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int replicas) {
   const NodeGroup& g = problem.cluster.groups.at(range.group);
-  if (g.gpus_per_node % s.tp != 0) return false;
-  const int first = (range.begin + s.tp - 1) / s.tp * s.tp;
+  const int first = set_start(problem, s, range);
   const int gpus = replicas * s.tp * s.cp;
-  if (first + gpus > range.end) return false;
+  if (first < 0 || first + gpus > range.end) return false;
   if (stage_violation(problem.model, problem.seq_len(), &g, StageDegrees{s.tp, s.cp, replicas}, replicas)) return false;
   std::vector<ReplicaSet> sets = s.replicas;
   if (sets.empty()) sets.push_back({s.device, s.group, s.first_gpu, s.gpus, 0});
@@ -138,10 +149,8 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
 
 // The largest replica count of the stage's shape that `range` holds.
 int most_replicas(const Problem& problem, const StagePlan& s, const FreeRange& range) {
-  const NodeGroup& g = problem.cluster.groups.at(range.group);
-  if (g.gpus_per_node % s.tp != 0) return 0;
-  const int first = (range.begin + s.tp - 1) / s.tp * s.tp;
-  return std::max(0, (range.end - first) / (s.tp * s.cp));
+  const int first = set_start(problem, s, range);
+  return first < 0 ? 0 : std::max(0, (range.end - first) / (s.tp * s.cp));
 }
 
 }  // namespace
@@ -149,11 +158,11 @@ int most_replicas(const Problem& problem, const StagePlan& s, const FreeRange& r
 Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
   const Problem& problem = model.problem();
   Plan best = plan;
-  best.predicted = model.estimate(best);
-  double best_time = best.predicted.fits ? best.predicted.iteration_time_s : kNoPlan;
+  double best_time = candidate_time(model, best);
   if (best_time == kNoPlan) return best;  // only a plan that runs is improved
   const TimeSource least = best.predicted.time_source;
   const int listed_most = largest_listed_micro_batch(problem);
+  const std::vector<int> batch_divisors = divisors_of(plan.global_batch);
 
   for (bool improved = true; improved;) {
     improved = false;
@@ -165,7 +174,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
         for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
           Plan moved = best;
           if (!add_set(problem, moved.stages[i], range, r)) continue;
-          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed_most)) {
+          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed_most, batch_divisors)) {
             Plan candidate = moved;
             const double t = priced_at(model, candidate, B, least);
             if (t < round_time) {

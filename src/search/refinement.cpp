@@ -1,6 +1,8 @@
 #include "autohaap/search/refinement.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "autohaap/search/mixed_stages.hpp"
 #include "autohaap/search/searcher.hpp"
@@ -8,19 +10,6 @@
 
 namespace autohaap {
 namespace {
-
-// The plan scored; +inf when a stage does not fit, a stage's replicas do
-// not share the micro-batch evenly, or its times rest on less measurement
-// than `least` allows (with profiles, a refinement must not trade a
-// measured or corrected plan for a faster analytic one: search/
-// refinement.hpp).
-double time_of(const CostModel& model, Plan& plan, TimeSource least = TimeSource::analytic) {
-  plan.predicted = model.estimate(plan);
-  for (const StagePlan& s : plan.stages)
-    if (!s.has_replica_sets() && plan.micro_batch_size % s.dp != 0) return 1e300;
-  if (plan.predicted.time_source > least) return 1e300;
-  return plan.predicted.fits ? plan.predicted.iteration_time_s : 1e300;
-}
 
 // Whether a stage may split its sequences over cp GPUs: the model allows
 // it, and a --profiles-only search keeps cp 1 (profiles time whole
@@ -59,16 +48,27 @@ bool same_plan(const Plan& a, const Plan& b) {
 
 }  // namespace
 
+double candidate_time(const CostModel& model, Plan& plan, TimeSource least) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  plan.predicted = model.estimate(plan);
+  for (const StagePlan& s : plan.stages)
+    if (!s.has_replica_sets() && plan.micro_batch_size % s.dp != 0) return kNone;
+  // With profiles, a measured or corrected plan is never traded for a
+  // faster analytic one (search/refinement.hpp).
+  if (plan.predicted.time_source > least) return kNone;
+  return plan.predicted.fits ? plan.predicted.iteration_time_s : kNone;
+}
+
 Plan refine_plan(const CostModel& model, const Plan& plan) {
   const Problem& problem = model.problem();
   Plan best = plan;
-  double best_time = time_of(model, best);
+  double best_time = candidate_time(model, best);
   if (problem.model.family == ModelFamily::generic) return best;
   const TimeSource least = best.predicted.time_source;
 
   const int p = static_cast<int>(plan.stages.size());
   auto try_plan = [&](Plan& candidate) {
-    const double t = time_of(model, candidate, least);
+    const double t = candidate_time(model, candidate, least);
     if (t < best_time) {
       best_time = t;
       best = candidate;
@@ -112,7 +112,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
 Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   const Problem& problem = model.problem();
   Plan best = plan;
-  double best_time = time_of(model, best);
+  double best_time = candidate_time(model, best);
   if (problem.model.family == ModelFamily::generic || plan.stages.empty()) return best;
   const TimeSource least = best.predicted.time_source;
   const int replicas = plan.stages.front().cp * plan.stages.front().dp;
@@ -127,14 +127,14 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
       Plan candidate = plan;
       candidate.vpp = vpp;
       for (StagePlan& s : candidate.stages) set_cp(s, cp);
-      const double t = time_of(model, candidate, least);
+      const double t = candidate_time(model, candidate, least);
       if (t < best_time) {
         best_time = t;
         best = candidate;
       }
     }
   }
-  if (best_time >= 1e300) best.predicted.fits = false;  // no valid variant: the incumbent refuses it
+  if (!std::isfinite(best_time)) best.predicted.fits = false;  // no valid variant: the incumbent refuses it
   return best;
 }
 

@@ -29,6 +29,13 @@
 
 namespace autohaap {
 
+// A refinement candidate's iteration time, `plan.predicted` filled in by
+// `model`: +infinity when a stage does not fit, a one-device stage's
+// replicas do not share the micro-batch evenly, or its times rest on less
+// measurement than `least` (TimeSource). The one rule every refinement
+// (cp, vpp, uniform plans, mixed stages) compares candidates by.
+double candidate_time(const CostModel& model, Plan& plan, TimeSource least = TimeSource::analytic);
+
 // `plan` (predicted filled in by `model`) with the fastest vpp and per-stage
 // cp found; `plan` itself when nothing is faster.
 Plan refine_plan(const CostModel& model, const Plan& plan);
