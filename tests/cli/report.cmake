@@ -50,20 +50,20 @@ add_test(NAME cli_report_renders_in_chromium
 set_tests_properties(cli_report_renders_in_chromium PROPERTIES
   LABELS "cli;report" FIXTURES_REQUIRED report_html SKIP_RETURN_CODE 77 TIMEOUT 180)
 
+# file_test(NAME WRITER FILE REGEX): test cli_NAME checks that FILE, which
+# test cli_WRITER writes, matches REGEX (cmake/file_matches.cmake).
+function(file_test name writer file regex)
+  set_tests_properties(cli_${writer} PROPERTIES FIXTURES_SETUP ${writer}_output)
+  add_test(NAME cli_${name}
+           COMMAND ${CMAKE_COMMAND} -DFILE=${file} "-DEXPECT_REGEX=${regex}"
+                   -P ${PROJECT_SOURCE_DIR}/cmake/file_matches.cmake)
+  set_tests_properties(cli_${name} PROPERTIES LABELS "cli;report" FIXTURES_REQUIRED ${writer}_output)
+endfunction()
+
 # A stage of replica sets: the HTML table has a row per set with its own
 # device, group, GPUs, replicas and share (the A100 set paces the stage);
 # the SVG a memory bar per set against its own device's capacity.
-set_tests_properties(cli_report_replica_sets_html PROPERTIES FIXTURES_SETUP report_replica_sets_html)
-add_test(NAME cli_report_replica_sets_html_rows
-         COMMAND ${CMAKE_COMMAND} -DFILE=${_out}/replica_sets.html
-                 "-DEXPECT_REGEX=<tr class=\"set slowest\"><td class=\"num\">1a</td>[^\n]*a100-40gb</td><td class=\"num\">2 \\(group 0, GPUs 4–5\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>6 of 8, slowest</td>[^\n]*\n<tr class=\"set\"><td class=\"num\">1b</td>[^\n]*v100-32gb</td><td class=\"num\">2 \\(group 1, GPUs 0–1\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>2 of 8</td>"
-                 -P ${PROJECT_SOURCE_DIR}/cmake/file_matches.cmake)
-set_tests_properties(cli_report_replica_sets_html_rows PROPERTIES
-  LABELS "cli;report" FIXTURES_REQUIRED report_replica_sets_html)
-set_tests_properties(cli_report_replica_sets_svg PROPERTIES FIXTURES_SETUP report_replica_sets_svg)
-add_test(NAME cli_report_replica_sets_svg_bars
-         COMMAND ${CMAKE_COMMAND} -DFILE=${_out}/replica_sets.svg
-                 "-DEXPECT_REGEX=Stage 1 — a100-40gb\\+v100-32gb.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1a\".*GiB a100-40gb<.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1b\".*GiB v100-32gb<"
-                 -P ${PROJECT_SOURCE_DIR}/cmake/file_matches.cmake)
-set_tests_properties(cli_report_replica_sets_svg_bars PROPERTIES
-  LABELS "cli;report" FIXTURES_REQUIRED report_replica_sets_svg)
+file_test(report_replica_sets_html_rows report_replica_sets_html ${_out}/replica_sets.html
+  "<tr class=\"set slowest\"><td class=\"num\">1a</td>[^\n]*a100-40gb</td><td class=\"num\">2 \\(group 0, GPUs 4–5\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>6 of 8, slowest</td>[^\n]*\n<tr class=\"set\"><td class=\"num\">1b</td>[^\n]*v100-32gb</td><td class=\"num\">2 \\(group 1, GPUs 0–1\\)</td><td class=\"num\">1 × 2</td>[^\n]*<td>2 of 8</td>")
+file_test(report_replica_sets_svg_bars report_replica_sets_svg ${_out}/replica_sets.svg
+  "Stage 1 — a100-40gb\\+v100-32gb.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1a\".*GiB a100-40gb<.*class=\"mem-bar\" data-stage=\"1\" data-set=\"1b\".*GiB v100-32gb<")
