@@ -66,6 +66,27 @@ double optimizer_step_s(double params, const TrainingSpec& t, const DeviceSpec& 
   return params * optimizer_bytes_per_param(t) / (device.hbm_GBps * 1e9 * device.memory_efficiency);
 }
 
+// Accumulating each micro-batch's gradients into the buffer the step reads,
+// as a pass of its own over the stage's gradients, where the runtime does
+// not fuse it into the weight-gradient GEMM. DeepSpeed's ZeRO-0/1 engines let
+// autograd add every micro-batch's gradient into the parameter's .grad in
+// place (PyTorch's AccumulateGrad: read both, write one, 3 x 2 bytes a
+// parameter in 16 bits, 3 x 4 in fp32); its bf16 optimizer upcasts each
+// micro-batch's bf16 .grad to a temporary and adds it into its fp32 buffer
+// (runtime/bf16_optimizer.py, update_hp_grads: read 2, write and read the
+// temporary 4 + 4, read and write the buffer 4 + 4 = 18 bytes). Megatron-LM
+// accumulates inside the weight-gradient GEMM (gradient-accumulation fusion)
+// and FSDP into the 1/dp shard left after each reduce-scatter; DeepSpeed's
+// ZeRO-2/3 reduce every micro-batch into their shard. None of those makes a
+// pass over the stage's whole gradient.
+double gradient_accumulation_s(double params, const TrainingSpec& t, int zero, const DeviceSpec& device) {
+  if (t.runtime != Runtime::deepspeed || zero >= 2) return 0;
+  const double bytes = full_precision(t.precision)               ? 12.0
+                       : grad_precision(t) == Precision::fp32 ? 18.0
+                                                              : 6.0;
+  return params * bytes / (device.hbm_GBps * 1e9 * device.memory_efficiency);
+}
+
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
 }
@@ -640,6 +661,7 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   if (first) params += embedding_params(problem_.model);
   if (last) params += head_params(problem_.model, first);
   params /= s.tp;
+  e.backward_s += gradient_accumulation_s(params, tr, zero, g.device);
 
   // Pipeline transfers of one micro-batch: the activation to the next stage
   // and the gradient to the previous one, between the replicas of the two

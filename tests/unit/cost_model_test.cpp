@@ -440,6 +440,29 @@ TEST(CostModel, PipelineSendFullTensorFromEveryTensorParallelRank) {
   EXPECT_NEAR(CostModel(p).stage(plan, 1).p2p_s, 4e6 / nic + 10e-6, 1e-15);
 }
 
+TEST(CostModel, DeepSpeedAccumulatesEachMicroBatchsGradientsInAPassOfItsOwn) {
+  // One stage of both layers (1e6 + 3e6 parameters), tp 1. Under DeepSpeed
+  // every micro-batch's backward adds its gradients into the buffer the
+  // step reads: 16-bit .grad in place (read both, write one: 6 bytes a
+  // parameter) with fp16, the bf16 optimizer's upcast temporary and fp32
+  // buffer (2 + 4 + 4 + 4 + 4 = 18 bytes) with bf16. The flat device
+  // streams at 2000 GB/s x 0.8. Megatron-LM fuses the accumulation into the
+  // weight-gradient GEMM, DeepSpeed's ZeRO-2 reduces into its shard: no pass.
+  Problem p = generic_problem(1.0);
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2;
+  plan.stages = {StagePlan{0, "flat", 0, 1, 1, 1, 0, 2, Recompute::none}};
+  const double megatron = CostModel(p).stage(plan, 0).backward_s;
+  const double stream = 2000e9 * 0.8;
+  p.training.runtime = Runtime::deepspeed;
+  p.training.precision = Precision::fp16;
+  EXPECT_NEAR(CostModel(p).stage(plan, 0).backward_s - megatron, 4e6 * 6 / stream, 1e-15);
+  p.training.precision = Precision::bf16;  // gradients kept in fp32: the bf16 optimizer
+  EXPECT_NEAR(CostModel(p).stage(plan, 0).backward_s - megatron, 4e6 * 18 / stream, 1e-15);
+  plan.zero = 2;
+  EXPECT_NEAR(CostModel(p).stage(plan, 0).backward_s, megatron, 1e-15);
+}
+
 TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {
   // One stage, compute bound: MFU = model FLOPs / (time · peak).
   Problem p = generic_problem(100.0);

@@ -229,8 +229,8 @@ TEST(MeasuredRuns, IterationTimePerSource) {
   ASSERT_GT(all.size(), 300u);
   // What this version reaches (README "Calibration"): a change that makes
   // either worse fails here.
-  EXPECT_LE(quantile(all, 0.5), 0.11);
-  EXPECT_LE(quantile(all, 0.9), 0.29);
+  EXPECT_LE(quantile(all, 0.5), 0.10);
+  EXPECT_LE(quantile(all, 0.9), 0.26);
 }
 
 TEST(MeasuredRuns, MemoryAndOutOfMemory) {
@@ -299,7 +299,7 @@ TEST(MeasuredRuns, EverySweepRanksAsMeasured) {
     fastest_first += rank == 1;
   }
   EXPECT_GE(judged, 30);
-  EXPECT_GE(ranked_well, 18);
+  EXPECT_GE(ranked_well, 20);
   EXPECT_GE(fastest_first, 20);
 }
 
