@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -214,27 +215,70 @@ void keep_best(std::vector<Skeleton>& list, std::size_t count) {
   list.resize(count);
 }
 
+// Tasks per block of for_each_task_in_blocks: fixed, not per thread, so
+// what is done between blocks happens at the same points whatever the
+// thread count (the kept list must not depend on it).
+constexpr std::size_t kTasksPerBlock = 512;
+
 // run(task, part) for tasks [0, n) in parallel, a block at a time, each
-// task with a Part of its own; after each block, merge(part) in task order.
-// Memory is one block's parts, not one per task (many node groups make
-// tens of millions of tasks), and `stop` is asked between blocks (a block
-// takes well under a second). Returns false when stopped.
+// task with a Part of its own; after each block, merge(part) in task order,
+// then after_block(). Memory is one block's parts, not one per task (many
+// node groups make tens of millions of tasks), and `stop` is asked between
+// blocks (a block takes well under a second). Returns false when stopped.
 template <class Part, class Run, class Merge>
-bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge) {
-  const std::size_t block = 1024 * static_cast<std::size_t>(parallel::current_threads());
-  for (std::size_t begin = 0; begin < n; begin += block) {
+bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge,
+                             const std::function<void()>& after_block = [] {}) {
+  for (std::size_t begin = 0; begin < n; begin += kTasksPerBlock) {
     if (stop()) return false;
-    std::vector<Part> parts(std::min(block, n - begin));
+    std::vector<Part> parts(std::min(kTasksPerBlock, n - begin));
     parallel::for_each(parts.size(), [&](std::size_t k) { run(begin + k, parts[k]); });
     for (Part& part : parts) merge(part);
+    after_block();
   }
   return true;
 }
 
+// The least pace at which a skeleton's stages hold `layers` whole layers,
+// position j's stages_at[j] stages each taking tau_at[j] a layer (edges and
+// memory left out): the layers-th smallest stage finish time k tau_j, and at
+// least the slowest stage's one layer (split_lower_bound.hpp does the same
+// with edges and capacities once a skeleton is built). Whole layers lift
+// the rate bound L / sum_j (stages_j / tau_j) by up to a layer of the
+// slowest position, which is what lets the walk skip most leaves before
+// building them and checking their memory.
+double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int>& stages_at, int layers) {
+  const std::size_t n = tau_at.size();
+  double slowest = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (std::isfinite(tau_at[j])) slowest = std::max(slowest, tau_at[j]);
+  std::vector<int> held_per_stage(n, 0);
+  int held = 0;
+  double pace = 0;
+  while (held < layers) {
+    std::size_t next = n;
+    double finish = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < n; ++j) {
+      const double f = (held_per_stage[j] + 1) * tau_at[j];
+      if (stages_at[j] > 0 && f < finish) finish = f, next = j;
+    }
+    if (next == n) return std::numeric_limits<double>::infinity();
+    pace = finish;
+    held += stages_at[next];
+    ++held_per_stage[next];
+  }
+  return std::max(pace, slowest);
+}
+
 // The probes: per (order, B), the skeletons whose groups all take their
 // r-th fastest layout (r = 0, 1, ...), memory-valid, of finite bound; the
-// `count` best bounds over all tasks, by (bound, id). Sets `stopped` (and
-// returns what it has) when `stop` says so.
+// `count` best bounds over all tasks, by (bound, id), and the best bound of
+// every set of groups and B not among them. A skeleton's bound can be well below
+// its balanced time, so the best bounds of a cluster of many groups may all
+// lie on group sets whose plans balance poorly and crowd out the one whose
+// plan is fast; every plan on a subset of the groups is a plan of the whole
+// space, so one probe per set and B makes the first threshold about as
+// tight as the best probe of any part of the cluster. Sets `stopped` (and returns
+// what it has) when `stop` says so.
 std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPruner& memory,
                                       const LoadBalancer& balancer, std::size_t count,
                                       const std::function<bool()>& stop, std::atomic<bool>& stopped) {
@@ -243,6 +287,13 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
   const int layers = space.problem().model.layers;
   const bool one_shape = uniform_stages_required(space.problem().runnable_by);
   std::vector<Skeleton> all;
+  // By (the set's bitmask of groups, B).
+  std::map<std::pair<std::uint64_t, int>, Skeleton> best_of_set;
+  auto set_of = [&](const Skeleton& s) {
+    std::uint64_t mask = 0;
+    for (const StageSlot& slot : s.stages) mask |= std::uint64_t{1} << slot.group;
+    return std::make_pair(mask, s.micro_batch);
+  };
   auto run = [&](std::size_t task, std::vector<Skeleton>& out) {
     if (stopped.load(std::memory_order_relaxed)) return;
     if (stop()) {
@@ -290,13 +341,17 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
       s.lower_bound_s = balancer.lower_bound(s);
       if (s.lower_bound_s < std::numeric_limits<double>::infinity()) out.push_back(std::move(s));
     }
-    // Only the best `count` of a task can be among the best overall.
-    if (out.size() > count) {
-      std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count), out.end(), by_bound);
-      out.resize(count);
-    }
+    // Only the best `count` of a task can be among the best overall (its
+    // best is first: the best of its group set).
+    const std::size_t keep = std::min(count, out.size());
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(), by_bound);
+    out.resize(keep);
   };
   auto merge = [&](std::vector<Skeleton>& out) {
+    if (!out.empty()) {
+      auto [it, added] = best_of_set.try_emplace(set_of(out.front()), out.front());
+      if (!added && by_bound(out.front(), it->second)) it->second = out.front();
+    }
     for (auto& s : out) all.push_back(std::move(s));
     keep_best(all, count);
   };
@@ -306,6 +361,12 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
   const std::size_t keep = std::min(count, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
   all.resize(keep);
+  // Each set's best joins unless it is there already (same id).
+  for (auto& [set, best] : best_of_set) {
+    if (std::none_of(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep),
+                     [&](const Skeleton& s) { return s.id == best.id; }))
+      all.push_back(std::move(best));
+  }
   return all;
 }
 
@@ -378,15 +439,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // lowers the whole skeleton's term to m B + (S - B) / vpp, never below
   // the prefixes' (m - 1) B. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
-  auto stream = [&](double threshold, const std::function<void(Part&, Skeleton&&)>& keep,
-                    const std::function<void(Part&)>& merge) {
-    const double keep_below = threshold * (1 + kBoundSlack);
+  auto stream = [&](const double& threshold, const std::function<void(Part&, Skeleton&&)>& keep,
+                    const std::function<void(Part&)>& merge, const std::function<void()>& after_block) {
     auto run = [&](std::size_t task, Part& part) {
       if (stopped.load(std::memory_order_relaxed)) return;
       if (must_stop()) {
         stopped.store(true);
         return;
       }
+      // The threshold changes between blocks only, never while tasks run.
+      const double keep_below = threshold * (1 + kBoundSlack);
       const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
       PruneReport scratch;
       const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
@@ -400,6 +462,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       SkeletonWalk walk;
       std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
       std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
+      std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
+      std::vector<int> stages_at(n, 0);
       if (t.rated && threshold < kInf && m > 1) {
         for (std::size_t j = n; j-- > 0;) {
           if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
@@ -410,7 +474,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
               std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
           rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
           tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
-          const double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
+          tau_at[depth] = t.tau[depth][i];
+          stages_at[depth] = space.layouts(space.group_orders()[o][depth])[layout_index[depth]].stages;
+          double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
+          if (depth + 1 == static_cast<int>(n)) bottleneck = std::max(bottleneck, whole_layer_pace(tau_at, stages_at, layers));
           double lower = static_cast<double>(m - 1) * bottleneck;
           if (depth + 1 == static_cast<int>(n)) {
             // m B + (S - B) / v at v = 1 or the largest vpp (split_lower_bound.hpp).
@@ -432,39 +499,42 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       walk.stop = must_stop;
       if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
     };
-    if (!for_each_task_in_blocks<Part>(orders.size() * static_cast<std::size_t>(num_b), must_stop, run, merge))
+    if (!for_each_task_in_blocks<Part>(orders.size() * static_cast<std::size_t>(num_b), must_stop, run, merge,
+                                       after_block))
       stopped.store(true);
   };
 
-  // Probes, deterministic (no bound shared while streaming), so every rank
-  // of a distributed search keeps the same list: first each (order, B)'s
-  // skeletons of uniformly fast layouts; then the best bounds of the whole
-  // space under that first threshold, which is what the search would
-  // balance first anyway.
-  const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 16;
-  if (options.top_k > 0) {
-    balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
-    if (prepared.threshold_s < kInf && !stopped.load()) {
-      std::vector<Skeleton> best;
-      stream(
-          prepared.threshold_s,
-          [&](Part& part, Skeleton&& s) {
-            part.kept.push_back(std::move(s));
-            keep_best(part.kept, probe_count);
-          },
-          [&](Part& part) {
-            for (auto& s : part.kept) best.push_back(std::move(s));
-            keep_best(best, probe_count);
-          });
-      const std::size_t keep = std::min(probe_count, best.size());
-      std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
-      best.resize(keep);
-      if (!stopped.load()) balance_probes(best);
-    }
-  }
+  // Probes, deterministic, so every rank of a distributed search keeps the
+  // same list: first each (order, B)'s skeletons of uniformly fast layouts
+  // and each group set's best (probe_skeletons). Then one pass keeps every
+  // skeleton whose bound can beat the threshold and, after each block of
+  // tasks, balances the best bounds the block kept — what the search would
+  // balance first anyway — so the threshold tightens while the pass runs:
+  // later tasks skip more, the list is cut to the new threshold as it grows,
+  // and a search stopped during initialization answers with the best plan
+  // balanced so far rather than the first probes'. Blocks are a fixed
+  // number of tasks and their skeletons are chosen by (bound, id), so the
+  // thresholds, and with them the list, do not depend on the thread count.
+  const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 48;
+  const std::size_t per_block = static_cast<std::size_t>(std::max(1, options.top_k)) + 7;
+  if (options.top_k > 0) balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
 
   prepared.prune.considered = static_cast<std::int64_t>(
       std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  std::vector<Skeleton>& list = prepared.skeletons;
+  std::size_t block_begin = 0;  // the current block's first skeleton in the list
+  std::size_t cut_at = 0;       // list size that triggers the next cut to the threshold
+  // Drops the skeletons whose bound cannot beat the threshold (counted as
+  // the skeletons the stream itself skips).
+  auto cut_to_threshold = [&] {
+    const double keep_below = prepared.threshold_s * (1 + kBoundSlack);
+    const auto end = std::remove_if(list.begin(), list.end(),
+                                    [&](const Skeleton& s) { return !(s.lower_bound_s <= keep_below); });
+    prepared.prune.add(PruneRule::lower_bound_above_best, static_cast<std::int64_t>(list.end() - end));
+    list.erase(end, list.end());
+    kept.store(static_cast<std::int64_t>(list.size()));
+    cut_at = 2 * std::max<std::size_t>(list.size(), probe_count);
+  };
   stream(
       prepared.threshold_s,
       [&](Part& part, Skeleton&& s) {
@@ -475,8 +545,21 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       },
       [&](Part& part) {
         prepared.prune.merge(part.report);
-        for (auto& s : part.kept) prepared.skeletons.push_back(std::move(s));
+        for (auto& s : part.kept) list.push_back(std::move(s));
+      },
+      [&] {
+        if (options.top_k > 0 && list.size() > block_begin && !stopped.load()) {
+          std::vector<Skeleton> best(list.begin() + static_cast<std::ptrdiff_t>(block_begin), list.end());
+          const std::size_t keep = std::min(per_block, best.size());
+          std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
+          best.resize(keep);
+          const double before = prepared.threshold_s;
+          balance_probes(best);
+          if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
+        }
+        block_begin = list.size();
       });
+  if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 
   if (overflow.load()) {
     throw InputError("", "search space",

@@ -1,7 +1,10 @@
 #include "autohaap/search/split_lower_bound.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <queue>
+#include <utility>
 
 namespace autohaap {
 namespace {
@@ -34,6 +37,32 @@ double fractional_bottleneck(const std::vector<double>& edge, const std::vector<
       low = mid;
   }
   return low;
+}
+
+// Identical layers: the least T at which the stages hold L whole layers,
+// stage i at most cap_i of them, each taking edge_i + k rate_i for k
+// layers. A stage of pace T holds the k with edge_i + k rate_i <= T, so T
+// is the L-th smallest of those finish times over all stages (a merge of
+// the stages' ascending sequences). Whole layers make it at least the
+// fractional bound, by up to one layer of the slowest stage.
+double whole_layer_bottleneck(const std::vector<double>& edge, const std::vector<double>& rate,
+                              const std::vector<double>& cap, int layers) {
+  using Finish = std::pair<double, std::size_t>;  // finish time of a stage's next layer, stage
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> next;
+  std::vector<int> held(edge.size(), 0);
+  for (std::size_t i = 0; i < edge.size(); ++i) {
+    if (rate[i] <= 0) return kInf;
+    if (cap[i] >= 1) next.push({edge[i] + rate[i], i});
+  }
+  double T = 0;
+  for (int n = 0; n < layers; ++n) {
+    if (next.empty()) return kInf;
+    const auto [finish, i] = next.top();
+    next.pop();
+    T = finish;
+    if (++held[i] < cap[i]) next.push({edge[i] + (held[i] + 1) * rate[i], i});
+  }
+  return T;
 }
 
 }  // namespace
@@ -154,7 +183,9 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
       if (rate[i] <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
     }
   }
-  const double bottleneck = fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
+  const double bottleneck = speeds.layers.empty()
+                                ? std::max(least_stage, whole_layer_bottleneck(speeds.edge, rate, cap, L))
+                                : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
   // The least over v in [1, max_vpp] of m B + (S - B) / v (header).
   const double plain = sum + (m - 1) * bottleneck;

@@ -137,7 +137,7 @@ TEST(DistributedSearch, TheBoundIsTheJobsAndAgreesWithOneProcess) {
 TEST(DistributedSearch, CacheEntriesReachPeers) {
   if (g_session->size() < 2) GTEST_SKIP() << "needs two ranks";
   const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
-  DistributedOptions o = options_for(100);
+  DistributedOptions o = options_for(20);
   o.exchange_interval_s = 0.001;
   const DistributedResult with = run_distributed_search(p, o, g_session);
   o.exchange_cache = false;

@@ -188,5 +188,25 @@ TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
   EXPECT_GT(compared, 10);
 }
 
+TEST(SplitLowerBound, WholeLayersLiftTheBottleneckAboveTheFractionalOne) {
+  // Two stages of identical layers, 1 s and 2 s a layer, no edges, 4
+  // layers, 2 micro-batches. Fractionally T/1 + T/2 >= 4 at T = 8/3; in
+  // whole layers the stages finish their layers at 1, 2, 3, ... and 2, 4,
+  // ...: the 4th smallest is 3. Sum term: each stage one layer (1 + 2),
+  // the other two on the faster (2): 5. Bound 5 + (2 - 1) x 3 = 8, which
+  // the split (3, 1) attains (paces 3 and 2: 3 + 5).
+  StageSpeeds speeds;
+  speeds.edge = {0, 0};
+  speeds.layer = {1, 2};
+  EXPECT_NEAR(iteration_lower_bound(speeds, {10, 10}, 4, 2), 8.0, 1e-9);
+  // The first stage holds at most 2 layers: finish times 1, 2 and 2, 4,
+  // 6: the 4th is 4, so 5 + 4 = 9, below the only split's (2, 2) 4 + 6.
+  EXPECT_NEAR(iteration_lower_bound(speeds, {2, 10}, 4, 2), 9.0, 1e-9);
+  // Edges delay a stage's finish times: the last stage's 0.5 s head makes
+  // them 2.5, 4.5, ...: 1, 2, 2.5, 3 -> 3 again, and the sum gains 0.5.
+  speeds.edge = {0, 0.5};
+  EXPECT_NEAR(iteration_lower_bound(speeds, {10, 10}, 4, 2), 8.5, 1e-9);
+}
+
 }  // namespace
 }  // namespace autohaap
