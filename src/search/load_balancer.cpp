@@ -200,14 +200,26 @@ std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
   return sets;
 }
 
-double LoadBalancer::lower_bound(const Skeleton& skeleton) const {
+double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
   const int m = num_micro_batches(problem, skeleton);
   if (p < 1 || p > L || m < 1) return kInf;
-  const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
-  return iteration_lower_bound(speeds, memory_.capacities(skeleton), L, m, max_vpp(skeleton));
+  const bool identical = identical_layers(skeleton);
+  const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
+  const double fastest = iteration_lower_bound(speeds, memory_.capacities(skeleton), L, m, max_vpp(skeleton));
+  if (!identical || modes_.size() == 1 || !(fastest <= refine_below)) return fastest;
+  // Each stage's modes, fastest first: what k layers cost where memory
+  // forces a leaner mode on them.
+  StageTiers tiers(p);
+  for (const Recompute mode : modes_) {
+    const StageSpeeds in_mode = mode == modes_.front() ? speeds : stage_speeds(cost_, cache_, mode, skeleton, true);
+    for (int i = 0; i < p; ++i)
+      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], mode, skeleton.micro_batch, i, p, m),
+                          in_mode.layer[i]});
+  }
+  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, max_vpp(skeleton)));
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {
@@ -294,6 +306,10 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const StageSpee
 std::optional<double> LoadBalancer::layer_time(const StageSlot& slot, int micro_batch) const {
   if (!identical_.on(slot, micro_batch)) return std::nullopt;
   return layer_seconds(cost_, cache_, modes_.front(), slot, micro_batch, -1, false, false);
+}
+
+double LoadBalancer::edge_time(const StageSlot& slot, int micro_batch, bool first, bool last) const {
+  return layer_seconds(cost_, cache_, modes_.front(), slot, micro_batch, -1, first, last);
 }
 
 bool LoadBalancer::identical_layers(const Skeleton& skeleton) const { return identical_.on(skeleton); }

@@ -239,32 +239,50 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 }
 
 // The least pace at which a skeleton's stages hold `layers` whole layers,
-// position j's stages_at[j] stages each taking tau_at[j] a layer (edges and
-// memory left out): the layers-th smallest stage finish time k tau_j, and at
-// least the slowest stage's one layer (split_lower_bound.hpp does the same
-// with edges and capacities once a skeleton is built). Whole layers lift
-// the rate bound L / sum_j (stages_j / tau_j) by up to a layer of the
-// slowest position, which is what lets the walk skip most leaves before
-// building them and checking their memory.
-double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int>& stages_at, int layers) {
+// position j's stages_at[j] stages each taking tau_at[j] a layer, the
+// pipeline's first stage (of position 0) also its embedding `first_edge`
+// and its last (of the last position) its output layer `last_edge`
+// (memory left out): the layers-th smallest stage finish time, and at
+// least the slowest stage's one layer. split_lower_bound.hpp does the same
+// with capacities once a skeleton is built; this one, at a leaf of the
+// walk over layouts, lets it skip most leaves before building them and
+// checking their memory, and never skips what that bound keeps.
+double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int>& stages_at, double first_edge,
+                        double last_edge, int layers) {
+  // Alike stages: `count` of them, each finishing its k-th layer at edge + k tau.
+  struct Alike {
+    double edge, tau;
+    int count, held = 0;
+  };
+  thread_local std::vector<Alike> alike;  // per leaf of the walk: no allocation
+  alike.clear();
   const std::size_t n = tau_at.size();
+  if (n == 1 && stages_at[0] == 1) {
+    alike.push_back({first_edge + last_edge, tau_at[0], 1});
+  } else {
+    for (std::size_t j = 0; j < n; ++j) {
+      const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
+      if (stages_at[j] > ends) alike.push_back({0.0, tau_at[j], stages_at[j] - ends});
+    }
+    alike.push_back({first_edge, tau_at[0], 1});
+    alike.push_back({last_edge, tau_at[n - 1], 1});
+  }
   double slowest = 0;
-  for (std::size_t j = 0; j < n; ++j)
-    if (std::isfinite(tau_at[j])) slowest = std::max(slowest, tau_at[j]);
-  std::vector<int> held_per_stage(n, 0);
+  for (const Alike& a : alike)
+    if (std::isfinite(a.tau)) slowest = std::max(slowest, a.edge + a.tau);
   int held = 0;
   double pace = 0;
   while (held < layers) {
-    std::size_t next = n;
+    Alike* next = nullptr;
     double finish = std::numeric_limits<double>::infinity();
-    for (std::size_t j = 0; j < n; ++j) {
-      const double f = (held_per_stage[j] + 1) * tau_at[j];
-      if (stages_at[j] > 0 && f < finish) finish = f, next = j;
+    for (Alike& a : alike) {
+      const double f = a.edge + (a.held + 1) * a.tau;
+      if (f < finish) finish = f, next = &a;
     }
-    if (next == n) return std::numeric_limits<double>::infinity();
+    if (!next) return std::numeric_limits<double>::infinity();
     pace = finish;
-    held += stages_at[next];
-    ++held_per_stage[next];
+    held += next->count;
+    ++next->held;
   }
   return std::max(pace, slowest);
 }
@@ -338,7 +356,7 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
       }
       Skeleton s = space.make(o, b, layout_index);
       if (memory.check(s)) continue;
-      s.lower_bound_s = balancer.lower_bound(s);
+      s.lower_bound_s = balancer.lower_bound(s, 0.0);
       if (s.lower_bound_s < std::numeric_limits<double>::infinity()) out.push_back(std::move(s));
     }
     // Only the best `count` of a task can be among the best overall (its
@@ -464,10 +482,24 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
       std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
       std::vector<int> stages_at(n, 0);
+      std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
+      // The embedding and output-layer time of each layout of the first and
+      // last positions (both for a lone stage), in the fastest mode.
+      std::vector<double> first_edge, last_edge, both_edges;
+      auto edge_of = [&](std::size_t j, std::size_t i, bool first, bool last) {
+        const GroupLayout& g = space.layouts(space.group_orders()[o][j])[t.ok[j][i]];
+        return balancer.edge_time(StageSlot{g.group, 0, g.gpus_per_stage, g.tp, g.dp}, space.micro_batches()[b], first,
+                                  last);
+      };
       if (t.rated && threshold < kInf && m > 1) {
         for (std::size_t j = n; j-- > 0;) {
           if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
         }
+        for (std::size_t i = 0; i < t.ok[0].size(); ++i) {
+          first_edge.push_back(edge_of(0, i, true, false));
+          if (n == 1) both_edges.push_back(edge_of(0, i, true, true));
+        }
+        for (std::size_t i = 0; i < t.ok[n - 1].size(); ++i) last_edge.push_back(edge_of(n - 1, i, false, true));
         walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
           const auto& list = t.ok[depth];  // ascending: find the layout's slot
           const std::size_t i = static_cast<std::size_t>(
@@ -476,19 +508,37 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
           tau_at[depth] = t.tau[depth][i];
           stages_at[depth] = space.layouts(space.group_orders()[o][depth])[layout_index[depth]].stages;
+          slot_at[depth] = i;
           double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
-          if (depth + 1 == static_cast<int>(n)) bottleneck = std::max(bottleneck, whole_layer_pace(tau_at, stages_at, layers));
           double lower = static_cast<double>(m - 1) * bottleneck;
           if (depth + 1 == static_cast<int>(n)) {
-            // m B + (S - B) / v at v = 1 or the largest vpp (split_lower_bound.hpp).
-            const double sum = layers * tau_min[n];
-            lower = std::min(lower + sum, m * bottleneck + (sum - bottleneck) / most_vpp);
+            // Whole layers with the edges, and the sum term as
+            // sum_term_lower_bound has it: every stage one layer at its own
+            // tau, the rest at the least, plus the edges; then m B + (S - B)
+            // / v at v = 1 or the largest vpp (split_lower_bound.hpp).
+            const bool lone = n == 1 && stages_at[0] == 1;
+            const double e_first = lone ? both_edges[slot_at[0]] : first_edge[slot_at[0]];
+            const double e_last = lone ? 0.0 : last_edge[slot_at[n - 1]];
+            double sum = e_first + e_last;
+            int stages = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+              sum += stages_at[j] * tau_at[j];
+              stages += stages_at[j];
+            }
+            sum += std::max(0, layers - stages) * tau_min[n];
+            auto time_at = [&](double pace) {
+              return std::min(sum + (m - 1) * pace, m * pace + (sum - pace) / most_vpp);
+            };
+            // The whole-layer pace costs a merge over the layers: only
+            // where the rate's pace has not already decided.
+            if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
+            lower = time_at(std::max(bottleneck, whole_layer_pace(tau_at, stages_at, e_first, e_last, layers)));
           }
           return lower * (1 - 1e-9) <= keep_below;
         };
       }
       walk.visit = [&](Skeleton&& s) {
-        s.lower_bound_s = balancer.lower_bound(s);
+        s.lower_bound_s = balancer.lower_bound(s, threshold < kInf ? keep_below : kInf);
         if (threshold < kInf && !(s.lower_bound_s <= keep_below)) {
           part.report.add(PruneRule::lower_bound_above_best, 1);
           return;

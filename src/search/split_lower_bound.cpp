@@ -1,9 +1,10 @@
 #include "autohaap/search/split_lower_bound.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <functional>
 #include <limits>
-#include <queue>
 #include <utility>
 
 namespace autohaap {
@@ -39,30 +40,147 @@ double fractional_bottleneck(const std::vector<double>& edge, const std::vector<
   return low;
 }
 
-// Identical layers: the least T at which the stages hold L whole layers,
-// stage i at most cap_i of them, each taking edge_i + k rate_i for k
-// layers. A stage of pace T holds the k with edge_i + k rate_i <= T, so T
-// is the L-th smallest of those finish times over all stages (a merge of
-// the stages' ascending sequences). Whole layers make it at least the
-// fractional bound, by up to one layer of the slowest stage.
-double whole_layer_bottleneck(const std::vector<double>& edge, const std::vector<double>& rate,
-                              const std::vector<double>& cap, int layers) {
-  using Finish = std::pair<double, std::size_t>;  // finish time of a stage's next layer, stage
-  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> next;
-  std::vector<int> held(edge.size(), 0);
-  for (std::size_t i = 0; i < edge.size(); ++i) {
-    if (rate[i] <= 0) return kInf;
-    if (cap[i] >= 1) next.push({edge[i] + rate[i], i});
+// Identical layers: when stage i of a split finishes a micro-batch with k
+// layers, at the earliest: its edge plus k layers in the fastest allowed
+// recompute mode whose memory holds k of them (StageTiers), infinity past
+// the leanest mode's capacity. Non-decreasing in k: the modes that hold k
+// layers are fewer the larger k is.
+class StageFinish {
+ public:
+  static constexpr int kMostModes = 3;  // none, selective, full
+  StageFinish(const std::vector<double>& edge, const StageTiers& tiers) : edge_(edge), stage_(edge.size()) {
+    for (std::size_t i = 0; i < edge.size(); ++i) {
+      Stage& st = stage_[i];
+      for (const ModeTier& t : tiers[i]) {
+        if (st.modes == kMostModes) break;  // the fastest modes: a bound needs no more
+        st.tier[st.modes++] = t;
+        st.capacity = std::max(st.capacity, t.capacity);
+      }
+    }
   }
+  // One mode a stage: its per-layer time and capacity.
+  StageFinish(const std::vector<double>& edge, const std::vector<double>& layer, const std::vector<int>& caps)
+      : edge_(edge), stage_(edge.size()) {
+    for (std::size_t i = 0; i < edge.size(); ++i) {
+      stage_[i].tier[0] = ModeTier{caps[i], layer.empty() ? 0.0 : layer[i]};
+      stage_[i].modes = 1;
+      stage_[i].capacity = caps[i];
+    }
+  }
+  std::size_t stages() const { return edge_.size(); }
+  int capacity(std::size_t i) const { return stage_[i].capacity; }
+  double at(std::size_t i, int k) const {
+    const Stage& st = stage_[i];
+    double layer = kInf;
+    for (int j = 0; j < st.modes; ++j)
+      if (st.tier[j].capacity >= k) layer = std::min(layer, st.tier[j].layer_s);
+    return edge_[i] + k * layer;
+  }
+  // The most layers stage i finishes by `pace`: the most any one mode
+  // holds by then within its capacity, rounded in the stage's favour by a
+  // hair so the bound never exceeds a split's time.
+  int held_by(std::size_t i, double pace) const {
+    const Stage& st = stage_[i];
+    int most = 0;
+    for (int j = 0; j < st.modes; ++j) {
+      const double k = std::floor((pace - edge_[i]) / st.tier[j].layer_s * (1 + 1e-12) + 1e-9);
+      most = std::max(most, static_cast<int>(std::clamp(k, 0.0, static_cast<double>(st.tier[j].capacity))));
+    }
+    return most;
+  }
+
+ private:
+  struct Stage {
+    std::array<ModeTier, kMostModes> tier{};
+    int modes = 0;
+    int capacity = 0;
+  };
+  const std::vector<double>& edge_;
+  std::vector<Stage> stage_;
+};
+
+// The least pace at which the stages hold L whole layers: a stage of pace T
+// holds the k it finishes by T, so T is the L-th smallest finish time over
+// all stages (a merge of their ascending sequences). Whole layers make it
+// at least the fractional bound, by up to one layer of the slowest stage;
+// the modes memory forces lift it further.
+double whole_layer_bottleneck(const StageFinish& finish, int layers) {
+  using Next = std::pair<double, std::size_t>;  // finish time of a stage's next layer, stage
+  // A min-heap in buffers kept per thread: this runs once per skeleton the
+  // initialization builds (millions), where allocations showed.
+  thread_local std::vector<Next> next;
+  thread_local std::vector<int> held;
+  next.clear();
+  held.assign(finish.stages(), 0);
+  const auto later = std::greater<>{};
+  for (std::size_t i = 0; i < finish.stages(); ++i)
+    if (finish.capacity(i) >= 1) next.push_back({finish.at(i, 1), i});
+  std::make_heap(next.begin(), next.end(), later);
   double T = 0;
   for (int n = 0; n < layers; ++n) {
     if (next.empty()) return kInf;
-    const auto [finish, i] = next.top();
-    next.pop();
-    T = finish;
-    if (++held[i] < cap[i]) next.push({edge[i] + (held[i] + 1) * rate[i], i});
+    std::pop_heap(next.begin(), next.end(), later);
+    const auto [time, i] = next.back();
+    next.pop_back();
+    T = time;
+    if (++held[i] < finish.capacity(i)) {
+      next.push_back({finish.at(i, held[i] + 1), i});
+      std::push_heap(next.begin(), next.end(), later);
+    }
   }
   return T;
+}
+
+// Identical layers: the least time over every pace P >= `bottleneck` of
+// time_at(P, S(P)), where S(P) is a lower bound on the sum of stage times
+// when no stage may take longer than P: each stage holds between 1 and the
+// K_i(P) layers it finishes by P, each layer at its fastest rate, the layers
+// beyond one a stage on the stages of least rate first. A stage that cannot
+// take more than the pace allows is what keeps the fill-and-drain sum
+// above the `unpaced_sum` bound (every extra layer on the fastest stage),
+// by as much as the stages' pace spread. S falls only where some K_i grows
+// and time_at rises with P in between, so only those paces are tried,
+// ascending, until even `unpaced_sum` at the next one cannot beat the best.
+template <class TimeAt>
+double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edge, const std::vector<double>& rate,
+                       int layers, double bottleneck, double unpaced_sum, const TimeAt& time_at) {
+  const std::size_t p = edge.size();
+  std::vector<std::size_t> cheapest(p);
+  for (std::size_t i = 0; i < p; ++i) cheapest[i] = i;
+  std::sort(cheapest.begin(), cheapest.end(), [&](std::size_t a, std::size_t b) { return rate[a] < rate[b]; });
+  auto least_sum = [&](double pace) {
+    double total = 0, extra = static_cast<double>(layers) - static_cast<double>(p);
+    for (std::size_t i = 0; i < p; ++i) {
+      if (finish.held_by(i, pace) < 1) return kInf;
+      total += edge[i] + rate[i];
+    }
+    for (std::size_t i : cheapest) {
+      const double more = std::min(extra, static_cast<double>(finish.held_by(i, pace) - 1));
+      total += more * rate[i];
+      extra -= more;
+    }
+    return extra > 0 ? kInf : total;
+  };
+  // Rounding could leave a pace short of L layers: the unpaced sum holds.
+  auto sum_at = [&](double pace) {
+    const double least = least_sum(pace);
+    return least == kInf ? unpaced_sum : std::max(unpaced_sum, least);
+  };
+  double best = time_at(bottleneck, sum_at(bottleneck));
+  double pace = bottleneck;
+  for (int step = 0; step < 4 * layers; ++step) {
+    double next = kInf;  // the next pace at which some stage holds one more layer
+    for (std::size_t i = 0; i < p; ++i) {
+      const int k = finish.held_by(i, pace);
+      if (k < finish.capacity(i)) next = std::min(next, finish.at(i, k + 1));
+    }
+    // Beyond: S no longer falls, or even the unpaced sum cannot beat best.
+    if (next == kInf || !(time_at(next, unpaced_sum) < best)) return best;
+    pace = next;
+    best = std::min(best, time_at(pace, sum_at(pace)));
+  }
+  // Paces not tried: no lower than the unpaced sum at the last one.
+  return std::min(best, time_at(pace, unpaced_sum));
 }
 
 }  // namespace
@@ -145,7 +263,13 @@ double sum_term_lower_bound(const StageSpeeds& speeds, int L) {
   return sum;
 }
 
-double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
+namespace {
+
+// Both bounds: the whole-layer bottleneck of `finish` and, with `paced`,
+// the sum term at each pace (paced_sum_bound); else the unpaced sum.
+double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp) {
+  std::vector<int> caps(finish.stages());
+  for (std::size_t i = 0; i < caps.size(); ++i) caps[i] = finish.capacity(i);
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   std::vector<double> rate(p), cap(p);
@@ -184,13 +308,26 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
     }
   }
   const double bottleneck = speeds.layers.empty()
-                                ? std::max(least_stage, whole_layer_bottleneck(speeds.edge, rate, cap, L))
+                                ? std::max(least_stage, whole_layer_bottleneck(finish, L))
                                 : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
-  // The least over v in [1, max_vpp] of m B + (S - B) / v (header).
-  const double plain = sum + (m - 1) * bottleneck;
-  const double interleaved = m * bottleneck + (sum - bottleneck) / std::max(1, max_vpp);
-  return std::min(plain, interleaved) * (1 - 1e-12);
+  // The least over v in [1, max_vpp] of m P + (S - P) / v (header).
+  const int v = std::max(1, max_vpp);
+  auto time_at = [&](double pace, double stage_sum) {
+    return std::min(stage_sum + (m - 1) * pace, m * pace + (stage_sum - pace) / v);
+  };
+  if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
+  return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, time_at) * (1 - 1e-12);
+}
+
+}  // namespace
+
+double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
+  return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp);
+}
+
+double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp) {
+  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp);
 }
 
 }  // namespace autohaap

@@ -188,7 +188,7 @@ TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
   EXPECT_GT(compared, 10);
 }
 
-TEST(SplitLowerBound, WholeLayersLiftTheBottleneckAboveTheFractionalOne) {
+TEST(SplitLowerBound, WholeLayersAndThePaceLiftTheBoundAboveTheFractionalOne) {
   // Two stages of identical layers, 1 s and 2 s a layer, no edges, 4
   // layers, 2 micro-batches. Fractionally T/1 + T/2 >= 4 at T = 8/3; in
   // whole layers the stages finish their layers at 1, 2, 3, ... and 2, 4,
@@ -200,8 +200,23 @@ TEST(SplitLowerBound, WholeLayersLiftTheBottleneckAboveTheFractionalOne) {
   speeds.layer = {1, 2};
   EXPECT_NEAR(iteration_lower_bound(speeds, {10, 10}, 4, 2), 8.0, 1e-9);
   // The first stage holds at most 2 layers: finish times 1, 2 and 2, 4,
-  // 6: the 4th is 4, so 5 + 4 = 9, below the only split's (2, 2) 4 + 6.
+  // 6: the 4th is 4, so 5 + 4 = 9 with the unpaced sum. At pace 4 the sum
+  // cannot put both extra layers on the faster stage (it holds 2):
+  // 1 + 2 + 1 + 2 = 6, so the tighter bound is 6 + 4 = 10, the only
+  // split's (2, 2) time.
   EXPECT_NEAR(iteration_lower_bound(speeds, {2, 10}, 4, 2), 9.0, 1e-9);
+  const StageTiers capped = {{{2, 1.0}}, {{10, 2.0}}};
+  EXPECT_NEAR(iteration_lower_bound(speeds, capped, 4, 2), 10.0, 1e-9);
+  // Memory forces a leaner mode: the first stage holds 1 layer at 1 s or
+  // 3 at 1.5 s each (full recompute). Its finish times 1, 3, 4.5 and the
+  // other's 2, 4, 6: the 4th is 4. The sum counts layers at their fastest
+  // times: at pace 4 the first stage holds 2, so 1 + 2 + 1 + 2 = 6 and
+  // 4 + 6 = 10; at pace 4.5 it holds 3, so 1 + 2 + 2 x 1 = 5 and
+  // 4.5 + 5 = 9.5, the bound, below the best split's 11 ((2, 2): 3 and 4,
+  // or (3, 1): 4.5 and 2). The fastest mode alone would say 8.
+  const StageTiers lean = {{{1, 1.0}, {3, 1.5}}, {{10, 2.0}}};
+  EXPECT_NEAR(iteration_lower_bound(speeds, lean, 4, 2), 9.5, 1e-9);
+  EXPECT_NEAR(iteration_lower_bound(speeds, {3, 10}, 4, 2), 8.0, 1e-9);
   // Edges delay a stage's finish times: the last stage's 0.5 s head makes
   // them 2.5, 4.5, ...: 1, 2, 2.5, 3 -> 3 again, and the sum gains 0.5.
   speeds.edge = {0, 0.5};

@@ -88,8 +88,13 @@ class LoadBalancer {
   const CostModel& cost() const { return cost_; }
 
   // A value no plan on this skeleton can beat (within rounding), at any vpp:
-  // iteration_lower_bound in the fastest allowed mode.
-  double lower_bound(const Skeleton& skeleton) const;
+  // iteration_lower_bound with every stage's recompute modes (a stage whose
+  // layers fit only a leaner mode pays its time). The fastest mode's bound
+  // alone is cheaper (one capacity a stage, not one a mode); when it
+  // already exceeds `refine_below` it is returned as is: the caller only
+  // asks whether the skeleton can beat that.
+  double lower_bound(const Skeleton& skeleton,
+                     double refine_below = std::numeric_limits<double>::infinity()) const;
 
   // The largest vpp the exact split tries on this skeleton
   // (max_interleaving).
@@ -101,6 +106,9 @@ class LoadBalancer {
   // None when the stage's layers are not identical (generic model, or a
   // per-layer profile for the shape). One cached estimate.
   std::optional<double> layer_time(const StageSlot& slot, int micro_batch) const;
+  // The same for the edge work a first and/or last stage adds (embedding,
+  // output layer and loss): the E of split_lower_bound.hpp.
+  double edge_time(const StageSlot& slot, int micro_batch, bool first, bool last) const;
 
   // The skeleton's best split, if its iteration time is <= bound (ties with
   // an incumbent count as found). The bound only decides whether the search

@@ -56,11 +56,32 @@ StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute m
 // Lower bound of the sum term sum_i (t_i + p2p_i) over every split.
 double sum_term_lower_bound(const StageSpeeds& speeds, int layers);
 
+// Per stage, its recompute modes as the bound sees them: each mode's
+// per-layer time (forward + backward) and the most layers it holds
+// (MemoryPruner::max_layers). k layers cost at least k times the least
+// per-layer time among the modes that hold k (the balancer runs a stage in
+// the fastest mode that fits, stage_cost_table.hpp).
+struct ModeTier {
+  int capacity = 0;
+  double layer_s = 0;
+};
+using StageTiers = std::vector<std::vector<ModeTier>>;
+
 // Lower bound of the whole iteration time (infinity when the capacities
 // cannot hold the layers), scaled down by a relative 1e-12 so rounding
 // never lets it exceed the optimum. `speeds` in the fastest allowed mode;
-// `capacities` per stage (MemoryPruner::capacities).
+// `capacities` per stage (MemoryPruner::capacities), every layer at the
+// fastest mode's time; the sum term unpaced. Cheap: what the search's
+// initialization asks of every skeleton it builds.
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& capacities, int layers,
                              int micro_batches, int max_vpp = 1);
+// Tighter, for a skeleton the cheap bound keeps: each stage's modes (a
+// stage whose layers only fit a leaner mode pays that mode's time for them;
+// at most the first three), and the sum term at each pace (no stage slower
+// than the pace, so the fastest stages cannot take every extra layer).
+// Identical layers; a generic layer list gets the cheap bound with the
+// leanest capacity.
+double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
+                             int max_vpp = 1);
 
 }  // namespace autohaap
