@@ -188,6 +188,15 @@ Problem generic_problem(double gflop_per_seq) {
   return p;
 }
 
+// generic_problem's two layers as one stage of `gpus` GPUs (tp x dp) at
+// B = `micro_batch`, global batch 8.
+Plan one_stage_plan(int micro_batch, int tp, int dp) {
+  Plan plan;
+  plan.global_batch = 8, plan.micro_batch_size = micro_batch, plan.num_micro_batches = 8 / micro_batch;
+  plan.stages = {StagePlan{0, "flat", 0, tp * dp, tp, dp, 0, 2, Recompute::none}};
+  return plan;
+}
+
 TEST(CostModel, RooflineTimeOfAComputeBoundLayer) {
   const Problem p = generic_problem(100.0);  // 100 GFLOP per sequence
   CostModel cm(p);
@@ -250,9 +259,7 @@ TEST(CostModel, AMeasuredOptimizerStepSetsTheDevicesStepRate) {
   // GB/s achieved): 75 us. Measured: 300 us, so every stage's step on this
   // device takes 4 times its analytic time.
   Problem p = generic_problem(1.0);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
-  plan.stages = {StagePlan{0, "flat", 0, 4, 1, 4, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(8, 1, 4);
   const double analytic = CostModel(p).stage(plan, 0).optimizer_s;
   EXPECT_NEAR(analytic, 4e6 * 30 / 1600e9, 1e-15);
   p.profiles.add(ProfileKey{"flat", "optimizer", 1, 1, 512, -1}, 300e-6);
@@ -348,9 +355,7 @@ TEST(CostModel, EightBitAdamAndDeepSpeedsAllocatorReserve) {
   p.training.optimizer = Optimizer::adam8bit;
   MemoryBreakdown m = CostModel(p).stage_memory(shape, 4, 0, 2, 0, 1, 2);
   EXPECT_DOUBLE_EQ(m.optimizer, 6 * params);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
-  plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(8, 1, 8);
   const double step_8bit = CostModel(p).stage(plan, 0).optimizer_s;
   p.training.optimizer = Optimizer::adam;
   const double step_adam = CostModel(p).stage(plan, 0).optimizer_s;
@@ -395,9 +400,7 @@ TEST(CostModel, DataParallelSyncOverEveryNicOfTheNodes) {
   Problem p = generic_problem(1.0);
   p.cluster.groups[0].nodes = 2;
   CostModel cm(p);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 8, plan.num_micro_batches = 1;
-  plan.stages = {StagePlan{0, "flat", 0, 8, 1, 8, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(8, 1, 8);
   // 4e6 parameters, fp32 gradients (bf16 training): 16 MB. All-reduce over
   // 8 GPUs, 4 per node: the ring crosses each node boundary once and uses
   // the 4 NICs of the node (25 GB/s each) -> 4 x 25 GB/s per GPU of ring
@@ -449,9 +452,7 @@ TEST(CostModel, DeepSpeedAccumulatesEachMicroBatchsGradientsInAPassOfItsOwn) {
   // streams at 2000 GB/s x 0.8. Megatron-LM fuses the accumulation into the
   // weight-gradient GEMM, DeepSpeed's ZeRO-2 reduces into its shard: no pass.
   Problem p = generic_problem(1.0);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2;
-  plan.stages = {StagePlan{0, "flat", 0, 1, 1, 1, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(4, 1, 1);
   const double megatron = CostModel(p).stage(plan, 0).backward_s;
   const double stream = 2000e9 * 0.8;
   p.training.runtime = Runtime::deepspeed;
@@ -467,9 +468,7 @@ TEST(CostModel, MfuOfAPerfectlyBalancedPlan) {
   // One stage, compute bound: MFU = model FLOPs / (time · peak).
   Problem p = generic_problem(100.0);
   CostModel cm(p);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2;
-  plan.stages = {StagePlan{0, "flat", 0, 1, 1, 1, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(4, 1, 1);
   const PredictedPerformance pr = cm.estimate(plan);
   EXPECT_NEAR(pr.mfu, cm.model_flops_per_iteration() / (pr.iteration_time_s * 100e12), 1e-12);
   // 8 sequences x 2 layers x 100 GFLOP x 3 = 4.8 TFLOP of model work.
@@ -482,9 +481,8 @@ TEST(CostModel, APlanIsScoredWithItsOwnZeroStageAndBatch) {
   // The plan carries its execution settings; the training spec's ZeRO stage
   // and global batch do not change its estimate.
   Problem p = generic_problem(100.0);
-  Plan plan;
-  plan.global_batch = 8, plan.micro_batch_size = 4, plan.num_micro_batches = 2, plan.zero = 1;
-  plan.stages = {StagePlan{0, "flat", 0, 2, 1, 2, 0, 2, Recompute::none}};
+  Plan plan = one_stage_plan(4, 1, 2);
+  plan.zero = 1;
   p.training.zero = 1;
   const Problem same = p;
   const CostModel reference(same);
