@@ -247,8 +247,11 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 // with capacities once a skeleton is built; this one, at a leaf of the
 // walk over layouts, lets it skip most leaves before building them and
 // checking their memory, and never skips what that bound keeps.
+// `below`: a pace no whole-layer pace is under (the rate's): every stage's
+// layers finished by it are counted at once, and the merge goes on from
+// there (a few steps, not one per layer).
 double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int>& stages_at, double first_edge,
-                        double last_edge, int layers) {
+                        double last_edge, int layers, double below) {
   // Alike stages: `count` of them, each finishing its k-th layer at edge + k tau.
   struct Alike {
     double edge, tau;
@@ -268,9 +271,15 @@ double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int
     alike.push_back({last_edge, tau_at[n - 1], 1});
   }
   double slowest = 0;
-  for (const Alike& a : alike)
-    if (std::isfinite(a.tau)) slowest = std::max(slowest, a.edge + a.tau);
   int held = 0;
+  for (Alike& a : alike) {
+    if (!std::isfinite(a.tau)) continue;
+    slowest = std::max(slowest, a.edge + a.tau);
+    // Rounded down by a hair: a layer counted here must finish by `below`.
+    a.held = static_cast<int>(std::max(0.0, std::floor((below - a.edge) / a.tau * (1 - 1e-12))));
+    held += a.held * a.count;
+  }
+  if (held >= layers) return std::max(below, slowest);  // rounding only: the rate's pace holds
   double pace = 0;
   while (held < layers) {
     Alike* next = nullptr;
@@ -532,7 +541,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             // The whole-layer pace costs a merge over the layers: only
             // where the rate's pace has not already decided.
             if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
-            lower = time_at(std::max(bottleneck, whole_layer_pace(tau_at, stages_at, e_first, e_last, layers)));
+            lower = time_at(std::max(bottleneck, whole_layer_pace(tau_at, stages_at, e_first, e_last, layers, bottleneck)));
           }
           return lower * (1 - 1e-9) <= keep_below;
         };
