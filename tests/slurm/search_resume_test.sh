@@ -7,16 +7,19 @@
 source "$(dirname "$0")/slurm_lib.sh"
 WORK=$(work_dir search_resume)
 cd "$WORK"
-# Four GPU generations: enough orderings for a search of several seconds,
-# so there is time to cancel it between two checkpoints (one thread per
-# rank keeps it that long on machines with many cores).
+# Five GPU generations: enough orderings for a search whose rounds last
+# tens of seconds after an initialization of about as long (four no longer
+# do: their rounds end within a second of the first checkpoint), so there
+# is time to cancel it between two checkpoints (one thread per rank keeps
+# it that long on machines with many cores).
 cat > generations.yaml <<'YAML'
-name: four-generations
+name: five-generations
 groups:
   - {device: h100-sxm, nodes: 1, gpus_per_node: 8}
   - {device: a100-80gb, nodes: 1, gpus_per_node: 8}
   - {device: a100-40gb, nodes: 1, gpus_per_node: 8}
   - {device: v100-32gb, nodes: 1, gpus_per_node: 8}
+  - {device: l40s, nodes: 1, gpus_per_node: 8}
 YAML
 search_args=(--model gpt3-13b --cluster generations.yaml --out run.json --checkpoint-interval 1 --threads 1)
 
@@ -27,13 +30,13 @@ search_args=(--model gpt3-13b --cluster generations.yaml --out run.json --checkp
 # 1. Submit, wait for its first checkpoint, cancel while it still runs.
 job=$(sbatch --parsable -D "$WORK" -n 2 "$AUTOHAAP_SOURCE_DIR/slurm/search.sbatch" "${search_args[@]}")
 log=$WORK/autohaap-search-$job.out
-deadline=$((SECONDS + 90))
+deadline=$((SECONDS + 240))
 until [[ -s run.json.checkpoint ]]; do
   if job_states "$job" | grep -vE ' (PENDING|RUNNING|CONFIGURING) ' >/dev/null; then
     cat "$log" >&2
     fail "job $job ended before writing a checkpoint"
   fi
-  (( SECONDS < deadline )) || fail "no checkpoint from job $job after 90 s"
+  (( SECONDS < deadline )) || fail "no checkpoint from job $job after 240 s"
   sleep 0.2
 done
 job_states "$job" | grep ' RUNNING ' >/dev/null || fail "job $job finished before it could be cancelled; the search is too short"
@@ -45,7 +48,7 @@ grep -q ' CANCELLED ' <<<"$states" || fail "job $job was not cancelled: $states"
 
 # 2. Resubmit with the same arguments: resumes and completes.
 job2=$(sbatch --parsable -D "$WORK" -n 2 "$AUTOHAAP_SOURCE_DIR/slurm/search.sbatch" "${search_args[@]}")
-expect_completed "$job2" 120
+expect_completed "$job2" 300
 log2=$WORK/autohaap-search-$job2.out
 grep -E 'resum' "$log2" || { cat "$log2" >&2; fail "job $job2 did not say it resumed from the checkpoint"; }
 read -r restored total < <(grep -oE '[0-9]+ of [0-9]+ chunks restored' "$log2" | awk '{print $1, $3}' | head -1)

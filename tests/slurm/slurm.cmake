@@ -44,6 +44,6 @@ foreach(script ${AUTOHAAP_SLURM_CASES})
   string(REGEX REPLACE "_test$" "" name ${name})
   add_test(NAME slurm.${name} COMMAND bash ${script})
   set_tests_properties(slurm.${name} PROPERTIES
-    LABELS slurm RUN_SERIAL TRUE TIMEOUT 180 FIXTURES_REQUIRED slurm_cluster
+    LABELS slurm RUN_SERIAL TRUE TIMEOUT 480 FIXTURES_REQUIRED slurm_cluster
     ENVIRONMENT "${AUTOHAAP_SLURM_ENV}")
 endforeach()
