@@ -389,7 +389,8 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), by_bound);
   all.resize(keep);
   // Each set's best joins unless it is there already (same id).
-  for (auto& [set, best] : best_of_set) {
+  for (auto& entry : best_of_set) {
+    Skeleton& best = entry.second;
     if (std::none_of(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep),
                      [&](const Skeleton& s) { return s.id == best.id; }))
       all.push_back(std::move(best));
