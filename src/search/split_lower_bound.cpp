@@ -268,20 +268,16 @@ namespace {
 // Both bounds: the whole-layer bottleneck of `finish` and, with `paced`,
 // the sum term at each pace (paced_sum_bound); else the unpaced sum.
 double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp) {
-  std::vector<int> caps(finish.stages());
-  for (std::size_t i = 0; i < caps.size(); ++i) caps[i] = finish.capacity(i);
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
-  std::vector<double> rate(p), cap(p);
+  std::vector<double> rate(p), cap(p);  // cap and need: the generic layers' fractional bottleneck only
   double least_stage = 0;  // every stage holds at least one layer
   double need = 0;
   if (speeds.layers.empty()) {
     for (int i = 0; i < p; ++i) {
       rate[i] = speeds.layer[i];
-      cap[i] = caps[i];
       least_stage = std::max(least_stage, speeds.edge[i] + rate[i]);
     }
-    need = L;
   } else {
     // Work in units of stage 0's layer times: stage i runs layer l at least
     // kappa_i times its work w_l, so it holds at most (T - E_i) / kappa_i.
@@ -299,7 +295,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
         if (work[l] > 0) kappa = std::min(kappa, speeds.layers[i][l] / work[l]);
       }
       rate[i] = kappa == kInf ? 0 : kappa;
-      cap[i] = caps[i] * largest;
+      cap[i] = finish.capacity(i) * largest;
       least_stage = std::max(least_stage, speeds.edge[i] + smallest);
     }
     if (need <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
