@@ -308,6 +308,28 @@ std::optional<double> LoadBalancer::layer_time(const StageSlot& slot, int micro_
   return layer_seconds(cost_, cache_, modes_.front(), slot, micro_batch, -1, false, false);
 }
 
+std::optional<std::vector<double>> LoadBalancer::layer_finish_times(const StageSlot& slot, int micro_batch) const {
+  if (!identical_.on(slot, micro_batch)) return std::nullopt;
+  const int L = cost_.problem().model.layers;
+  std::vector<ModeTier> tiers;
+  int most = 0;
+  for (const Recompute mode : modes_) {
+    const int capacity = std::min(L, std::max(memory_.max_layers(slot, mode, micro_batch, 1, 3, 1),
+                                              memory_.max_layers(slot, mode, micro_batch, 0, 1, 1)));
+    if (capacity < 1) continue;
+    tiers.push_back({capacity, layer_seconds(cost_, cache_, mode, slot, micro_batch, -1, false, false)});
+    most = std::max(most, capacity);
+  }
+  std::vector<double> finish(static_cast<std::size_t>(most));
+  for (int k = 1; k <= most; ++k) {
+    double layer = kInf;
+    for (const ModeTier& t : tiers)
+      if (t.capacity >= k) layer = std::min(layer, t.layer_s);
+    finish[k - 1] = k * layer;
+  }
+  return finish;
+}
+
 double LoadBalancer::edge_time(const StageSlot& slot, int micro_batch, bool first, bool last) const {
   return layer_seconds(cost_, cache_, modes_.front(), slot, micro_batch, -1, first, last);
 }

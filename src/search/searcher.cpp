@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -13,6 +14,7 @@
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/search_driver.hpp"
+#include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 #include "strategies.hpp"
 
@@ -238,63 +240,67 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
   return true;
 }
 
-// The least pace at which a skeleton's stages hold `layers` whole layers,
-// position j's stages_at[j] stages each taking tau_at[j] a layer, the
-// pipeline's first stage (of position 0) also its embedding `first_edge`
-// and its last (of the last position) its output layer `last_edge`
-// (memory left out): the layers-th smallest stage finish time, and at
-// least the slowest stage's one layer. split_lower_bound.hpp does the same
-// with capacities once a skeleton is built; this one, at a leaf of the
-// walk over layouts, lets it skip most leaves before building them and
-// checking their memory, and never skips what that bound keeps.
-// `below`: a pace no whole-layer pace is under (the rate's): every stage's
-// layers finished by it are counted at once, and the merge goes on from
-// there (a few steps, not one per layer).
-double whole_layer_pace(const std::vector<double>& tau_at, const std::vector<int>& stages_at, double first_edge,
-                        double last_edge, int layers, double below) {
-  // Alike stages: `count` of them, each finishing its k-th layer at edge + k tau.
-  struct Alike {
-    double edge, tau;
-    int count, held = 0;
+// Per (group, B): each layout's layer finish times
+// (LoadBalancer::layer_finish_times) and the group's envelope: the least
+// pace by which some layout of the group holds v layers over all its
+// stages, for v = 1, 2, ... (as far as any holds). What the walk over
+// layouts bounds a prefix with: the layouts chosen hold what their finish
+// times allow, each position still open at most its group's envelope.
+// Computed once before the walk (the tasks share groups); null where a
+// layout's layers are not identical (a per-layer profile).
+class LayoutFinishTimes {
+ public:
+  LayoutFinishTimes(const SearchSpace& space, const LoadBalancer& balancer)
+      : num_b_(space.micro_batches().size()), of_(space.problem().cluster.groups.size() * num_b_) {
+    const int layers = space.problem().model.layers;
+    parallel::for_each(of_.size(), [&](std::size_t k) {
+      const int group = static_cast<int>(k / num_b_);
+      const int micro_batch = space.micro_batches()[k % num_b_];
+      Group& g = of_[k];
+      g.envelope_known = true;
+      std::vector<double> envelope(static_cast<std::size_t>(layers), kInfinity);
+      for (const GroupLayout& layout : space.layouts(group)) {
+        auto finish = balancer.layer_finish_times(StageSlot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp},
+                                                  micro_batch);
+        if (!finish) {
+          g.envelope_known = false;
+          g.layout.emplace_back();
+          continue;
+        }
+        const int held = static_cast<int>(finish->size());
+        for (int v = 1; v <= layers; ++v) {
+          const int each = (v + layout.stages - 1) / layout.stages;  // layers per stage for v in all
+          if (each > held) break;
+          envelope[v - 1] = std::min(envelope[v - 1], (*finish)[each - 1]);
+        }
+        g.layout.emplace_back(std::move(*finish));
+      }
+      // Non-decreasing, and only as far as some layout holds.
+      for (int v = layers - 1; v-- > 0;) envelope[v] = std::min(envelope[v], envelope[v + 1]);
+      while (!envelope.empty() && envelope.back() == kInfinity) envelope.pop_back();
+      g.envelope = std::move(envelope);
+    });
+  }
+  const std::vector<double>* layout(int group, int b, int layout_index) const {
+    const auto& f = of_[index(group, b)].layout[layout_index];
+    return f ? &*f : nullptr;
+  }
+  const std::vector<double>* envelope(int group, int b) const {
+    const Group& g = of_[index(group, b)];
+    return g.envelope_known ? &g.envelope : nullptr;
+  }
+
+ private:
+  static constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  struct Group {
+    std::vector<std::optional<std::vector<double>>> layout;
+    std::vector<double> envelope;
+    bool envelope_known = false;
   };
-  thread_local std::vector<Alike> alike;  // per leaf of the walk: no allocation
-  alike.clear();
-  const std::size_t n = tau_at.size();
-  if (n == 1 && stages_at[0] == 1) {
-    alike.push_back({first_edge + last_edge, tau_at[0], 1});
-  } else {
-    for (std::size_t j = 0; j < n; ++j) {
-      const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
-      if (stages_at[j] > ends) alike.push_back({0.0, tau_at[j], stages_at[j] - ends});
-    }
-    alike.push_back({first_edge, tau_at[0], 1});
-    alike.push_back({last_edge, tau_at[n - 1], 1});
-  }
-  double slowest = 0;
-  int held = 0;
-  for (Alike& a : alike) {
-    if (!std::isfinite(a.tau)) continue;
-    slowest = std::max(slowest, a.edge + a.tau);
-    // Rounded down by a hair: a layer counted here must finish by `below`.
-    a.held = static_cast<int>(std::max(0.0, std::floor((below - a.edge) / a.tau * (1 - 1e-12))));
-    held += a.held * a.count;
-  }
-  if (held >= layers) return std::max(below, slowest);  // rounding only: the rate's pace holds
-  double pace = 0;
-  while (held < layers) {
-    Alike* next = nullptr;
-    double finish = std::numeric_limits<double>::infinity();
-    for (Alike& a : alike) {
-      const double f = a.edge + (a.held + 1) * a.tau;
-      if (f < finish) finish = f, next = &a;
-    }
-    if (!next) return std::numeric_limits<double>::infinity();
-    pace = finish;
-    held += next->count;
-    ++next->held;
-  }
-  return std::max(pace, slowest);
-}
+  std::size_t index(int group, int b) const { return static_cast<std::size_t>(group) * num_b_ + b; }
+  std::size_t num_b_;
+  std::vector<Group> of_;
+};
 
 // The probes: per (order, B), the skeletons whose groups all take their
 // r-th fastest layout (r = 0, 1, ...), memory-valid, of finite bound; the
@@ -423,6 +429,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     return prepared;
   }
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
+  const LayoutFinishTimes finish_times(space, balancer);
 
   // Balances skeletons and keeps the K best plans (with those already
   // held): their K-th time bounds the search's K-th best, since the
@@ -493,6 +500,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
       std::vector<int> stages_at(n, 0);
       std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
+      std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
+      std::vector<FinishClass> classes;
       // The embedding and output-layer time of each layout of the first and
       // last positions (both for a lone stage), in the fastest mode.
       std::vector<double> first_edge, last_edge, both_edges;
@@ -517,11 +526,29 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
           tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
           tau_at[depth] = t.tau[depth][i];
-          stages_at[depth] = space.layouts(space.group_orders()[o][depth])[layout_index[depth]].stages;
+          const int group = space.group_orders()[o][depth];
+          stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
           slot_at[depth] = i;
+          finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
           double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
           double lower = static_cast<double>(m - 1) * bottleneck;
-          if (depth + 1 == static_cast<int>(n)) {
+          if (depth + 1 < static_cast<int>(n)) {
+            // The rates' pace first (cheap); then whole layers within what
+            // memory lets each stage hold, the positions still open at the
+            // most any layout of their group holds by each pace.
+            if (lower * (1 - 1e-9) > keep_below) return false;
+            classes.clear();
+            for (int j = 0; j <= depth; ++j) {
+              if (!finish_at[j]) return true;
+              classes.push_back({finish_at[j], 0.0, stages_at[j], true});
+            }
+            for (std::size_t j = depth + 1; j < n; ++j) {
+              const std::vector<double>* open = finish_times.envelope(space.group_orders()[o][j], b);
+              if (!open) return true;  // a group of unknown capacity: the rates decide
+              classes.push_back({open, 0.0, 1, false});
+            }
+            lower = static_cast<double>(m - 1) * least_whole_layer_pace(classes, layers, bottleneck);
+          } else {
             // Whole layers with the edges, and the sum term as
             // sum_term_lower_bound has it: every stage one layer at its own
             // tau, the rest at the least, plus the edges; then m B + (S - B)
@@ -542,7 +569,22 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             // The whole-layer pace costs a merge over the layers: only
             // where the rate's pace has not already decided.
             if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
-            lower = time_at(std::max(bottleneck, whole_layer_pace(tau_at, stages_at, e_first, e_last, layers, bottleneck)));
+            // Every stage alike but the pipeline's first and last, which
+            // also run the embedding and the output layer.
+            classes.clear();
+            for (std::size_t j = 0; j < n; ++j)
+              if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
+            if (lone) {
+              classes.push_back({finish_at[0], e_first, 1, true});
+            } else {
+              for (std::size_t j = 0; j < n; ++j) {
+                const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
+                if (stages_at[j] > ends) classes.push_back({finish_at[j], 0.0, stages_at[j] - ends, true});
+              }
+              classes.push_back({finish_at[0], e_first, 1, true});
+              classes.push_back({finish_at[n - 1], e_last, 1, true});
+            }
+            lower = time_at(std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck)));
           }
           return lower * (1 - 1e-9) <= keep_below;
         };

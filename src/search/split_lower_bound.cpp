@@ -318,6 +318,39 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
 
 }  // namespace
 
+double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below) {
+  double slowest_one = 0;
+  long long held = 0;
+  for (FinishClass& c : classes) {
+    const std::vector<double>& f = *c.finish;
+    if (c.holds_one) {
+      if (f.empty()) return kInf;
+      slowest_one = std::max(slowest_one, c.edge + f.front());
+    }
+    // The layers finished by `below`, rounded down by a hair: a layer
+    // counted here must finish by it.
+    const double by = (below - c.edge) * (1 - 1e-12);
+    c.held = static_cast<int>(std::upper_bound(f.begin(), f.end(), by) - f.begin());
+    held += static_cast<long long>(c.held) * c.count;
+  }
+  double pace = below;
+  while (held < layers) {
+    FinishClass* next = nullptr;
+    double soonest = kInf;
+    for (FinishClass& c : classes) {
+      if (c.held < static_cast<int>(c.finish->size()) && c.edge + (*c.finish)[c.held] < soonest) {
+        soonest = c.edge + (*c.finish)[c.held];
+        next = &c;
+      }
+    }
+    if (!next) return kInf;
+    pace = soonest;
+    ++next->held;
+    held += next->count;
+  }
+  return std::max(pace, slowest_one);
+}
+
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
   return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp);
 }

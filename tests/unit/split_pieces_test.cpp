@@ -188,6 +188,56 @@ TEST(SplitLowerBound, SumTermNeverExceedsAnySplitsSum) {
   EXPECT_GT(compared, 10);
 }
 
+TEST(LoadBalancer, LayerFinishTimesHoldWhatAnyStageOfTheShapeHolds) {
+  // Per stage of random skeletons: the finish times are k times the
+  // fastest mode holding k layers, and no stage of the shape, wherever it
+  // sits, holds more layers in any mode than the times run.
+  int stages = 0;
+  each_case(40, 46, 6, [&](const Case& c) {
+    const Skeleton& s = c.skeleton;
+    const int p = s.num_stages(), m = num_micro_batches(c.problem, s);
+    for (int i = 0; i < p; ++i) {
+      const auto finish = c.balancer.layer_finish_times(s.stages[i], s.micro_batch);
+      ASSERT_TRUE(finish.has_value());
+      for (Recompute mode : c.problem.training.recompute_modes) {
+        const int here = c.memory.max_layers(s.stages[i], mode, s.micro_batch, i, p, m);
+        EXPECT_LE(std::min(here, c.problem.model.layers), static_cast<int>(finish->size()));
+        const double tau =
+            layer_seconds(c.cost, nullptr, mode, s.stages[i], s.micro_batch, -1, false, false);
+        for (int k = 1; k <= std::min<int>(here, static_cast<int>(finish->size())); ++k)
+          EXPECT_LE((*finish)[k - 1], k * tau * (1 + 1e-12)) << "stage " << i << ", " << k << " layers";
+      }
+      for (std::size_t k = 1; k < finish->size(); ++k) EXPECT_LE((*finish)[k - 1], (*finish)[k]);
+      ++stages;
+    }
+  });
+  EXPECT_GT(stages, 20);
+}
+
+TEST(SplitLowerBound, LeastWholeLayerPaceMergesClassesWithinTheirCapacities) {
+  // Two alike stages finishing layers at 1, 2, 3 s (they hold 3 each), and
+  // a group not placed yet whose layouts hold 1 layer by 1.5 s and 2 by
+  // 4 s (an envelope: it may hold none). Finish events: 1 (+2), 1.5 (+1),
+  // 2 (+2), 3 (+2), 4 (+1). 7 layers are held at 3 s, 8 at 4 s, 9 never.
+  const std::vector<double> alike{1, 2, 3}, open{1.5, 4};
+  std::vector<FinishClass> classes{{&alike, 0.0, 2, true}, {&open, 0.0, 1, false}};
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 7, 0.0), 3.0);
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 8, 0.0), 4.0);
+  EXPECT_EQ(least_whole_layer_pace(classes, 9, 0.0), std::numeric_limits<double>::infinity());
+  // Starting from a pace known not to be over the answer gives the same.
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 7, 2.5), 3.0);
+  // Rates alone (no capacity) would allow 7 layers by 7 / (2 + 1/1.5) =
+  // 2.625 s: the capacities lift the pace. A stage that must hold a layer
+  // and finishes its first at 0.5 + 5 s sets the pace at once.
+  const std::vector<double> slow{5};
+  classes.push_back({&slow, 0.5, 1, true});
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 7, 0.0), 5.5);
+  // A stage that must hold a layer and cannot: no pace.
+  const std::vector<double> none;
+  classes.push_back({&none, 0.0, 1, true});
+  EXPECT_EQ(least_whole_layer_pace(classes, 1, 0.0), std::numeric_limits<double>::infinity());
+}
+
 TEST(SplitLowerBound, WholeLayersAndThePaceLiftTheBoundAboveTheFractionalOne) {
   // Two stages of identical layers, 1 s and 2 s a layer, no edges, 4
   // layers, 2 micro-batches. Fractionally T/1 + T/2 >= 4 at T = 8/3; in

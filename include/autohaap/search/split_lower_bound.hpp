@@ -29,6 +29,7 @@
 // estimates, plus a bisection of O(stages) steps.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
@@ -83,5 +84,30 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
 // leanest capacity.
 double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
                              int max_vpp = 1);
+
+// Stages alike in how fast they finish a micro-batch's layers: each
+// finishes its k-th layer at `edge` + (*finish)[k - 1] at the earliest
+// (non-decreasing in k; its size is the most layers such a stage holds).
+// With `holds_one`, every stage of the class holds at least one layer (a
+// stage of a skeleton); without, it is an envelope that may hold none (the
+// most any layout of a group not placed yet could finish).
+struct FinishClass {
+  const std::vector<double>* finish = nullptr;
+  double edge = 0;
+  int count = 1;
+  bool holds_one = true;
+  int held = 0;  // scratch of least_whole_layer_pace
+};
+
+// The least pace by which the classes hold `layers` whole layers (a stage
+// of pace T holds the layers it finishes by T: the pace is the layers-th
+// smallest finish time over every stage, a merge of their sequences), and
+// at least the slowest one-layer finish of a class that holds one;
+// infinity when their capacities cannot hold the layers. `below`: a pace
+// the answer is known not to be under (e.g. the bound from per-layer
+// rates), from which the merge starts, so it takes a few steps rather than
+// one per layer. What the search's walk over layouts asks at every prefix:
+// O(classes) per step.
+double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below);
 
 }  // namespace autohaap
