@@ -20,7 +20,8 @@ namespace autohaap::dist {
 namespace {
 
 // 02: stage keys of the cache delta name the vpp (latency_cache.hpp).
-constexpr char kMagic[8] = {'A', 'H', 'C', 'K', 'P', 'T', '0', '2'};
+// 03: an initialization's progress (InitProgress).
+constexpr char kMagic[8] = {'A', 'H', 'C', 'K', 'P', 'T', '0', '3'};
 constexpr std::size_t kHeaderBytes = 8 + 8 + 8;
 constexpr const char* kRemedy = "remove the file or choose another --checkpoint path";
 

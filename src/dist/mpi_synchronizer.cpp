@@ -31,6 +31,32 @@ void MpiSynchronizer::open() {
     restored_ = read_checkpoint(settings_.checkpoint_path, fingerprint_, inputs_);
 }
 
+std::optional<InitProgress> MpiSynchronizer::restored_initialization() {
+  CerealPayload<std::vector<InitProgress>> payload;
+  if (group_.rank() == 0 && restored_ && restored_->initializing) {
+    payload.value.push_back(std::move(restored_->init));
+    // What is left of it names no list: the list is built anew.
+    restored_.reset();
+  }
+  group_.broadcast(payload, 0);
+  if (payload.value.empty()) return std::nullopt;
+  const InitProgress& p = payload.value.front();
+  note("resuming the initialization from checkpoint " + settings_.checkpoint_path + ": " +
+       std::to_string(p.next_task) + " of " + std::to_string(p.tasks) + " tasks walked, " +
+       std::to_string(p.kept.size()) + " skeletons kept");
+  return std::move(payload.value.front());
+}
+
+void MpiSynchronizer::write_initialization(const InitProgress& progress) {
+  if (group_.rank() != 0) return;
+  SearchCheckpoint checkpoint;
+  checkpoint.fingerprint = fingerprint_;
+  checkpoint.inputs = inputs_;
+  checkpoint.initializing = true;
+  checkpoint.init = progress;
+  dist::write_checkpoint(settings_.checkpoint_path, checkpoint);
+}
+
 void MpiSynchronizer::check_list(const std::vector<Skeleton>& skeletons) {
   skeletons_ = skeletons.size();
   digest_ = skeleton_list_digest(skeletons);

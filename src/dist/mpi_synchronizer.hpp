@@ -43,6 +43,8 @@ class MpiSynchronizer final : public SearchSynchronizer {
 
   void validate(const SearchSettings& settings) const override;
   void open() override;
+  std::optional<InitProgress> restored_initialization() override;
+  void write_initialization(const InitProgress& progress) override;
   void check_list(const std::vector<Skeleton>& skeletons) override;
   std::optional<SearchFailure> share_chunks(const std::vector<Skeleton>& skeletons, std::size_t count,
                                             SearchState& state) override;

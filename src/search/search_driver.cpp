@@ -167,6 +167,14 @@ class SearchDriver {
       out.failure = failure;
       return false;
     }
+    // A checkpoint saved while initializing: every participant goes on from
+    // its progress (the list it builds is the one it would have built).
+    std::optional<InitProgress> resume;
+    if (auto failure = sync_.agree([&] { resume = sync_.restored_initialization(); })) {
+      out.failure = failure;
+      return false;
+    }
+    bool init_checkpointed = resume.has_value();  // the file holds an initialization's progress
     start_counters_ = cache_.counters();
     auto initialize = [&] {
       if (options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::input))
@@ -177,6 +185,19 @@ class SearchDriver {
         prepare.top_k = search_.top_k;
         prepare.max_skeletons = search_.max_skeletons;
         prepare.stop = stop_;
+        prepare.resume = resume ? &*resume : nullptr;
+        // Rank 0 saves the initialization's progress at the checkpoint
+        // interval (every participant's is the same); a write error ends
+        // the initialization, and agree() reports it everywhere.
+        if (root() && checkpointing()) {
+          prepare.save_due = [&] { return clock_.seconds() - last_checkpoint_s_ >= sync_.checkpoint_interval_s(); };
+          prepare.save = [&](const InitProgress& progress) {
+            sync_.write_initialization(progress);
+            init_checkpointed = true;
+            last_checkpoint_s_ = clock_.seconds();
+            ++out.checkpoints_written;
+          };
+        }
         prepared_ = prepare_search(cost_, memory_, cache_, prepare);
       });
       // A stopped initialization holds part of the list: nothing to compare.
@@ -237,6 +258,10 @@ class SearchDriver {
     for (int c : queues_[me]) report_.share_skeletons += static_cast<std::int64_t>(chunks_[c].end - chunks_[c].begin);
     mark_ = cache_.mark();
     last_checkpoint_s_ = clock_.seconds();
+    // The file holds the initialization's progress: the search's state
+    // replaces it at once, so a kill before the search's first interval
+    // does not walk the initialization again.
+    if (checkpointing() && sync_.any(init_checkpointed)) save_checkpoint(false, out);
     return true;
   }
 

@@ -222,20 +222,22 @@ void keep_best(std::vector<Skeleton>& list, std::size_t count) {
 // thread count (the kept list must not depend on it).
 constexpr std::size_t kTasksPerBlock = 512;
 
-// run(task, part) for tasks [0, n) in parallel, a block at a time, each
-// task with a Part of its own; after each block, merge(part) in task order,
-// then after_block(). Memory is one block's parts, not one per task (many
+// run(task, part) for tasks [first, n) in parallel, a block at a time
+// (`first` a block boundary), each task with a Part of its own; after each
+// block, merge(part) in task order, then after_block(the next block's
+// first task). Memory is one block's parts, not one per task (many
 // node groups make tens of millions of tasks), and `stop` is asked between
 // blocks (a block takes well under a second). Returns false when stopped.
 template <class Part, class Run, class Merge>
 bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge,
-                             const std::function<void()>& after_block = [] {}) {
-  for (std::size_t begin = 0; begin < n; begin += kTasksPerBlock) {
+                             const std::function<void(std::size_t)>& after_block = [](std::size_t) {},
+                             std::size_t first = 0) {
+  for (std::size_t begin = first; begin < n; begin += kTasksPerBlock) {
     if (stop()) return false;
     std::vector<Part> parts(std::min(kTasksPerBlock, n - begin));
     parallel::for_each(parts.size(), [&](std::size_t k) { run(begin + k, parts[k]); });
     for (Part& part : parts) merge(part);
-    after_block();
+    after_block(begin + parts.size());
   }
   return true;
 }
@@ -475,7 +477,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // the prefixes' (m - 1) B. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
   auto stream = [&](const double& threshold, const std::function<void(Part&, Skeleton&&)>& keep,
-                    const std::function<void(Part&)>& merge, const std::function<void()>& after_block) {
+                    const std::function<void(Part&)>& merge, const std::function<void(std::size_t)>& after_block,
+                    std::size_t first_task) {
     auto run = [&](std::size_t task, Part& part) {
       if (stopped.load(std::memory_order_relaxed)) return;
       if (must_stop()) {
@@ -602,7 +605,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
     };
     if (!for_each_task_in_blocks<Part>(orders.size() * static_cast<std::size_t>(num_b), must_stop, run, merge,
-                                       after_block))
+                                       after_block, first_task))
       stopped.store(true);
   };
 
@@ -619,13 +622,35 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // thresholds, and with them the list, do not depend on the thread count.
   const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 48;
   const std::size_t per_block = static_cast<std::size_t>(std::max(1, options.top_k)) + 7;
-  if (options.top_k > 0) balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
-
-  prepared.prune.considered = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  const std::size_t tasks = orders.size() * static_cast<std::size_t>(num_b);
   std::vector<Skeleton>& list = prepared.skeletons;
   std::size_t block_begin = 0;  // the current block's first skeleton in the list
   std::size_t cut_at = 0;       // list size that triggers the next cut to the threshold
+  std::size_t first_task = 0;
+  if (options.resume) {
+    // Where a saved initialization stopped: its probes and list, then the
+    // blocks after it (InitProgress).
+    const InitProgress& r = *options.resume;
+    if (r.tasks != tasks || r.next_task > tasks || (r.next_task < tasks && r.next_task % kTasksPerBlock != 0))
+      throw InputError("", "checkpoint",
+                       "an initialization of " + std::to_string(r.tasks) + " tasks stopped at task " +
+                           std::to_string(r.next_task) + " (this search has " + std::to_string(tasks) + ")",
+                       "a checkpoint written by this version for this search; remove the file");
+    for (const Plan& plan : r.probes) seeds.offer(plan);
+    prepared.probes = seeds.plans();
+    prepared.threshold_s = r.threshold_s;
+    prepared.prune = r.prune;
+    list = r.kept;
+    kept.store(static_cast<std::int64_t>(list.size()));
+    block_begin = list.size();
+    cut_at = static_cast<std::size_t>(r.cut_at);
+    first_task = static_cast<std::size_t>(r.next_task);
+  } else if (options.top_k > 0) {
+    balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
+  }
+
+  prepared.prune.considered = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
   // Drops the skeletons whose bound cannot beat the threshold (counted as
   // the skeletons the stream itself skips).
   auto cut_to_threshold = [&] {
@@ -649,7 +674,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         prepared.prune.merge(part.report);
         for (auto& s : part.kept) list.push_back(std::move(s));
       },
-      [&] {
+      [&](std::size_t next_task) {
         if (options.top_k > 0 && list.size() > block_begin && !stopped.load()) {
           std::vector<Skeleton> best(list.begin() + static_cast<std::ptrdiff_t>(block_begin), list.end());
           const std::size_t keep = std::min(per_block, best.size());
@@ -660,7 +685,24 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
         }
         block_begin = list.size();
-      });
+        // A whole block done, not the last: the progress a resumed
+        // initialization goes on from, when it is time to save it or a stop
+        // was just seen (a stop inside a block leaves that block unsaved).
+        // After the last, the caller saves what comes next.
+        if (options.save && next_task < tasks && !stopped.load() && !overflow.load() &&
+            (options.save_due() || options.stop())) {
+          InitProgress progress;
+          progress.next_task = next_task;
+          progress.tasks = tasks;
+          progress.kept = list;
+          progress.probes = seeds.plans();
+          progress.threshold_s = prepared.threshold_s;
+          progress.prune = prepared.prune;
+          progress.cut_at = cut_at;
+          options.save(progress);
+        }
+      },
+      first_task);
   if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 
   if (overflow.load()) {

@@ -23,7 +23,7 @@ file(WRITE ${_hostile}/wide_hidden.yaml "family: gpt\nlayers: 2\nhidden: 1000000
 file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
-file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT02 and then nothing a checkpoint holds\n")
+file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT03 and then nothing a checkpoint holds\n")
 # Many node groups of 2 nodes x 8 GPUs: an initialization of minutes.
 function(autohaap_write_groups file)
   set(text "groups:\n")

@@ -53,7 +53,7 @@ std::string cache_file_around(const std::string& payload) {
 
 // A checkpoint around `payload`: magic, payload size, checksum.
 std::string checkpoint_around(const std::string& payload) {
-  std::string header = std::string("AHCKPT02") + std::string(16, '\0');
+  std::string header = std::string("AHCKPT03") + std::string(16, '\0');
   put_u64(header, 8, payload.size());
   put_u64(header, 16, fnv1a64(payload));
   return header + payload;

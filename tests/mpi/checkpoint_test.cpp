@@ -64,6 +64,34 @@ TEST(Checkpoint, EncodesAndDecodesEveryBit) {
   testing_fixtures::expect_same_plan(back.top.at(0), c.top.at(0));
 }
 
+TEST(Checkpoint, AnInitializationsProgressRoundTrips) {
+  SearchCheckpoint c;
+  c.fingerprint = 0x1234;
+  c.inputs = "llama3-8b on five-generations, strategy autohaap, top 1";
+  c.initializing = true;
+  c.init.next_task = 1024;
+  c.init.tasks = 1300;
+  Skeleton s;
+  s.id = 42;
+  s.micro_batch = 4;
+  s.stages = {{0, 0, 8, 2, 4}, {1, 8, 8, 4, 2}};
+  s.lower_bound_s = 1.25;
+  s.work = 3.5;
+  c.init.kept = {s, s};
+  c.init.probes = {testing_fixtures::sample_plan()};
+  c.init.threshold_s = 2.5;
+  c.init.prune.add(PruneRule::lower_bound_above_best, 9);
+  c.init.cut_at = 96;
+  const SearchCheckpoint back = decode_checkpoint(encode_checkpoint(c), "memory");
+  EXPECT_EQ(cereal_bytes(back), cereal_bytes(c));
+  EXPECT_TRUE(back.initializing);
+  EXPECT_EQ(back.init.next_task, 1024u);
+  ASSERT_EQ(back.init.kept.size(), 2u);
+  EXPECT_EQ(back.init.kept[1].stages, s.stages);
+  EXPECT_EQ(back.init.threshold_s, 2.5);
+  testing_fixtures::expect_same_plan(back.init.probes.at(0), c.init.probes.at(0));
+}
+
 TEST(Checkpoint, FileRoundTripAndMissingFile) {
   const std::string path = temp_path("round_trip.bin");
   std::filesystem::remove(path);

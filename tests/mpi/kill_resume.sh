@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# usage: kill_resume.sh WORKDIR RANKS [search flags...]
+# usage: kill_resume.sh WORKDIR RANKS PHASE [search flags...]
 # Starts `autohaap search FLAGS --checkpoint` (under mpirun when RANKS > 0),
 # kills the whole job with SIGKILL once the first checkpoint is on disk,
-# then runs the same command again: it must say how many chunks it
-# restored (some, not all) and write the plan an uninterrupted run writes.
+# then runs the same command again: it must resume, and write the plan an
+# uninterrupted run writes. PHASE is where the first checkpoint falls:
+# `search` (it must say how many chunks it restored: some, not all) or
+# `initialization` (how many of the initialization's tasks were walked:
+# some, not all).
 source "$(dirname "$0")/common.sh"
-work=$1 ranks=$2
-shift 2
+work=$1 ranks=$2 phase=$3
+shift 3
+[[ $phase == search || $phase == initialization ]] || fail "PHASE must be search or initialization, not '$phase'"
 fresh_dir "$work"
 checkpoint=$work/search.ckpt
-run() { launch "$ranks" "$AUTOHAAP" search "$@" --checkpoint "$checkpoint" --checkpoint-interval 0.2 \
+# An initialization's first blocks take a fraction of a second: a short
+# interval puts the first checkpoint inside it; a long one, after it.
+interval=1
+[[ $phase == initialization ]] && interval=0.05
+run() { launch "$ranks" "$AUTOHAAP" search "$@" --checkpoint "$checkpoint" --checkpoint-interval "$interval" \
   --exchange-interval 0.05 -o "$work/resumed.json"; }
 
 "$AUTOHAAP" search "$@" -o "$work/reference.json" >"$work/reference.out"
 
 # The job in its own session, so SIGKILL reaches mpirun and every rank.
 export -f launch run
-export AUTOHAAP MPIEXEC ranks checkpoint work
+export AUTOHAAP MPIEXEC ranks checkpoint work interval
 setsid bash -c 'run "$@"' run "$@" >"$work/killed.out" 2>&1 &
 job=$!
 wait_for_file "$checkpoint" "$job" 600 || fail "no checkpoint was written (output: $(cat "$work/killed.out"))"
@@ -33,13 +41,22 @@ done
 [[ ! -e $work/resumed.json ]] || fail "the killed run finished before it was killed"
 
 run "$@" >"$work/resumed.out" 2>&1 || fail "resumed run failed: $(cat "$work/resumed.out")"
-line=$(grep "resuming from checkpoint" "$work/resumed.out") || fail "the rerun did not resume"
+if [[ $phase == search ]]; then
+  line=$(grep "resuming from checkpoint" "$work/resumed.out") || fail "the rerun did not resume its search"
+  pattern='.*: ([0-9]+) of ([0-9]+) chunks restored, ([0-9]+) to search'
+  done_part=$(sed -E "s/$pattern/\1/" <<<"$line")
+  left=$(sed -E "s/$pattern/\3/" <<<"$line")
+else
+  line=$(grep "resuming the initialization from checkpoint" "$work/resumed.out") ||
+    fail "the rerun did not resume its initialization: $(cat "$work/resumed.out")"
+  pattern='.*: ([0-9]+) of ([0-9]+) tasks walked, .*'
+  done_part=$(sed -E "s/$pattern/\1/" <<<"$line")
+  left=$(($(sed -E "s/$pattern/\2/" <<<"$line") - done_part))
+fi
 echo "$line"
-restored=$(sed -E 's/.*: ([0-9]+) of ([0-9]+) chunks restored, ([0-9]+) to search/\1/' <<<"$line")
-to_search=$(sed -E 's/.*: ([0-9]+) of ([0-9]+) chunks restored, ([0-9]+) to search/\3/' <<<"$line")
-[[ $restored -gt 0 ]] || fail "nothing was restored"
-[[ $to_search -gt 0 ]] || fail "nothing was left to search"
+[[ $done_part -gt 0 ]] || fail "nothing was restored"
+[[ $left -gt 0 ]] || fail "nothing was left to do"
 diff <(plan_without_stats "$work/reference.json") <(plan_without_stats "$work/resumed.json") ||
   fail "the resumed plan differs from an uninterrupted run's"
 diff <(top_table "$work/reference.out") <(top_table "$work/resumed.out") || fail "top tables differ"
-echo "resumed: $restored chunks restored, $to_search searched again; same plan"
+echo "resumed in its $phase: $done_part done before the kill, $left after; same plan"

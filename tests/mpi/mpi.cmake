@@ -52,12 +52,17 @@ autohaap_mpi_test(default_command default_command.sh 2)
 # A search of a few seconds (top 5000 keeps most skeletons in play), killed
 # once its first checkpoint is on disk, in one process and under 2 ranks.
 foreach(ranks 0 2)
-  autohaap_mpi_test(kill_resume kill_resume.sh ${ranks}
+  autohaap_mpi_test(kill_resume kill_resume.sh ${ranks} search
                     -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 5000)
+  # Killed while initializing: five GPU generations make three blocks of
+  # initialization tasks, most of the search's time.
+  autohaap_mpi_test(kill_resume_initialization kill_resume.sh ${ranks} initialization
+                    -m llama3-8b -c tests/data/five_generations.yaml --threads 1)
 endforeach()
 # Three searches of several seconds each (reference, killed, resumed): on a
 # busy 2-core machine under ctest -j2 they need more than the default.
-set_tests_properties(mpi_kill_resume_n0 mpi_kill_resume_n2 PROPERTIES TIMEOUT 150)
+set_tests_properties(mpi_kill_resume_n0 mpi_kill_resume_n2 mpi_kill_resume_initialization_n0
+                     mpi_kill_resume_initialization_n2 PROPERTIES TIMEOUT 150)
 # SIGTERM to mpirun itself, mid-search: the plan so far is on disk.
 autohaap_mpi_test(mpirun_sigterm mpirun_sigterm.sh 2
                   -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 50)

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -555,19 +556,25 @@ TEST(Search, InitializationHonoursTheDeadline) {
   EXPECT_TRUE(prepared.skeletons.empty());
 }
 
+// One node group per device, each `nodes` x `gpus_per_node`.
+Problem one_group_per_device(const ModelSpec& model, std::initializer_list<const char*> devices, int nodes,
+                             int gpus_per_node) {
+  Problem p{model, {}, TrainingSpec{}, {}};
+  p.cluster.name = std::to_string(devices.size()) + "-groups";
+  for (const char* device : devices)
+    p.cluster.groups.push_back(make_node_group(catalog_device(device), nodes, gpus_per_node));
+  p.cluster.inter_group_GBps = kDefaultInterGroupGBps;
+  p.cluster.inter_group_latency_us = kDefaultInterGroupLatencyUs;
+  return p;
+}
+
 // Eight node groups of 16 GPUs: 109,600 group orders. Initialization once
 // ran 20-50 s (ten groups: minutes and gigabytes) before it asked whether
 // to stop.
 Problem eight_group_problem() {
-  Problem p{catalog_model("llama3-8b"), {}, TrainingSpec{}, {}};
-  p.cluster.name = "eight-groups";
-  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "l40s", "h200", "a800", "mi300x"}) {
-    NodeGroup g = make_node_group(catalog_device(device), 2, 8);
-    p.cluster.groups.push_back(g);
-  }
-  p.cluster.inter_group_GBps = kDefaultInterGroupGBps;
-  p.cluster.inter_group_latency_us = kDefaultInterGroupLatencyUs;
-  return p;
+  return one_group_per_device(catalog_model("llama3-8b"),
+                              {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "l40s", "h200", "a800", "mi300x"}, 2,
+                              8);
 }
 
 TEST(Search, InitializationStopsWithinASecondOfACancel) {
@@ -589,6 +596,55 @@ TEST(Search, InitializationStopsWithinASecondOfACancel) {
   canceller.join();
   EXPECT_TRUE(prepared.stopped);
   EXPECT_LT(wall, 0.3 + 1.5) << "a stop must be seen within about a second";
+}
+
+// Five groups of two GPUs, each another device: 325 group orders x 4
+// micro-batch sizes, three blocks of initialization tasks.
+Problem five_small_groups() {
+  return one_group_per_device(search_fixtures::tiny_gpt(8), {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "l40s"},
+                              1, 2);
+}
+
+TEST(Search, AnInitializationResumedAfterAnyBlockListsWhatOneNeverStoppedLists) {
+  const Problem problem = five_small_groups();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  PrepareOptions options;
+  options.top_k = 2;
+  std::vector<InitProgress> saved;
+  options.save_due = [] { return true; };
+  options.save = [&](const InitProgress& progress) { saved.push_back(progress); };
+  const PreparedSearch whole = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, options); });
+  ASSERT_FALSE(whole.skeletons.empty());
+  ASSERT_EQ(saved.size(), 2u) << "one save after each block but the last";
+  EXPECT_EQ(saved.front().next_task, 512u);
+  EXPECT_EQ(saved.back().next_task, 1024u);
+  EXPECT_EQ(saved.back().tasks, 1300u);
+  for (const InitProgress& progress : saved) {
+    SCOPED_TRACE("resumed at task " + std::to_string(progress.next_task) + " of " + std::to_string(progress.tasks));
+    PrepareOptions resumed;
+    resumed.top_k = 2;
+    resumed.resume = &progress;
+    LatencyCache fresh;  // nothing of the first run's estimates
+    const PreparedSearch r = parallel::with_threads(1, [&] { return prepare_search(cost, memory, fresh, resumed); });
+    EXPECT_EQ(ids(r.skeletons), ids(whole.skeletons));
+    EXPECT_EQ(r.threshold_s, whole.threshold_s);
+    EXPECT_EQ(r.prune.removed, whole.prune.removed);
+    ASSERT_EQ(r.probes.size(), whole.probes.size());
+    for (std::size_t i = 0; i < r.probes.size(); ++i)
+      EXPECT_EQ(r.probes[i].predicted.iteration_time_s, whole.probes[i].predicted.iteration_time_s);
+  }
+  // Saved for another space (another task count, or not at a block's end): refused.
+  InitProgress other = saved.front();
+  other.tasks += 1;
+  PrepareOptions refused;
+  refused.top_k = 2;
+  refused.resume = &other;
+  EXPECT_THROW(prepare_search(cost, memory, cache, refused), InputError);
+  other = saved.front();
+  other.next_task -= 1;
+  EXPECT_THROW(prepare_search(cost, memory, cache, refused), InputError);
 }
 
 TEST(Search, ABalanceStopsWhenAskedAndProvesNothing) {

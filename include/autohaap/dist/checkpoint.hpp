@@ -1,7 +1,10 @@
 // SearchCheckpoint: the state of a distributed search at an exchange —
 // which chunks of the skeleton list are finished, the best plans so far and
 // the latency cache — saved so a killed or requeued job resumes where it
-// stopped and still prints the plan an uninterrupted run prints.
+// stopped and still prints the plan an uninterrupted run prints. While the
+// initialization runs (on many node groups most of a search), it holds
+// that instead (`initializing`, InitProgress: the blocks of tasks walked,
+// the list and probe plans so far), and a resumed job goes on from there.
 //
 // Why resuming gives the same answer: the skeleton list and its chunks are
 // rebuilt identically (same inputs, same list digest); a finished chunk's
@@ -12,7 +15,7 @@
 // final top-K is the same set, in the same canonical order.
 //
 // File format (binary, little-endian as written by this machine):
-//   8 bytes  magic "AHCKPT01"
+//   8 bytes  magic "AHCKPT03"
 //   8 bytes  payload size
 //   8 bytes  FNV-1a 64 checksum of the payload (batch/fingerprint.hpp)
 //   payload  cereal binary archive of SearchCheckpoint
@@ -59,11 +62,16 @@ struct SearchCheckpoint {
   std::int64_t evaluated = 0;              // search-phase totals so far, all ranks
   PruneReport pruned;                      // search-phase skips so far (bound, no split)
   CacheDelta cache;                        // latency cache entries
+  // Saved during the initialization: only `init` (and the fingerprint and
+  // inputs) mean anything; there is no list and no chunk yet.
+  bool initializing = false;
+  InitProgress init;
 
   std::int64_t chunks_done() const;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(fingerprint, inputs, skeletons, list_digest, chunk_end, chunk_done, top, evaluated, pruned, cache);
+    ar(fingerprint, inputs, skeletons, list_digest, chunk_end, chunk_done, top, evaluated, pruned, cache,
+       initializing, init);
   }
 };
 

@@ -19,7 +19,10 @@
 // Checkpoints (checkpoint.hpp) are written by rank 0 at an exchange once
 // checkpoint_interval_s has passed, and at the end; a search started with
 // an existing checkpoint of the same inputs restores its finished chunks,
-// plans and cache and searches only the rest.
+// plans and cache and searches only the rest. During the initialization
+// (which every rank runs alike) rank 0 saves its progress after a block of
+// tasks once the interval has passed, and a rerun goes on from there
+// (search/init_progress.hpp).
 //
 // Failures: an error while loading a checkpoint or setting up, on any
 // rank, is returned in DistributedResult::failure on every rank. An

@@ -16,6 +16,7 @@
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "autohaap/search/init_progress.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
@@ -63,6 +64,13 @@ void serialize(Archive& ar, StageSlot& s) {
 template <class Archive>
 void serialize(Archive& ar, Skeleton& s) {
   ar(s.id, s.micro_batch, s.stages, s.lower_bound_s, s.work);
+}
+
+// Plans serialize through io/plan_serialization.hpp, which the code that
+// writes this must include.
+template <class Archive>
+void serialize(Archive& ar, InitProgress& p) {
+  ar(p.next_task, p.tasks, p.kept, p.probes, p.threshold_s, p.prune, p.cut_at);
 }
 
 }  // namespace autohaap

@@ -33,6 +33,7 @@
 
 #include "autohaap/plan.hpp"
 #include "autohaap/plan_status.hpp"
+#include "autohaap/search/init_progress.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
@@ -157,6 +158,13 @@ class SearchSynchronizer {
   // Before the initialization: reads what a previous run left, if anything
   // (a damaged or foreign checkpoint: InputError). Called inside agree().
   virtual void open() {}
+  // After open(), on every participant (collective): the progress of an
+  // initialization the checkpoint saved (rank 0 read it), or none.
+  virtual std::optional<InitProgress> restored_initialization() { return std::nullopt; }
+  // Rank 0 alone, while the initialization runs (every participant's is
+  // the same): saves its progress as the checkpoint. InputError when the
+  // file cannot be written.
+  virtual void write_initialization(const InitProgress& /*progress*/) {}
   // After the initialization, on every participant, inside agree():
   // refuses a restored state made for another skeleton list.
   virtual void check_list(const std::vector<Skeleton>& /*skeletons*/) {}

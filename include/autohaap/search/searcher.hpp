@@ -47,6 +47,7 @@
 #include "autohaap/plan.hpp"
 #include "autohaap/plan_status.hpp"
 #include "autohaap/search/incumbent.hpp"
+#include "autohaap/search/init_progress.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_options.hpp"
@@ -129,6 +130,16 @@ struct PrepareOptions {
   std::int64_t max_skeletons = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
+  // Go on from a saved initialization (a checkpoint's) instead of from the
+  // start: the probes are not balanced again, the tasks before its
+  // next_task not walked again, and the result is what an initialization
+  // never stopped returns. InputError if it was saved for another space.
+  const InitProgress* resume = nullptr;
+  // With `save`: after each whole block of tasks but the last, when
+  // save_due() says so or `stop` does, save(progress) (on the calling
+  // thread; it may throw, which ends the initialization).
+  std::function<bool()> save_due = [] { return false; };
+  std::function<void(const InitProgress&)> save;
 };
 
 struct PreparedSearch {

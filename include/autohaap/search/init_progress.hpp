@@ -1,0 +1,33 @@
+// InitProgress: where the search's initialization (prepare_search,
+// searcher.hpp) stands after a block of (group order, B) tasks — what a
+// resumed initialization needs to go on from the next block and list the
+// same skeletons, with the same threshold and probe plans, as one never
+// stopped. Everything the pass decides after a block depends only on the
+// blocks before it (blocks are a fixed number of tasks, skeletons chosen
+// by (bound, id)), so this state and the tasks left determine the rest.
+//
+// A checkpoint saves it while the initialization runs (dist/checkpoint.hpp);
+// its cereal form is in io/search_serialization.hpp. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "autohaap/plan.hpp"
+#include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+struct InitProgress {
+  std::uint64_t next_task = 0;   // tasks [0, next_task) are walked; a block boundary
+  std::uint64_t tasks = 0;       // tasks in all (for messages)
+  std::vector<Skeleton> kept;    // the list so far, in the order the pass built it
+  std::vector<Plan> probes;      // the best plans balanced so far (at most top-K)
+  double threshold_s = std::numeric_limits<double>::infinity();
+  PruneReport prune;             // removals counted so far
+  std::uint64_t cut_at = 0;      // list size at which the pass next cuts the list to the threshold
+};
+
+}  // namespace autohaap
