@@ -47,6 +47,14 @@ std::optional<InitProgress> MpiSynchronizer::restored_initialization() {
   return std::move(payload.value.front());
 }
 
+std::vector<InitRound> MpiSynchronizer::exchange_initialization(const InitRound& mine) {
+  std::vector<CerealPayload<InitRound>> all = group_.all_gather(CerealPayload<InitRound>{mine});
+  std::vector<InitRound> rounds;
+  rounds.reserve(all.size());
+  for (auto& r : all) rounds.push_back(std::move(r.value));
+  return rounds;
+}
+
 void MpiSynchronizer::write_initialization(const InitProgress& progress) {
   if (group_.rank() != 0) return;
   SearchCheckpoint checkpoint;

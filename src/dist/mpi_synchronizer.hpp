@@ -48,6 +48,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   void check_list(const std::vector<Skeleton>& skeletons) override;
   std::optional<SearchFailure> share_chunks(const std::vector<Skeleton>& skeletons, std::size_t count,
                                             SearchState& state) override;
+  std::vector<InitRound> exchange_initialization(const InitRound& mine) override;
   std::vector<RoundReport> exchange_round(const RoundReport& mine) override { return group_.all_gather(mine); }
   void exchange_cache(LatencyCache& cache, std::uint64_t& mark) override;
   std::vector<std::vector<Plan>> gather_plans(const std::vector<Plan>& mine) override;

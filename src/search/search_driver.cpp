@@ -176,19 +176,31 @@ class SearchDriver {
     }
     bool init_checkpointed = resume.has_value();  // the file holds an initialization's progress
     start_counters_ = cache_.counters();
+    // Agreed before the initialization, whose rounds every participant
+    // must reach.
+    if (auto failure = sync_.agree([&] {
+          if (options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::input))
+            throw InputError("command line", "--inject-failure", std::to_string(sync_.rank()) + ":input",
+                             "no failure (a test asked this rank to fail while loading inputs)");
+        })) {
+      out.failure = failure;
+      return false;
+    }
     auto initialize = [&] {
-      if (options_.inject_failure.fires(sync_.rank(), InjectedFailure::Where::input))
-        throw InputError("command line", "--inject-failure", std::to_string(sync_.rank()) + ":input",
-                         "no failure (a test asked this rank to fail while loading inputs)");
       parallel::with_threads(threads_, [&] {
         PrepareOptions prepare;
         prepare.top_k = search_.top_k;
         prepare.max_skeletons = search_.max_skeletons;
         prepare.stop = stop_;
         prepare.resume = resume ? &*resume : nullptr;
+        // The participants share the initialization's rounds.
+        prepare.participant = sync_.rank();
+        prepare.participants = sync_.size();
+        if (sync_.size() > 1)
+          prepare.exchange = [&](const InitRound& mine) { return sync_.exchange_initialization(mine); };
         // Rank 0 saves the initialization's progress at the checkpoint
         // interval (every participant's is the same); a write error ends
-        // the initialization, and agree() reports it everywhere.
+        // the initialization on every participant.
         if (root() && checkpointing()) {
           prepare.save_due = [&] { return clock_.seconds() - last_checkpoint_s_ >= sync_.checkpoint_interval_s(); };
           prepare.save = [&](const InitProgress& progress) {

@@ -217,27 +217,26 @@ void keep_best(std::vector<Skeleton>& list, std::size_t count) {
   list.resize(count);
 }
 
-// Tasks per block of for_each_task_in_blocks: fixed, not per thread, so
-// what is done between blocks happens at the same points whatever the
-// thread count (the kept list must not depend on it).
-constexpr std::size_t kTasksPerBlock = 512;
+// Tasks per block: fixed, not per thread or participant, so what is done
+// between blocks happens at the same points whatever the thread and rank
+// count (the kept list must not depend on them). The initialization's keep
+// pass runs kBlocksPerRound blocks a round (prepare_search).
+constexpr std::size_t kTasksPerBlock = 64;
+constexpr std::size_t kBlocksPerRound = 8;
+constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
 
-// run(task, part) for tasks [first, n) in parallel, a block at a time
-// (`first` a block boundary), each task with a Part of its own; after each
-// block, merge(part) in task order, then after_block(the next block's
-// first task). Memory is one block's parts, not one per task (many
+// run(task, part) for tasks [0, n) in parallel, a block at a time, each
+// task with a Part of its own; after each block, merge(part) in task order.
+// Memory is one block's parts, not one per task (many
 // node groups make tens of millions of tasks), and `stop` is asked between
 // blocks (a block takes well under a second). Returns false when stopped.
 template <class Part, class Run, class Merge>
-bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge,
-                             const std::function<void(std::size_t)>& after_block = [](std::size_t) {},
-                             std::size_t first = 0) {
-  for (std::size_t begin = first; begin < n; begin += kTasksPerBlock) {
+bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, const Run& run, const Merge& merge) {
+  for (std::size_t begin = 0; begin < n; begin += kTasksPerBlock) {
     if (stop()) return false;
     std::vector<Part> parts(std::min(kTasksPerBlock, n - begin));
     parallel::for_each(parts.size(), [&](std::size_t k) { run(begin + k, parts[k]); });
     for (Part& part : parts) merge(part);
-    after_block(begin + parts.size());
   }
   return true;
 }
@@ -427,8 +426,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   const std::function<bool()> must_stop = [&] { return overflow.load(std::memory_order_relaxed) || options.stop(); };
 
   if (must_stop()) {
-    prepared.stopped = true;
-    return prepared;
+    // Alone, nothing more to do; sharing the rounds, the others hear of it
+    // at the first exchange, which every participant must reach.
+    if (!options.exchange) {
+      prepared.stopped = true;
+      return prepared;
+    }
+    stopped.store(true);
   }
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
   const LayoutFinishTimes finish_times(space, balancer);
@@ -437,7 +441,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // held): their K-th time bounds the search's K-th best, since the
   // skeletons stay in the list (a plan is no faster than its bound).
   Incumbent seeds(std::max(1, options.top_k));
-  auto balance_probes = [&](const std::vector<Skeleton>& probes) {
+  // The plans that fit of the skeletons' best splits, in their order.
+  auto balanced_plans = [&](const std::vector<Skeleton>& probes) {
     std::vector<Plan> plans(probes.size());
     std::vector<char> fits(probes.size(), 0);
     parallel::for_each(probes.size(), [&](std::size_t i) {
@@ -453,11 +458,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       plans[i].predicted = cost.estimate(plans[i]);
       fits[i] = plans[i].predicted.fits ? 1 : 0;
     });
+    std::vector<Plan> fitting;
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (fits[i]) seeds.offer(plans[i]);
+      if (fits[i]) fitting.push_back(std::move(plans[i]));
     }
+    return fitting;
+  };
+  auto offer = [&](const std::vector<Plan>& plans) {
+    for (const Plan& plan : plans) seeds.offer(plan);
     prepared.probes = seeds.plans();
-    if (static_cast<int>(prepared.probes.size()) == options.top_k) {
+    if (options.top_k > 0 && static_cast<int>(prepared.probes.size()) == options.top_k) {
       prepared.threshold_s = prepared.probes.back().predicted.iteration_time_s;
     }
   };
@@ -476,16 +486,14 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // lowers the whole skeleton's term to m B + (S - B) / vpp, never below
   // the prefixes' (m - 1) B. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
-  auto stream = [&](const double& threshold, const std::function<void(Part&, Skeleton&&)>& keep,
-                    const std::function<void(Part&)>& merge, const std::function<void(std::size_t)>& after_block,
-                    std::size_t first_task) {
-    auto run = [&](std::size_t task, Part& part) {
+  const double& threshold = prepared.threshold_s;
+  auto walk_task = [&](std::size_t task, Part& part) {
       if (stopped.load(std::memory_order_relaxed)) return;
       if (must_stop()) {
         stopped.store(true);
         return;
       }
-      // The threshold changes between blocks only, never while tasks run.
+      // The threshold changes between rounds only, never while tasks run.
       const double keep_below = threshold * (1 + kBoundSlack);
       const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
       PruneReport scratch;
@@ -599,110 +607,178 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           return;
         }
         s.work = skeleton_work(s, layers);
-        keep(part, std::move(s));
+        part.kept.push_back(std::move(s));
+        if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons)
+          overflow.store(true);
       };
       walk.stop = must_stop;
       if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
-    };
-    if (!for_each_task_in_blocks<Part>(orders.size() * static_cast<std::size_t>(num_b), must_stop, run, merge,
-                                       after_block, first_task))
-      stopped.store(true);
   };
 
   // Probes, deterministic, so every rank of a distributed search keeps the
   // same list: first each (order, B)'s skeletons of uniformly fast layouts
   // and each group set's best (probe_skeletons). Then one pass keeps every
-  // skeleton whose bound can beat the threshold and, after each block of
-  // tasks, balances the best bounds the block kept — what the search would
-  // balance first anyway — so the threshold tightens while the pass runs:
-  // later tasks skip more, the list is cut to the new threshold as it grows,
-  // and a search stopped during initialization answers with the best plan
-  // balanced so far rather than the first probes'. Blocks are a fixed
-  // number of tasks and their skeletons are chosen by (bound, id), so the
-  // thresholds, and with them the list, do not depend on the thread count.
+  // skeleton whose bound can beat the threshold, in rounds of
+  // kBlocksPerRound blocks of tasks: every block of a round is walked with
+  // the threshold the round starts with, each block's best bounds are
+  // balanced — what the search would balance first anyway — and the blocks
+  // are merged in block order, so the threshold tightens while the pass
+  // runs: later rounds skip more, the list is cut to the new threshold as
+  // it grows, and a search stopped during initialization answers with the
+  // best plan balanced so far rather than the first probes'. Blocks are a
+  // fixed number of tasks and their skeletons are chosen by (bound, id), so
+  // the thresholds, and with them the list, depend neither on the thread
+  // count nor on how many participants share the rounds: participant i of
+  // n walks the blocks b of each round with b % n == i, and exchange()
+  // brings it the others' (every participant then merges all alike).
   const std::size_t probe_count = 16 * static_cast<std::size_t>(std::max(1, options.top_k)) + 48;
-  const std::size_t per_block = static_cast<std::size_t>(std::max(1, options.top_k)) + 7;
+  const std::size_t per_block =
+      (static_cast<std::size_t>(std::max(1, options.top_k)) + 7 + kBlocksPerRound - 1) / kBlocksPerRound;
   const std::size_t tasks = orders.size() * static_cast<std::size_t>(num_b);
   std::vector<Skeleton>& list = prepared.skeletons;
-  std::size_t block_begin = 0;  // the current block's first skeleton in the list
-  std::size_t cut_at = 0;       // list size that triggers the next cut to the threshold
+  std::size_t cut_at = 0;  // list size that triggers the next cut to the threshold
   std::size_t first_task = 0;
+  // Runs `step`; an error goes into `round`, for the next exchange to
+  // report on every participant (none may wait there alone).
+  auto catch_into = [](InitRound& round, const auto& step) {
+    try {
+      step();
+    } catch (const InputError& e) {
+      round.failure_code = kExitInvalidInput;
+      round.file = e.file(), round.key = e.key(), round.value = e.value(), round.allowed = e.allowed();
+    } catch (const std::exception& e) {
+      round.failure_code = kExitFailure;
+      round.value = e.what();
+    }
+  };
+  InitRound pending;  // an error before the rounds, or in a save: told at the next exchange
+  catch_into(pending, [&] {
   if (options.resume) {
     // Where a saved initialization stopped: its probes and list, then the
-    // blocks after it (InitProgress).
+    // rounds after it (InitProgress).
     const InitProgress& r = *options.resume;
-    if (r.tasks != tasks || r.next_task > tasks || (r.next_task < tasks && r.next_task % kTasksPerBlock != 0))
+    if (r.tasks != tasks || r.next_task > tasks || (r.next_task < tasks && r.next_task % kTasksPerRound != 0))
       throw InputError("", "checkpoint",
                        "an initialization of " + std::to_string(r.tasks) + " tasks stopped at task " +
                            std::to_string(r.next_task) + " (this search has " + std::to_string(tasks) + ")",
                        "a checkpoint written by this version for this search; remove the file");
-    for (const Plan& plan : r.probes) seeds.offer(plan);
-    prepared.probes = seeds.plans();
+    offer(r.probes);
     prepared.threshold_s = r.threshold_s;
     prepared.prune = r.prune;
     list = r.kept;
-    kept.store(static_cast<std::int64_t>(list.size()));
-    block_begin = list.size();
     cut_at = static_cast<std::size_t>(r.cut_at);
     first_task = static_cast<std::size_t>(r.next_task);
   } else if (options.top_k > 0) {
-    balance_probes(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
+    offer(balanced_plans(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped)));
   }
+  });
 
   prepared.prune.considered = static_cast<std::int64_t>(
       std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
   // Drops the skeletons whose bound cannot beat the threshold (counted as
-  // the skeletons the stream itself skips).
+  // the skeletons the walk itself skips).
   auto cut_to_threshold = [&] {
     const double keep_below = prepared.threshold_s * (1 + kBoundSlack);
     const auto end = std::remove_if(list.begin(), list.end(),
                                     [&](const Skeleton& s) { return !(s.lower_bound_s <= keep_below); });
     prepared.prune.add(PruneRule::lower_bound_above_best, static_cast<std::int64_t>(list.end() - end));
     list.erase(end, list.end());
-    kept.store(static_cast<std::int64_t>(list.size()));
     cut_at = 2 * std::max<std::size_t>(list.size(), probe_count);
   };
-  stream(
-      prepared.threshold_s,
-      [&](Part& part, Skeleton&& s) {
-        part.kept.push_back(std::move(s));
-        if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons) {
-          overflow.store(true);
+  // This participant's blocks of the round starting at task `round`.
+  auto walk_round = [&](std::size_t round) {
+    InitRound mine;
+    catch_into(mine, [&] {
+      // Block b of a round: the round's tasks as rows of kBlocksPerRound,
+      // one of each row, on a diagonal (row k gives its (b - k)-th): a
+      // sample of the whole round that meets every micro-batch size, so
+      // the blocks cost about the same. This participant's blocks are
+      // walked in one parallel loop, then balanced each.
+      std::vector<std::pair<std::uint32_t, std::size_t>> work;  // (block, task)
+      for (std::size_t b = static_cast<std::size_t>(options.participant); b < kBlocksPerRound;
+           b += static_cast<std::size_t>(std::max(1, options.participants))) {
+        for (std::size_t k = 0; k < kTasksPerBlock; ++k) {
+          const std::size_t task =
+              round + k * kBlocksPerRound + (b + kBlocksPerRound - k % kBlocksPerRound) % kBlocksPerRound;
+          if (task < tasks) work.emplace_back(static_cast<std::uint32_t>(b), task);
         }
-      },
-      [&](Part& part) {
-        prepared.prune.merge(part.report);
-        for (auto& s : part.kept) list.push_back(std::move(s));
-      },
-      [&](std::size_t next_task) {
-        if (options.top_k > 0 && list.size() > block_begin && !stopped.load()) {
-          std::vector<Skeleton> best(list.begin() + static_cast<std::ptrdiff_t>(block_begin), list.end());
-          const std::size_t keep = std::min(per_block, best.size());
-          std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
-          best.resize(keep);
-          const double before = prepared.threshold_s;
-          balance_probes(best);
-          if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
+      }
+      std::vector<Part> parts(work.size());
+      parallel::for_each(parts.size(), [&](std::size_t k) { walk_task(work[k].second, parts[k]); });
+      for (std::size_t k = 0; k < work.size(); ++k) {
+        if (mine.blocks.empty() || mine.blocks.back().index != work[k].first) {
+          mine.blocks.emplace_back();
+          mine.blocks.back().index = work[k].first;
         }
-        block_begin = list.size();
-        // A whole block done, not the last: the progress a resumed
-        // initialization goes on from, when it is time to save it or a stop
-        // was just seen (a stop inside a block leaves that block unsaved).
-        // After the last, the caller saves what comes next.
-        if (options.save && next_task < tasks && !stopped.load() && !overflow.load() &&
-            (options.save_due() || options.stop())) {
-          InitProgress progress;
-          progress.next_task = next_task;
-          progress.tasks = tasks;
-          progress.kept = list;
-          progress.probes = seeds.plans();
-          progress.threshold_s = prepared.threshold_s;
-          progress.prune = prepared.prune;
-          progress.cut_at = cut_at;
-          options.save(progress);
-        }
-      },
-      first_task);
+        InitBlock& block = mine.blocks.back();
+        block.prune.merge(parts[k].report);
+        for (auto& s : parts[k].kept) block.kept.push_back(std::move(s));
+      }
+      for (InitBlock& block : mine.blocks) {
+        if (options.top_k == 0 || block.kept.empty() || stopped.load()) continue;
+        std::vector<Skeleton> best = block.kept;
+        const std::size_t keep = std::min(per_block, best.size());
+        std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
+        best.resize(keep);
+        block.plans = balanced_plans(best);
+      }
+    });
+    mine.stopped = stopped.load();
+    mine.overflow = overflow.load();
+    return mine;
+  };
+  auto rethrow = [](const InitRound& r) {
+    if (r.failure_code == kExitInvalidInput) throw InputError(r.file, r.key, r.value, r.allowed);
+    if (r.failure_code != 0) throw std::runtime_error(r.value);
+  };
+  // No round to report it at: this participant alone fails, before any
+  // exchange, as every one would.
+  if (first_task >= tasks) rethrow(pending);
+  for (std::size_t round = first_task; round < tasks; round += kTasksPerRound) {
+    kept.store(static_cast<std::int64_t>(list.size()));
+    InitRound mine = pending.failure_code != 0 ? std::move(pending) : walk_round(round);
+    std::vector<InitRound> all;
+    if (options.exchange)
+      all = options.exchange(mine);
+    else
+      all.push_back(std::move(mine));
+    // Every participant leaves together: on an error (the lowest
+    // participant's, alike everywhere), a stop, or too many skeletons.
+    for (const InitRound& r : all) rethrow(r);
+    std::vector<InitBlock*> blocks;
+    for (InitRound& r : all) {
+      for (InitBlock& block : r.blocks) blocks.push_back(&block);
+      if (r.stopped) stopped.store(true);
+      if (r.overflow) overflow.store(true);
+    }
+    std::sort(blocks.begin(), blocks.end(), [](const InitBlock* x, const InitBlock* y) { return x->index < y->index; });
+    const double before = prepared.threshold_s;
+    for (InitBlock* block : blocks) {
+      prepared.prune.merge(block->prune);
+      for (Skeleton& s : block->kept) list.push_back(std::move(s));
+      offer(block->plans);
+    }
+    if (options.max_skeletons > 0 && static_cast<std::int64_t>(list.size()) > options.max_skeletons)
+      overflow.store(true);
+    if (stopped.load() || overflow.load()) break;
+    if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
+    // A whole round done, not the last: the progress a resumed
+    // initialization goes on from, when it is time to save it or a stop was
+    // just seen (a stop inside a round leaves that round unsaved). After
+    // the last, the caller saves what comes next.
+    const std::size_t next_task = round + kTasksPerRound;
+    if (options.save && next_task < tasks && (options.save_due() || options.stop())) {
+      InitProgress progress;
+      progress.next_task = next_task;
+      progress.tasks = tasks;
+      progress.kept = list;
+      progress.probes = seeds.plans();
+      progress.threshold_s = prepared.threshold_s;
+      progress.prune = prepared.prune;
+      progress.cut_at = cut_at;
+      catch_into(pending, [&] { options.save(progress); });
+    }
+  }
   if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 
   if (overflow.load()) {

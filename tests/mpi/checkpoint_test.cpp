@@ -38,10 +38,11 @@ SearchCheckpoint sample_checkpoint() {
   return c;
 }
 
-// One file per rank: every rank of the test job runs these tests at once.
+// One file per rank and job size: every rank of the test job runs these
+// tests at once, and ctest runs the 1- and 3-rank jobs side by side.
 std::string temp_path(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) /
-          ("autohaap_ckpt_r" + std::to_string(g_session->rank()) + "_" + name))
+          ("autohaap_ckpt_n" + std::to_string(g_session->size()) + "_r" + std::to_string(g_session->rank()) + "_" + name))
       .string();
 }
 

@@ -13,9 +13,10 @@ shift 3
 [[ $phase == search || $phase == initialization ]] || fail "PHASE must be search or initialization, not '$phase'"
 fresh_dir "$work"
 checkpoint=$work/search.ckpt
-# An initialization's first blocks take a fraction of a second: a short
-# interval puts the first checkpoint inside it; a long one, after it.
-interval=1
+# An initialization's first rounds take a fraction of a second: a short
+# interval puts the first checkpoint inside it. A search-phase case has
+# one round of initialization tasks, which is never saved (its end is).
+interval=0.2
 [[ $phase == initialization ]] && interval=0.05
 run() { launch "$ranks" "$AUTOHAAP" search "$@" --checkpoint "$checkpoint" --checkpoint-interval "$interval" \
   --exchange-interval 0.05 -o "$work/resumed.json"; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -645,6 +646,51 @@ TEST(Search, AnInitializationResumedAfterAnyBlockListsWhatOneNeverStoppedLists) 
   other = saved.front();
   other.next_task -= 1;
   EXPECT_THROW(prepare_search(cost, memory, cache, refused), InputError);
+}
+
+TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
+  const Problem problem = five_small_groups();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  PrepareOptions alone;
+  alone.top_k = 2;
+  LatencyCache cache;
+  const PreparedSearch one = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, alone); });
+  ASSERT_FALSE(one.skeletons.empty());
+  for (const int n : {2, 3}) {
+    // n participants on threads of their own; the exchange is an all-gather
+    // between two barriers (what the MPI ranks do with a collective).
+    std::vector<InitRound> table(n);
+    std::barrier<> sync(n);
+    int rounds = 0;
+    std::vector<PreparedSearch> results(n);
+    std::vector<std::thread> participants;
+    for (int i = 0; i < n; ++i) {
+      participants.emplace_back([&, i] {
+        PrepareOptions options = alone;
+        options.participant = i;
+        options.participants = n;
+        options.exchange = [&, i](const InitRound& mine) {
+          table[i] = mine;
+          sync.arrive_and_wait();
+          std::vector<InitRound> all = table;
+          if (i == 0) ++rounds;
+          sync.arrive_and_wait();
+          return all;
+        };
+        LatencyCache own;
+        results[i] = parallel::with_threads(1, [&] { return prepare_search(cost, memory, own, options); });
+      });
+    }
+    for (std::thread& t : participants) t.join();
+    EXPECT_EQ(rounds, 3) << "1300 tasks in rounds of 512";
+    for (int i = 0; i < n; ++i) {
+      SCOPED_TRACE(std::to_string(i) + " of " + std::to_string(n));
+      EXPECT_EQ(ids(results[i].skeletons), ids(one.skeletons));
+      EXPECT_EQ(results[i].threshold_s, one.threshold_s);
+      EXPECT_EQ(results[i].prune.removed, one.prune.removed);
+    }
+  }
 }
 
 TEST(Search, ABalanceStopsWhenAskedAndProvesNothing) {

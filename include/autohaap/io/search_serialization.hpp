@@ -13,10 +13,12 @@
 #pragma once
 
 #include <cereal/types/array.hpp>
+#include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 
 #include "autohaap/search/init_progress.hpp"
+#include "autohaap/search/init_round.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
@@ -71,6 +73,16 @@ void serialize(Archive& ar, Skeleton& s) {
 template <class Archive>
 void serialize(Archive& ar, InitProgress& p) {
   ar(p.next_task, p.tasks, p.kept, p.probes, p.threshold_s, p.prune, p.cut_at);
+}
+
+template <class Archive>
+void serialize(Archive& ar, InitBlock& b) {
+  ar(b.index, b.kept, b.prune, b.plans);
+}
+
+template <class Archive>
+void serialize(Archive& ar, InitRound& r) {
+  ar(r.blocks, r.stopped, r.overflow, r.failure_code, r.file, r.key, r.value, r.allowed);
 }
 
 }  // namespace autohaap

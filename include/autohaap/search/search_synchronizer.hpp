@@ -7,10 +7,12 @@
 //  - bounds: every participant's top-K iteration times and the least lower
 //    bound of the work it has left (RoundReport);
 //  - cache entries computed since the last round (exchange_cache);
+//  - the initialization's rounds (exchange_initialization: each
+//    participant's blocks of tasks, merged alike everywhere);
 //  - chunk bookkeeping: the chunk table (share_chunks), finished chunks and
 //    stop and failure flags (RoundReport), the final plans and reports;
-//  - checkpoints: the state to resume from (share_chunks) and to save
-//    (write_checkpoint).
+//  - checkpoints: the state to resume from (restored_initialization,
+//    share_chunks) and to save (write_initialization, write_checkpoint).
 // Two implementations: LocalSynchronizer (below: one participant, nothing
 // to exchange, no checkpoint, errors propagate as exceptions; run_search
 // uses it) and the MPI one in src/dist (the ranks of an MPI job over
@@ -34,6 +36,7 @@
 #include "autohaap/plan.hpp"
 #include "autohaap/plan_status.hpp"
 #include "autohaap/search/init_progress.hpp"
+#include "autohaap/search/init_round.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_space.hpp"
@@ -165,6 +168,10 @@ class SearchSynchronizer {
   // the same): saves its progress as the checkpoint. InputError when the
   // file cannot be written.
   virtual void write_initialization(const InitProgress& /*progress*/) {}
+  // Once a round of the initialization, on every participant
+  // (collective): every participant's round, indexed by rank
+  // (PrepareOptions::exchange).
+  virtual std::vector<InitRound> exchange_initialization(const InitRound& mine) = 0;
   // After the initialization, on every participant, inside agree():
   // refuses a restored state made for another skeleton list.
   virtual void check_list(const std::vector<Skeleton>& /*skeletons*/) {}
@@ -208,6 +215,7 @@ class LocalSynchronizer final : public SearchSynchronizer {
   [[noreturn]] void abort(const std::string& message, int exit_code) override;
   std::optional<SearchFailure> share_chunks(const std::vector<Skeleton>& skeletons, std::size_t count,
                                             SearchState& state) override;
+  std::vector<InitRound> exchange_initialization(const InitRound& mine) override { return {mine}; }
   std::vector<RoundReport> exchange_round(const RoundReport& mine) override { return {mine}; }
   void exchange_cache(LatencyCache& /*cache*/, std::uint64_t& /*mark*/) override {}
   std::vector<std::vector<Plan>> gather_plans(const std::vector<Plan>& mine) override { return {mine}; }

@@ -26,8 +26,10 @@
 //
 // Thread safety: run_search may be called from any thread; it uses up to
 // options.threads workers. Cost: autohaap is dominated by initialization
-// (two streamed passes over the skeletons that pass the structural rules,
-// whole subtrees skipped by a rate bound; memory O(skeletons kept), capped
+// (a probe pass, then a keep pass streamed in rounds over the skeletons
+// that pass the structural rules, whole subtrees skipped by a bound from
+// per-layer rates and capacities, shared by the participants of a
+// distributed search; memory O(skeletons kept), capped
 // by max_skeletons) and the skeletons whose lower bound beats the incumbent; exhaustive by its
 // candidate count; metis by one balanced plan per (order, counts, B) and
 // overflow step. The progress callback is called from one worker
@@ -48,6 +50,7 @@
 #include "autohaap/plan_status.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/init_progress.hpp"
+#include "autohaap/search/init_round.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/search_options.hpp"
@@ -135,11 +138,19 @@ struct PrepareOptions {
   // next_task not walked again, and the result is what an initialization
   // never stopped returns. InputError if it was saved for another space.
   const InitProgress* resume = nullptr;
-  // With `save`: after each whole block of tasks but the last, when
+  // With `save`: after each whole round of tasks but the last, when
   // save_due() says so or `stop` does, save(progress) (on the calling
   // thread; it may throw, which ends the initialization).
   std::function<bool()> save_due = [] { return false; };
   std::function<void(const InitProgress&)> save;
+  // Shared by `participants` (e.g. the ranks of an MPI job): this one, the
+  // `participant`-th, walks its blocks of each round, and exchange(its
+  // round) returns every participant's, indexed by participant (collective:
+  // each calls it once a round, the same number of times). Every
+  // participant returns the same list, the one a participant alone returns.
+  int participant = 0;
+  int participants = 1;
+  std::function<std::vector<InitRound>(const InitRound&)> exchange;
 };
 
 struct PreparedSearch {

@@ -1,0 +1,40 @@
+// InitRound: what one participant of a distributed initialization did in
+// one round (prepare_search, searcher.hpp) — the blocks of tasks it walked
+// and, per block, the skeletons kept, the removals counted and the plans
+// its best bounds balanced to — exchanged so that every participant merges
+// every block in block order and holds the same list and threshold after
+// each round as one process would. Also how the round ended there: a stop,
+// too many skeletons, or an error (an InputError travels as its four
+// parts, so every participant reports it alike).
+//
+// Its cereal form is in io/search_serialization.hpp. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autohaap/plan.hpp"
+#include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_space.hpp"
+
+namespace autohaap {
+
+struct InitBlock {
+  std::uint32_t index = 0;      // within its round
+  std::vector<Skeleton> kept;   // in task order
+  PruneReport prune;
+  std::vector<Plan> plans;      // its best bounds balanced: the plans that fit
+};
+
+struct InitRound {
+  std::vector<InitBlock> blocks;
+  bool stopped = false;   // a stop was seen: the blocks may be partial
+  bool overflow = false;  // more skeletons than max_skeletons
+  // Non-zero: the walk failed here (2: an InputError of these parts; 1:
+  // another error, `value` its message).
+  std::int32_t failure_code = 0;
+  std::string file, key, value, allowed;
+};
+
+}  // namespace autohaap
