@@ -309,19 +309,26 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
   if (bottleneck == kInf) return kInf;
   // The least over v in [1, max_vpp] of m P + (S - P) / v (header).
   const int v = std::max(1, max_vpp);
-  // Interleaved over v >= 2 chunks every stage holds at least v >= 2
-  // layers (one a chunk), so its pace is at least each stage's two-layer
-  // finish (identical layers), and none can hold fewer than two.
-  double interleaved_floor = 0;
-  if (v > 1 && speeds.layers.empty()) {
-    for (int i = 0; i < p; ++i)
-      interleaved_floor = finish.capacity(i) < 2 ? kInf : std::max(interleaved_floor, finish.at(i, 2));
+  // Interleaved over w >= 2 chunks every stage holds at least w layers
+  // (one a chunk), so the pace is at least every stage's w-layer finish
+  // (identical layers; a stage that cannot hold w rules w out): each w
+  // from 2 to v has its own floor, and the bound takes the least term.
+  std::vector<double> interleaved_floor;  // [w - 2]
+  for (int w = 2; w <= v; ++w) {
+    double floor = 0;  // generic layers: none
+    if (speeds.layers.empty())
+      for (int i = 0; i < p; ++i) floor = finish.capacity(i) < w ? kInf : std::max(floor, finish.at(i, w));
+    interleaved_floor.push_back(floor);
   }
   auto time_at = [&](double pace, double stage_sum) {
-    const double plain = stage_sum + (m - 1) * pace;
-    if (v == 1 || interleaved_floor == kInf) return plain;
-    const double P = std::max(pace, interleaved_floor);
-    return std::min(plain, m * P + (stage_sum - P) / v);
+    double best = stage_sum + (m - 1) * pace;
+    for (int w = 2; w <= v; ++w) {
+      const double floor = interleaved_floor[w - 2];
+      if (floor == kInf) continue;
+      const double P = std::max(pace, floor);
+      best = std::min(best, m * P + (stage_sum - P) / w);
+    }
+    return best;
   };
   if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
   return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, time_at) * (1 - 1e-12);

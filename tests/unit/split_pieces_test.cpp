@@ -271,7 +271,9 @@ TEST(SplitLowerBound, WholeLayersAndThePaceLiftTheBoundAboveTheFractionalOne) {
   // pace is at least the slower stage's two (4): 2 x 4 + (5 - 4) / 2 = 8.5,
   // above the plain 8, which stays the bound (a pace of 3 would have said
   // 2 x 3 + (5 - 3) / 2 = 7). The best interleaved split, (2, 2), takes 9.
+  // Over 3 or 4 chunks the floors (6 and 8) are higher still.
   EXPECT_NEAR(iteration_lower_bound(speeds, {3, 10}, 4, 2, 2), 8.0, 1e-9);
+  EXPECT_NEAR(iteration_lower_bound(speeds, {4, 10}, 4, 2, 4), 8.0, 1e-9);
   // Edges delay a stage's finish times: the last stage's 0.5 s head makes
   // them 2.5, 4.5, ...: 1, 2, 2.5, 3 -> 3 again, and the sum gains 0.5.
   speeds.edge = {0, 0.5};

@@ -17,10 +17,10 @@
 // max) / v + tail = (m - 1/v) pace + sum / v + tail: increasing in pace and
 // sum, so the bounds B on the bottleneck and S on the sum give
 // m B + (S - B) / v, which is monotone in 1/v: the least over every v from
-// 1 to max_vpp is at v = 1 or v = max_vpp, and that is the bound. With
-// v >= 2 every stage holds at least 2 layers (one a chunk), so there B is
-// at least every stage's two-layer finish (identical layers), and a stage
-// that cannot hold two rules interleaving out. The
+// 1 to max_vpp is at v = 1 or v = max_vpp for one B. Over v chunks every
+// stage holds at least v layers (one a chunk), so with identical layers B
+// is at least every stage's v-layer finish there (a stage that cannot hold
+// v rules v out): each v has its own B, and the bound is the least term. The
 // capacities are those of plain 1F1B: interleaving holds at least as many
 // micro-batches in flight on every stage (CostModel::in_flight), so a stage
 // holds no more layers under any vpp, and the bottleneck bound stays valid.
