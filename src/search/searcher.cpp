@@ -261,8 +261,8 @@ class LayoutFinishTimes {
       g.envelope_known = true;
       std::vector<double> envelope(static_cast<std::size_t>(layers), kInfinity);
       for (const GroupLayout& layout : space.layouts(group)) {
-        auto finish = balancer.layer_finish_times(StageSlot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp},
-                                                  micro_batch);
+        const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
+        auto finish = balancer.layer_finish_times(slot, micro_batch);
         if (!finish) {
           g.envelope_known = false;
           g.layout.emplace_back();
@@ -488,131 +488,131 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // the result depends on the threshold alone.
   const double& threshold = prepared.threshold_s;
   auto walk_task = [&](std::size_t task, Part& part) {
-      if (stopped.load(std::memory_order_relaxed)) return;
-      if (must_stop()) {
-        stopped.store(true);
+    if (stopped.load(std::memory_order_relaxed)) return;
+    if (must_stop()) {
+      stopped.store(true);
+      return;
+    }
+    // The threshold changes between rounds only, never while tasks run.
+    const double keep_below = threshold * (1 + kBoundSlack);
+    const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
+    PruneReport scratch;
+    const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
+    const std::size_t n = t.ok.size();
+    const int m = problem.training.global_batch / space.micro_batches()[b];
+    // The largest vpp any stage count allows (max_interleaving falls with
+    // the stage count once it is not 1).
+    int most_vpp = 1;
+    for (int p = 2; p <= layers && most_vpp == 1; ++p) most_vpp = max_interleaving(problem.model, p, m);
+
+    SkeletonWalk walk;
+    std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
+    std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
+    std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
+    std::vector<int> stages_at(n, 0);
+    std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
+    std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
+    std::vector<FinishClass> classes;
+    // The embedding and output-layer time of each layout of the first and
+    // last positions (both for a lone stage), in the fastest mode.
+    std::vector<double> first_edge, last_edge, both_edges;
+    auto edge_of = [&](std::size_t j, std::size_t i, bool first, bool last) {
+      const GroupLayout& g = space.layouts(space.group_orders()[o][j])[t.ok[j][i]];
+      return balancer.edge_time(StageSlot{g.group, 0, g.gpus_per_stage, g.tp, g.dp}, space.micro_batches()[b], first,
+                                last);
+    };
+    if (t.rated && threshold < kInf && m > 1) {
+      for (std::size_t j = n; j-- > 0;) {
+        if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
+      }
+      for (std::size_t i = 0; i < t.ok[0].size(); ++i) {
+        first_edge.push_back(edge_of(0, i, true, false));
+        if (n == 1) both_edges.push_back(edge_of(0, i, true, true));
+      }
+      for (std::size_t i = 0; i < t.ok[n - 1].size(); ++i) last_edge.push_back(edge_of(n - 1, i, false, true));
+      walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
+        const auto& list = t.ok[depth];  // ascending: find the layout's slot
+        const std::size_t i = static_cast<std::size_t>(
+            std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
+        rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
+        tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
+        tau_at[depth] = t.tau[depth][i];
+        const int group = space.group_orders()[o][depth];
+        stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
+        slot_at[depth] = i;
+        finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
+        double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
+        double lower = static_cast<double>(m - 1) * bottleneck;
+        if (depth + 1 < static_cast<int>(n)) {
+          // The rates' pace first (cheap); then whole layers within what
+          // memory lets each stage hold, the positions still open at the
+          // most any layout of their group holds by each pace.
+          if (lower * (1 - 1e-9) > keep_below) return false;
+          classes.clear();
+          for (int j = 0; j <= depth; ++j) {
+            if (!finish_at[j]) return true;
+            classes.push_back({finish_at[j], 0.0, stages_at[j], true});
+          }
+          for (std::size_t j = depth + 1; j < n; ++j) {
+            const std::vector<double>* open = finish_times.envelope(space.group_orders()[o][j], b);
+            if (!open) return true;  // a group of unknown capacity: the rates decide
+            classes.push_back({open, 0.0, 1, false});
+          }
+          lower = static_cast<double>(m - 1) * least_whole_layer_pace(classes, layers, bottleneck);
+        } else {
+          // Whole layers with the edges, and the sum term as
+          // sum_term_lower_bound has it: every stage one layer at its own
+          // tau, the rest at the least, plus the edges; then m B + (S - B)
+          // / v at v = 1 or the largest vpp (split_lower_bound.hpp).
+          const bool lone = n == 1 && stages_at[0] == 1;
+          const double e_first = lone ? both_edges[slot_at[0]] : first_edge[slot_at[0]];
+          const double e_last = lone ? 0.0 : last_edge[slot_at[n - 1]];
+          double sum = e_first + e_last;
+          int stages = 0;
+          for (std::size_t j = 0; j < n; ++j) {
+            sum += stages_at[j] * tau_at[j];
+            stages += stages_at[j];
+          }
+          sum += std::max(0, layers - stages) * tau_min[n];
+          auto time_at = [&](double pace) {
+            return std::min(sum + (m - 1) * pace, m * pace + (sum - pace) / most_vpp);
+          };
+          // The whole-layer pace costs a merge over the layers: only
+          // where the rate's pace has not already decided.
+          if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
+          // Every stage alike but the pipeline's first and last, which
+          // also run the embedding and the output layer.
+          classes.clear();
+          for (std::size_t j = 0; j < n; ++j)
+            if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
+          if (lone) {
+            classes.push_back({finish_at[0], e_first, 1, true});
+          } else {
+            for (std::size_t j = 0; j < n; ++j) {
+              const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
+              if (stages_at[j] > ends) classes.push_back({finish_at[j], 0.0, stages_at[j] - ends, true});
+            }
+            classes.push_back({finish_at[0], e_first, 1, true});
+            classes.push_back({finish_at[n - 1], e_last, 1, true});
+          }
+          lower = time_at(std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck)));
+        }
+        return lower * (1 - 1e-9) <= keep_below;
+      };
+    }
+    walk.visit = [&](Skeleton&& s) {
+      s.lower_bound_s = balancer.lower_bound(s, threshold < kInf ? keep_below : kInf);
+      if (threshold < kInf && !(s.lower_bound_s <= keep_below)) {
+        part.report.add(PruneRule::lower_bound_above_best, 1);
         return;
       }
-      // The threshold changes between rounds only, never while tasks run.
-      const double keep_below = threshold * (1 + kBoundSlack);
-      const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
-      PruneReport scratch;
-      const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
-      const std::size_t n = t.ok.size();
-      const int m = problem.training.global_batch / space.micro_batches()[b];
-      // The largest vpp any stage count allows (max_interleaving falls with
-      // the stage count once it is not 1).
-      int most_vpp = 1;
-      for (int p = 2; p <= layers && most_vpp == 1; ++p) most_vpp = max_interleaving(problem.model, p, m);
-
-      SkeletonWalk walk;
-      std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
-      std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
-      std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
-      std::vector<int> stages_at(n, 0);
-      std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
-      std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
-      std::vector<FinishClass> classes;
-      // The embedding and output-layer time of each layout of the first and
-      // last positions (both for a lone stage), in the fastest mode.
-      std::vector<double> first_edge, last_edge, both_edges;
-      auto edge_of = [&](std::size_t j, std::size_t i, bool first, bool last) {
-        const GroupLayout& g = space.layouts(space.group_orders()[o][j])[t.ok[j][i]];
-        return balancer.edge_time(StageSlot{g.group, 0, g.gpus_per_stage, g.tp, g.dp}, space.micro_batches()[b], first,
-                                  last);
-      };
-      if (t.rated && threshold < kInf && m > 1) {
-        for (std::size_t j = n; j-- > 0;) {
-          if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
-        }
-        for (std::size_t i = 0; i < t.ok[0].size(); ++i) {
-          first_edge.push_back(edge_of(0, i, true, false));
-          if (n == 1) both_edges.push_back(edge_of(0, i, true, true));
-        }
-        for (std::size_t i = 0; i < t.ok[n - 1].size(); ++i) last_edge.push_back(edge_of(n - 1, i, false, true));
-        walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
-          const auto& list = t.ok[depth];  // ascending: find the layout's slot
-          const std::size_t i = static_cast<std::size_t>(
-              std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
-          rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
-          tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
-          tau_at[depth] = t.tau[depth][i];
-          const int group = space.group_orders()[o][depth];
-          stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
-          slot_at[depth] = i;
-          finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
-          double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
-          double lower = static_cast<double>(m - 1) * bottleneck;
-          if (depth + 1 < static_cast<int>(n)) {
-            // The rates' pace first (cheap); then whole layers within what
-            // memory lets each stage hold, the positions still open at the
-            // most any layout of their group holds by each pace.
-            if (lower * (1 - 1e-9) > keep_below) return false;
-            classes.clear();
-            for (int j = 0; j <= depth; ++j) {
-              if (!finish_at[j]) return true;
-              classes.push_back({finish_at[j], 0.0, stages_at[j], true});
-            }
-            for (std::size_t j = depth + 1; j < n; ++j) {
-              const std::vector<double>* open = finish_times.envelope(space.group_orders()[o][j], b);
-              if (!open) return true;  // a group of unknown capacity: the rates decide
-              classes.push_back({open, 0.0, 1, false});
-            }
-            lower = static_cast<double>(m - 1) * least_whole_layer_pace(classes, layers, bottleneck);
-          } else {
-            // Whole layers with the edges, and the sum term as
-            // sum_term_lower_bound has it: every stage one layer at its own
-            // tau, the rest at the least, plus the edges; then m B + (S - B)
-            // / v at v = 1 or the largest vpp (split_lower_bound.hpp).
-            const bool lone = n == 1 && stages_at[0] == 1;
-            const double e_first = lone ? both_edges[slot_at[0]] : first_edge[slot_at[0]];
-            const double e_last = lone ? 0.0 : last_edge[slot_at[n - 1]];
-            double sum = e_first + e_last;
-            int stages = 0;
-            for (std::size_t j = 0; j < n; ++j) {
-              sum += stages_at[j] * tau_at[j];
-              stages += stages_at[j];
-            }
-            sum += std::max(0, layers - stages) * tau_min[n];
-            auto time_at = [&](double pace) {
-              return std::min(sum + (m - 1) * pace, m * pace + (sum - pace) / most_vpp);
-            };
-            // The whole-layer pace costs a merge over the layers: only
-            // where the rate's pace has not already decided.
-            if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
-            // Every stage alike but the pipeline's first and last, which
-            // also run the embedding and the output layer.
-            classes.clear();
-            for (std::size_t j = 0; j < n; ++j)
-              if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
-            if (lone) {
-              classes.push_back({finish_at[0], e_first, 1, true});
-            } else {
-              for (std::size_t j = 0; j < n; ++j) {
-                const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
-                if (stages_at[j] > ends) classes.push_back({finish_at[j], 0.0, stages_at[j] - ends, true});
-              }
-              classes.push_back({finish_at[0], e_first, 1, true});
-              classes.push_back({finish_at[n - 1], e_last, 1, true});
-            }
-            lower = time_at(std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck)));
-          }
-          return lower * (1 - 1e-9) <= keep_below;
-        };
-      }
-      walk.visit = [&](Skeleton&& s) {
-        s.lower_bound_s = balancer.lower_bound(s, threshold < kInf ? keep_below : kInf);
-        if (threshold < kInf && !(s.lower_bound_s <= keep_below)) {
-          part.report.add(PruneRule::lower_bound_above_best, 1);
-          return;
-        }
-        s.work = skeleton_work(s, layers);
-        part.kept.push_back(std::move(s));
-        if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons)
-          overflow.store(true);
-      };
-      walk.stop = must_stop;
-      if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
+      s.work = skeleton_work(s, layers);
+      part.kept.push_back(std::move(s));
+      if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons)
+        overflow.store(true);
+    };
+    walk.stop = must_stop;
+    if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
   };
 
   // Probes, deterministic, so every rank of a distributed search keeps the
@@ -653,24 +653,24 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   };
   InitRound pending;  // an error before the rounds, or in a save: told at the next exchange
   catch_into(pending, [&] {
-  if (options.resume) {
-    // Where a saved initialization stopped: its probes and list, then the
-    // rounds after it (InitProgress).
-    const InitProgress& r = *options.resume;
-    if (r.tasks != tasks || r.next_task > tasks || (r.next_task < tasks && r.next_task % kTasksPerRound != 0))
-      throw InputError("", "checkpoint",
-                       "an initialization of " + std::to_string(r.tasks) + " tasks stopped at task " +
-                           std::to_string(r.next_task) + " (this search has " + std::to_string(tasks) + ")",
-                       "a checkpoint written by this version for this search; remove the file");
-    offer(r.probes);
-    prepared.threshold_s = r.threshold_s;
-    prepared.prune = r.prune;
-    list = r.kept;
-    cut_at = static_cast<std::size_t>(r.cut_at);
-    first_task = static_cast<std::size_t>(r.next_task);
-  } else if (options.top_k > 0) {
-    offer(balanced_plans(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped)));
-  }
+    if (options.resume) {
+      // Where a saved initialization stopped: its probes and list, then the
+      // rounds after it (InitProgress).
+      const InitProgress& r = *options.resume;
+      if (r.tasks != tasks || r.next_task > tasks || (r.next_task < tasks && r.next_task % kTasksPerRound != 0))
+        throw InputError("", "checkpoint",
+                         "an initialization of " + std::to_string(r.tasks) + " tasks stopped at task " +
+                             std::to_string(r.next_task) + " (this search has " + std::to_string(tasks) + ")",
+                         "a checkpoint written by this version for this search; remove the file");
+      offer(r.probes);
+      prepared.threshold_s = r.threshold_s;
+      prepared.prune = r.prune;
+      list = r.kept;
+      cut_at = static_cast<std::size_t>(r.cut_at);
+      first_task = static_cast<std::size_t>(r.next_task);
+    } else if (options.top_k > 0) {
+      offer(balanced_plans(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped)));
+    }
   });
 
   prepared.prune.considered = static_cast<std::int64_t>(

@@ -54,7 +54,7 @@ autohaap_mpi_test(default_command default_command.sh 2)
 foreach(ranks 0 2)
   autohaap_mpi_test(kill_resume kill_resume.sh ${ranks} search
                     -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 5000)
-  # Killed while initializing: five GPU generations make three blocks of
+  # Killed while initializing: five GPU generations make three rounds of
   # initialization tasks, most of the search's time.
   autohaap_mpi_test(kill_resume_initialization kill_resume.sh ${ranks} initialization
                     -m llama3-8b -c tests/data/five_generations.yaml --threads 1)

@@ -600,13 +600,13 @@ TEST(Search, InitializationStopsWithinASecondOfACancel) {
 }
 
 // Five groups of two GPUs, each another device: 325 group orders x 4
-// micro-batch sizes, three blocks of initialization tasks.
+// micro-batch sizes, three rounds of initialization tasks.
 Problem five_small_groups() {
   return one_group_per_device(search_fixtures::tiny_gpt(8), {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "l40s"},
                               1, 2);
 }
 
-TEST(Search, AnInitializationResumedAfterAnyBlockListsWhatOneNeverStoppedLists) {
+TEST(Search, AnInitializationResumedAfterAnyRoundListsWhatOneNeverStoppedLists) {
   const Problem problem = five_small_groups();
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
@@ -618,7 +618,7 @@ TEST(Search, AnInitializationResumedAfterAnyBlockListsWhatOneNeverStoppedLists) 
   options.save = [&](const InitProgress& progress) { saved.push_back(progress); };
   const PreparedSearch whole = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, options); });
   ASSERT_FALSE(whole.skeletons.empty());
-  ASSERT_EQ(saved.size(), 2u) << "one save after each block but the last";
+  ASSERT_EQ(saved.size(), 2u) << "one save after each round but the last";
   EXPECT_EQ(saved.front().next_task, 512u);
   EXPECT_EQ(saved.back().next_task, 1024u);
   EXPECT_EQ(saved.back().tasks, 1300u);

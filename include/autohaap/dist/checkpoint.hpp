@@ -3,7 +3,7 @@
 // the latency cache — saved so a killed or requeued job resumes where it
 // stopped and still prints the plan an uninterrupted run prints. While the
 // initialization runs (on many node groups most of a search), it holds
-// that instead (`initializing`, InitProgress: the blocks of tasks walked,
+// that instead (`initializing`, InitProgress: the rounds of tasks walked,
 // the list and probe plans so far), and a resumed job goes on from there.
 //
 // Why resuming gives the same answer: the skeleton list and its chunks are

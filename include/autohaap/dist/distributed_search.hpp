@@ -20,9 +20,9 @@
 // checkpoint_interval_s has passed, and at the end; a search started with
 // an existing checkpoint of the same inputs restores its finished chunks,
 // plans and cache and searches only the rest. During the initialization
-// (which every rank runs alike) rank 0 saves its progress after a block of
-// tasks once the interval has passed, and a rerun goes on from there
-// (search/init_progress.hpp).
+// (whose rounds the ranks share, every rank holding the same state after
+// each) rank 0 saves its progress after a round of tasks once the interval
+// has passed, and a rerun goes on from there (search/init_progress.hpp).
 //
 // Failures: an error while loading a checkpoint or setting up, on any
 // rank, is returned in DistributedResult::failure on every rank. An

@@ -1,9 +1,9 @@
 // InitProgress: where the search's initialization (prepare_search,
-// searcher.hpp) stands after a block of (group order, B) tasks — what a
-// resumed initialization needs to go on from the next block and list the
+// searcher.hpp) stands after a round of (group order, B) tasks — what a
+// resumed initialization needs to go on from the next round and list the
 // same skeletons, with the same threshold and probe plans, as one never
-// stopped. Everything the pass decides after a block depends only on the
-// blocks before it (blocks are a fixed number of tasks, skeletons chosen
+// stopped. Everything the pass decides after a round depends only on the
+// rounds before it (rounds are a fixed number of tasks, skeletons chosen
 // by (bound, id)), so this state and the tasks left determine the rest.
 //
 // A checkpoint saves it while the initialization runs (dist/checkpoint.hpp);
@@ -21,8 +21,8 @@
 namespace autohaap {
 
 struct InitProgress {
-  std::uint64_t next_task = 0;   // tasks [0, next_task) are walked; a block boundary
-  std::uint64_t tasks = 0;       // tasks in all (for messages)
+  std::uint64_t next_task = 0;   // tasks [0, next_task) are walked; a round boundary
+  std::uint64_t tasks = 0;       // tasks in all (a resume checks it against its own)
   std::vector<Skeleton> kept;    // the list so far, in the order the pass built it
   std::vector<Plan> probes;      // the best plans balanced so far (at most top-K)
   double threshold_s = std::numeric_limits<double>::infinity();
