@@ -314,8 +314,7 @@ std::optional<std::vector<double>> LoadBalancer::layer_finish_times(const StageS
   std::vector<ModeTier> tiers;
   int most = 0;
   for (const Recompute mode : modes_) {
-    const int capacity = std::min(L, std::max(memory_.max_layers(slot, mode, micro_batch, 1, 3, 1),
-                                              memory_.max_layers(slot, mode, micro_batch, 0, 1, 1)));
+    const int capacity = std::min(L, memory_.max_layers_anywhere(slot, mode, micro_batch));
     if (capacity < 1) continue;
     tiers.push_back({capacity, layer_seconds(cost_, cache_, mode, slot, micro_batch, -1, false, false)});
     most = std::max(most, capacity);

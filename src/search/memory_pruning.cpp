@@ -240,6 +240,14 @@ int MemoryPruner::max_layers_leanest(const StageSlot& slot, int micro_batch, int
   return best;
 }
 
+int MemoryPruner::max_layers_anywhere(const StageSlot& slot, Recompute recompute, int micro_batch) const {
+  return std::max(max_layers(slot, recompute, micro_batch, 1, 3, 1), max_layers(slot, recompute, micro_batch, 0, 1, 1));
+}
+
+int MemoryPruner::max_layers_anywhere_leanest(const StageSlot& slot, int micro_batch) const {
+  return std::max(max_layers_leanest(slot, micro_batch, 1, 3, 1), max_layers_leanest(slot, micro_batch, 0, 1, 1));
+}
+
 std::vector<int> MemoryPruner::capacities(const Skeleton& skeleton) const {
   const int m = num_micro_batches(cost_.problem(), skeleton);
   const int p = skeleton.num_stages();

@@ -135,11 +135,8 @@ TaskLayouts task_layouts(const SearchSpace& space, const MemoryPruner& memory, c
       // A stage that cannot hold one layer even where memory is least
       // loaded only ever appears in skeletons the memory rules remove: no
       // latency for it, so an impossible problem is still rejected before
-      // any is computed. Least loaded is a middle stage with one
-      // micro-batch in flight (no edges), or a lone stage (edges, but no
-      // pipeline communicator).
-      if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0 &&
-          memory.max_layers_leanest(slot, micro_batch, 0, 1, 1) == 0) {
+      // any is computed.
+      if (memory.max_layers_anywhere_leanest(slot, micro_batch) == 0) {
         t.tau[j].push_back(std::numeric_limits<double>::infinity());
         t.rate[j].push_back(0.0);
         continue;
@@ -182,9 +179,7 @@ double space_rate_bound(const SearchSpace& space, const MemoryPruner& memory, co
       double fastest = 0;
       for (const GroupLayout& g : space.layouts(static_cast<int>(group))) {
         const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
-        if (memory.max_layers_leanest(slot, micro_batch, 1, 3, 1) == 0 &&
-            memory.max_layers_leanest(slot, micro_batch, 0, 1, 1) == 0)
-          continue;
+        if (memory.max_layers_anywhere_leanest(slot, micro_batch) == 0) continue;
         const auto tau = balancer.layer_time(slot, micro_batch);
         if (!tau || !(*tau > 0)) return 0;
         fastest = std::max(fastest, g.stages / *tau);

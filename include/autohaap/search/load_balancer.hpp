@@ -109,10 +109,9 @@ class LoadBalancer {
   // Identical layers: finish[k - 1] is the least time a stage of this
   // slot's shape spends on k layers of one micro-batch: k times the fastest
   // allowed recompute mode whose memory holds k layers where a stage holds
-  // the most (a middle stage with one micro-batch in flight, or a lone
-  // stage; any other place keeps more activations or the edges). Its size
-  // is the most layers any mode holds there (at most the model's); empty
-  // when not even one. None when the layers are not identical. A few
+  // the most (MemoryPruner::max_layers_anywhere). Its size is the most
+  // layers any mode holds there (at most the model's); empty when not even
+  // one. None when the layers are not identical. A few
   // cached estimates and memoized capacities.
   std::optional<std::vector<double>> layer_finish_times(const StageSlot& slot, int micro_batch) const;
   // The same for the edge work a first and/or last stage adds (embedding,

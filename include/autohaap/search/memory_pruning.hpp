@@ -117,6 +117,13 @@ class MemoryPruner {
   // The same with the leanest mode among the training's recompute modes.
   int max_layers_leanest(const StageSlot& slot, int micro_batch, int stage_index, int num_stages,
                          int num_micro_batches) const;
+  // The most layers a stage of this slot holds wherever it sits in any
+  // pipeline: as a middle stage with one micro-batch in flight (no edges)
+  // or as a lone stage (edges, but no pipeline communicator); every other
+  // place keeps more activations or the edges. A bound on max_layers at
+  // every position, before a skeleton exists.
+  int max_layers_anywhere(const StageSlot& slot, Recompute recompute, int micro_batch) const;
+  int max_layers_anywhere_leanest(const StageSlot& slot, int micro_batch) const;
   // Per stage of the skeleton, max_layers_leanest.
   std::vector<int> capacities(const Skeleton& skeleton) const;
   // The first memory rule the skeleton breaks, if any.
