@@ -248,6 +248,12 @@ int MemoryPruner::max_layers_anywhere_leanest(const StageSlot& slot, int micro_b
   return std::max(max_layers_leanest(slot, micro_batch, 1, 3, 1), max_layers_leanest(slot, micro_batch, 0, 1, 1));
 }
 
+int MemoryPruner::max_layers_in_flight_leanest(const StageSlot& slot, int micro_batch, int in_flight) const {
+  // Stage 1 of in_flight + 2 with in_flight micro-batches: neither first
+  // nor last, min(in_flight + 1, in_flight) in flight.
+  return max_layers_leanest(slot, micro_batch, 1, in_flight + 2, in_flight);
+}
+
 std::vector<int> MemoryPruner::capacities(const Skeleton& skeleton) const {
   const int m = num_micro_batches(cost_.problem(), skeleton);
   const int p = skeleton.num_stages();

@@ -237,31 +237,41 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 }
 
 // Per (group, B): each layout's layer finish times
-// (LoadBalancer::layer_finish_times) and the group's envelope: the least
+// (LoadBalancer::layer_finish_times), what one of its middle stages holds
+// with f micro-batches in flight, and the group's envelope: the least
 // pace by which some layout of the group holds v layers over all its
 // stages, for v = 1, 2, ... (as far as any holds). What the walk over
 // layouts bounds a prefix with: the layouts chosen hold what their finish
-// times allow, each position still open at most its group's envelope.
-// Computed once before the walk (the tasks share groups); null where a
-// layout's layers are not identical (a per-layer profile).
+// times allow where they sit, each position still open at most its
+// group's envelope. Computed once before the walk (the tasks share
+// groups); null where a layout's layers are not identical (a per-layer
+// profile).
 class LayoutFinishTimes {
  public:
-  LayoutFinishTimes(const SearchSpace& space, const LoadBalancer& balancer)
+  LayoutFinishTimes(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer)
       : num_b_(space.micro_batches().size()), of_(space.problem().cluster.groups.size() * num_b_) {
     const int layers = space.problem().model.layers;
     parallel::for_each(of_.size(), [&](std::size_t k) {
       const int group = static_cast<int>(k / num_b_);
       const int micro_batch = space.micro_batches()[k % num_b_];
+      // In flight: at most the micro-batches, and the stages (<= layers).
+      const int most_in_flight = std::min(layers, space.problem().training.global_batch / micro_batch);
       Group& g = of_[k];
       g.envelope_known = true;
       std::vector<double> envelope(static_cast<std::size_t>(layers), kInfinity);
       for (const GroupLayout& layout : space.layouts(group)) {
         const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
         auto finish = balancer.layer_finish_times(slot, micro_batch);
+        std::vector<int>& held_in_flight = g.held_in_flight.emplace_back();
         if (!finish) {
           g.envelope_known = false;
           g.layout.emplace_back();
           continue;
+        }
+        // Non-increasing: stop at the first 0 (the rest hold none too).
+        for (int f = 1; f <= most_in_flight; ++f) {
+          held_in_flight.push_back(memory.max_layers_in_flight_leanest(slot, micro_batch, f));
+          if (held_in_flight.back() == 0) break;
         }
         const int held = static_cast<int>(finish->size());
         for (int v = 1; v <= layers; ++v) {
@@ -281,6 +291,13 @@ class LayoutFinishTimes {
     const auto& f = of_[index(group, b)].layout[layout_index];
     return f ? &*f : nullptr;
   }
+  // The most layers a middle stage of the layout holds with `in_flight`
+  // micro-batches in flight (>= 1): MemoryPruner::max_layers_in_flight_leanest.
+  int held_in_flight(int group, int b, int layout_index, int in_flight) const {
+    const std::vector<int>& held = of_[index(group, b)].held_in_flight[layout_index];
+    if (held.empty()) return 0;
+    return held[std::min<std::size_t>(static_cast<std::size_t>(in_flight), held.size()) - 1];
+  }
   const std::vector<double>* envelope(int group, int b) const {
     const Group& g = of_[index(group, b)];
     return g.envelope_known ? &g.envelope : nullptr;
@@ -290,12 +307,39 @@ class LayoutFinishTimes {
   static constexpr double kInfinity = std::numeric_limits<double>::infinity();
   struct Group {
     std::vector<std::optional<std::vector<double>>> layout;
+    std::vector<std::vector<int>> held_in_flight;  // per layout, [f - 1]: f in flight (to a 0, or the most)
     std::vector<double> envelope;
     bool envelope_known = false;
   };
   std::size_t index(int group, int b) const { return static_cast<std::size_t>(group) * num_b_ + b; }
   std::size_t num_b_;
   std::vector<Group> of_;
+};
+
+// The largest vpp of a pipeline of p stages (max_interleaving), per B,
+// and the largest of any p' >= p: what the walk asks of every skeleton and
+// prefix, read from a table (the rule builds strings).
+class InterleavingLimits {
+ public:
+  InterleavingLimits(const SearchSpace& space) {
+    const Problem& problem = space.problem();
+    const int layers = problem.model.layers;
+    for (int micro_batch : space.micro_batches()) {
+      const int m = problem.training.global_batch / micro_batch;
+      std::vector<int>& at = at_.emplace_back(static_cast<std::size_t>(layers) + 2, 1);
+      std::vector<int>& from = from_.emplace_back(static_cast<std::size_t>(layers) + 2, 1);
+      for (int p = 1; p <= layers; ++p) at[p] = max_interleaving(problem.model, p, m);
+      for (int p = layers; p >= 0; --p) from[p] = std::max(at[p], from[p + 1]);
+    }
+  }
+  int at(int b, int stages) const { return at_[b][clamp(stages)]; }
+  int most_from(int b, int stages) const { return from_[b][clamp(stages)]; }
+
+ private:
+  std::size_t clamp(int stages) const {
+    return static_cast<std::size_t>(std::clamp(stages, 0, static_cast<int>(at_.front().size()) - 1));
+  }
+  std::vector<std::vector<int>> at_, from_;
 };
 
 // The probes: per (order, B), the skeletons whose groups all take their
@@ -430,7 +474,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     stopped.store(true);
   }
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
-  const LayoutFinishTimes finish_times(space, balancer);
+  const LayoutFinishTimes finish_times(space, memory, balancer);
+  const InterleavingLimits vpp(space);
 
   // Balances skeletons and keeps the K best plans (with those already
   // held): their K-th time bounds the search's K-th best, since the
@@ -495,28 +540,35 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
     const std::size_t n = t.ok.size();
     const int m = problem.training.global_batch / space.micro_batches()[b];
-    // The largest vpp any stage count allows (max_interleaving falls with
-    // the stage count once it is not 1).
-    int most_vpp = 1;
-    for (int p = 2; p <= layers && most_vpp == 1; ++p) most_vpp = max_interleaving(problem.model, p, m);
 
     SkeletonWalk walk;
     std::vector<double> rest(n + 1, 0.0);  // rest[j]: best rate of positions >= j
     std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
     std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
     std::vector<int> stages_at(n, 0);
+    std::vector<int> stages_to(n + 1, 0);     // stages before position j
+    std::vector<int> fewest_after(n + 1, 0);  // the fewest stages positions >= j take
+    for (std::size_t j = n; j-- > 0;) {
+      int fewest = std::numeric_limits<int>::max();
+      for (int li : t.ok[j]) fewest = std::min(fewest, space.layouts(space.group_orders()[o][j])[li].stages);
+      fewest_after[j] = fewest_after[j + 1] + (t.ok[j].empty() ? 0 : fewest);
+    }
     std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
     std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
     std::vector<FinishClass> classes;
+    std::vector<double> floors;  // interleaved_pace_floors of a whole skeleton
     // The embedding and output-layer time of each layout of the first and
     // last positions (both for a lone stage), in the fastest mode.
     std::vector<double> first_edge, last_edge, both_edges;
+    double least_last_edge = 0;
+    std::vector<double> open_tau_min(n + 1, kInf);  // the least tau of any layout of positions >= j
     auto edge_of = [&](std::size_t j, std::size_t i, bool first, bool last) {
       const GroupLayout& g = space.layouts(space.group_orders()[o][j])[t.ok[j][i]];
       return balancer.edge_time(StageSlot{g.group, 0, g.gpus_per_stage, g.tp, g.dp}, space.micro_batches()[b], first,
                                 last);
     };
-    if (t.rated && threshold < kInf && m > 1) {
+    const bool every_position_open = std::none_of(t.ok.begin(), t.ok.end(), [](const auto& l) { return l.empty(); });
+    if (t.rated && threshold < kInf && m > 1 && every_position_open) {
       for (std::size_t j = n; j-- > 0;) {
         if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
       }
@@ -525,6 +577,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         if (n == 1) both_edges.push_back(edge_of(0, i, true, true));
       }
       for (std::size_t i = 0; i < t.ok[n - 1].size(); ++i) last_edge.push_back(edge_of(n - 1, i, false, true));
+      least_last_edge = *std::min_element(last_edge.begin(), last_edge.end());
+      for (std::size_t j = n; j-- > 0;)
+        open_tau_min[j] = std::min(open_tau_min[j + 1], *std::min_element(t.tau[j].begin(), t.tau[j].end()));
       walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
@@ -534,6 +589,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         tau_at[depth] = t.tau[depth][i];
         const int group = space.group_orders()[o][depth];
         stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
+        stages_to[depth + 1] = stages_to[depth] + stages_at[depth];
         slot_at[depth] = i;
         finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
         double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
@@ -543,54 +599,82 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // memory lets each stage hold, the positions still open at the
           // most any layout of their group holds by each pace.
           if (lower * (1 - 1e-9) > keep_below) return false;
+          // Stage q of the prefix keeps at least min(p - q, m) micro-batches
+          // in flight, p at least the prefix's stages and the fewest the
+          // open positions take (they come after it).
+          const int least_p = stages_to[depth + 1] + fewest_after[depth + 1];
           classes.clear();
           for (int j = 0; j <= depth; ++j) {
             if (!finish_at[j]) return true;
-            classes.push_back({finish_at[j], 0.0, stages_at[j], true});
+            const int group = space.group_orders()[o][j];
+            for (int k = 0, q = stages_to[j]; k < stages_at[j]; ++k, ++q) {
+              const int cap = finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m));
+              if (q > 1 && k > 0 && classes.back().limit == cap)
+                ++classes.back().count;
+              else
+                classes.push_back({finish_at[j], q == 0 ? first_edge[slot_at[0]] : 0.0, 1, true, cap});
+            }
           }
           for (std::size_t j = depth + 1; j < n; ++j) {
             const std::vector<double>* open = finish_times.envelope(space.group_orders()[o][j], b);
             if (!open) return true;  // a group of unknown capacity: the rates decide
             classes.push_back({open, 0.0, 1, false});
           }
-          lower = static_cast<double>(m - 1) * least_whole_layer_pace(classes, layers, bottleneck);
+          // The sum term as at the leaf, with what is known: every layer at
+          // least the least tau of any layout still possible, each stage of
+          // the prefix its own tau's excess over that, the first stage's
+          // edges and the least the last position's layouts add.
+          const double least_tau = std::min(tau_min[depth + 1], open_tau_min[depth + 1]);
+          double sum = layers * least_tau + first_edge[slot_at[0]] + least_last_edge;
+          for (int j = 0; j <= depth; ++j) sum += stages_at[j] * (tau_at[j] - least_tau);
+          // The interleaved floors of the prefix's stages (the open ones
+          // would only raise them), up to the largest vpp any stage count
+          // from here allows.
+          interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
+          lower = pipeline_time_lower_bound(least_whole_layer_pace(classes, layers, bottleneck), sum, m, floors);
         } else {
-          // Whole layers with the edges, and the sum term as
-          // sum_term_lower_bound has it: every stage one layer at its own
-          // tau, the rest at the least, plus the edges; then m B + (S - B)
-          // / v at v = 1 or the largest vpp (split_lower_bound.hpp).
-          const bool lone = n == 1 && stages_at[0] == 1;
+          // The skeleton is whole: its stage count, so each stage's place
+          // and what memory lets it hold there (MemoryPruner::capacities,
+          // what its own bound uses), and the largest vpp. Whole layers
+          // with the edges, the interleaved pace floors, and the sum term
+          // as sum_term_lower_bound has it: every stage one layer at its
+          // own tau, the rest at the least, plus the edges.
+          int p = 0;
+          for (std::size_t j = 0; j < n; ++j) p += stages_at[j];
+          if (p > layers) return true;  // a rule of its own (more_stages_than_layers)
+          const bool lone = p == 1;
           const double e_first = lone ? both_edges[slot_at[0]] : first_edge[slot_at[0]];
           const double e_last = lone ? 0.0 : last_edge[slot_at[n - 1]];
           double sum = e_first + e_last;
-          int stages = 0;
-          for (std::size_t j = 0; j < n; ++j) {
-            sum += stages_at[j] * tau_at[j];
-            stages += stages_at[j];
-          }
-          sum += std::max(0, layers - stages) * tau_min[n];
-          auto time_at = [&](double pace) {
-            return std::min(sum + (m - 1) * pace, m * pace + (sum - pace) / most_vpp);
-          };
-          // The whole-layer pace costs a merge over the layers: only
-          // where the rate's pace has not already decided.
-          if (time_at(bottleneck) * (1 - 1e-9) > keep_below) return false;
-          // Every stage alike but the pipeline's first and last, which
-          // also run the embedding and the output layer.
-          classes.clear();
+          for (std::size_t j = 0; j < n; ++j) sum += stages_at[j] * tau_at[j];
+          sum += std::max(0, layers - p) * tau_min[n];
+          const int max_vpp = vpp.at(b, p);
+          // The rates' pace first (cheap): the merges cost more.
+          if (pipeline_time_lower_bound(bottleneck, sum, m, max_vpp) * (1 - 1e-9) > keep_below) return false;
           for (std::size_t j = 0; j < n; ++j)
             if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
-          if (lone) {
-            classes.push_back({finish_at[0], e_first, 1, true});
-          } else {
-            for (std::size_t j = 0; j < n; ++j) {
-              const int ends = (j == 0 ? 1 : 0) + (j + 1 == n ? 1 : 0);
-              if (stages_at[j] > ends) classes.push_back({finish_at[j], 0.0, stages_at[j] - ends, true});
+          classes.clear();
+          long long held = 0;
+          for (std::size_t j = 0, q = 0; j < n; ++j) {
+            const GroupLayout& g = space.layouts(space.group_orders()[o][j])[layout_index[j]];
+            const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
+            for (int k = 0; k < stages_at[j]; ++k, ++q) {
+              const int cap = memory.max_layers_leanest(slot, space.micro_batches()[b], static_cast<int>(q), p, m);
+              // What memory removes is counted under its own rule.
+              if (cap == 0) return true;
+              held += cap;
+              const double edge = q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0;
+              if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap) {
+                ++classes.back().count;  // the same layout, and alike where it sits
+              } else {
+                classes.push_back({finish_at[j], edge, 1, true, cap});
+              }
             }
-            classes.push_back({finish_at[0], e_first, 1, true});
-            classes.push_back({finish_at[n - 1], e_last, 1, true});
           }
-          lower = time_at(std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck)));
+          if (held < layers) return true;
+          const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck));
+          interleaved_pace_floors(classes, max_vpp, floors);
+          lower = pipeline_time_lower_bound(pace, sum, m, floors);
         }
         return lower * (1 - 1e-9) <= keep_below;
       };

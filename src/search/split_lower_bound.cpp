@@ -313,7 +313,9 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
   // (one a chunk), so the pace is at least every stage's w-layer finish
   // (identical layers; a stage that cannot hold w rules w out): each w
   // from 2 to v has its own floor, and the bound takes the least term.
-  std::vector<double> interleaved_floor;  // [w - 2]
+  // Per thread: this runs for every skeleton the initialization builds.
+  thread_local std::vector<double> interleaved_floor;  // [w - 2]
+  interleaved_floor.clear();
   for (int w = 2; w <= v; ++w) {
     double floor = 0;  // generic layers: none
     if (speeds.layers.empty())
@@ -321,14 +323,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
     interleaved_floor.push_back(floor);
   }
   auto time_at = [&](double pace, double stage_sum) {
-    double best = stage_sum + (m - 1) * pace;
-    for (int w = 2; w <= v; ++w) {
-      const double floor = interleaved_floor[w - 2];
-      if (floor == kInf) continue;
-      const double P = std::max(pace, floor);
-      best = std::min(best, m * P + (stage_sum - P) / w);
-    }
-    return best;
+    return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor);
   };
   if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
   return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, time_at) * (1 - 1e-12);
@@ -341,14 +336,15 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
   long long held = 0;
   for (FinishClass& c : classes) {
     const std::vector<double>& f = *c.finish;
+    const auto most = f.begin() + std::max(0, c.capacity());
     if (c.holds_one) {
-      if (f.empty()) return kInf;
+      if (most == f.begin()) return kInf;
       slowest_one = std::max(slowest_one, c.edge + f.front());
     }
     // The layers finished by `below`, rounded down by a hair: a layer
     // counted here must finish by it.
     const double by = (below - c.edge) * (1 - 1e-12);
-    c.held = static_cast<int>(std::upper_bound(f.begin(), f.end(), by) - f.begin());
+    c.held = static_cast<int>(std::upper_bound(f.begin(), most, by) - f.begin());
     held += static_cast<long long>(c.held) * c.count;
   }
   double pace = below;
@@ -356,7 +352,7 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
     FinishClass* next = nullptr;
     double soonest = kInf;
     for (FinishClass& c : classes) {
-      if (c.held < static_cast<int>(c.finish->size()) && c.edge + (*c.finish)[c.held] < soonest) {
+      if (c.held < c.capacity() && c.edge + (*c.finish)[c.held] < soonest) {
         soonest = c.edge + (*c.finish)[c.held];
         next = &c;
       }
@@ -367,6 +363,34 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
     held += next->count;
   }
   return std::max(pace, slowest_one);
+}
+
+void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out) {
+  out.assign(static_cast<std::size_t>(std::max(0, max_vpp - 1)), 0.0);
+  for (const FinishClass& c : classes) {
+    if (!c.holds_one) continue;
+    for (int w = 2; w <= max_vpp; ++w) {
+      double& floor = out[w - 2];
+      floor = c.capacity() < w ? kInf : std::max(floor, c.edge + (*c.finish)[w - 1]);
+    }
+  }
+}
+
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span<const double> floors) {
+  double best = stage_sum + (m - 1) * pace;
+  for (std::size_t k = 0; k < floors.size(); ++k) {
+    if (floors[k] == kInf) continue;
+    const double w = static_cast<double>(k + 2);
+    const double P = std::max(pace, floors[k]);
+    best = std::min(best, m * P + (stage_sum - P) / w);
+  }
+  return best;
+}
+
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp) {
+  const double plain = stage_sum + (m - 1) * pace;
+  if (max_vpp < 2) return plain;
+  return std::min(plain, m * pace + (stage_sum - pace) / max_vpp);
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {

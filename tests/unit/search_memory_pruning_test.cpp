@@ -71,6 +71,39 @@ TEST(MemoryPruning, LeanerRecomputeHoldsMoreLayers) {
   EXPECT_GE(memory.max_layers(slot, Recompute::none, 4, 1, 2, 4), none);
 }
 
+TEST(MemoryPruning, InFlightCapacityIsAMiddleStagesAndBoundsEveryPlaceWithAsMany) {
+  // What a pipeline's prefix is bounded with: a stage keeping f micro-batches
+  // in flight holds what a middle stage with f in flight holds, no fewer than
+  // the first stage with f in flight (its embedding only adds), and less the
+  // more are in flight.
+  const Problem problem = tight_two_group_problem();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  int binding = 0;
+  for (int group : {0, 1}) {
+    const StageSlot slot{group, 0, 1, 1, 1};
+    for (int B : {1, 4}) {
+      const int m = problem.training.global_batch / B;
+      int previous = problem.model.layers;
+      for (int f = 1; f <= std::min(m, 6); ++f) {
+        const int held = memory.max_layers_in_flight_leanest(slot, B, f);
+        // Stage 2 of f + 3 with f micro-batches: a middle stage, f in flight.
+        EXPECT_EQ(held, memory.max_layers_leanest(slot, B, 2, f + 3, f)) << "f " << f;
+        if (f >= 2) {
+          // Stage 1 of f + 1 with every micro-batch: also f in flight. The
+          // first of f stages keeps f too, and holds the embedding.
+          EXPECT_EQ(held, memory.max_layers_leanest(slot, B, 1, f + 1, m)) << "f " << f;
+          EXPECT_GE(held, memory.max_layers_leanest(slot, B, 0, f, m)) << "first stage, f " << f;
+        }
+        EXPECT_LE(held, previous);
+        previous = held;
+        binding += held < problem.model.layers;
+      }
+    }
+  }
+  EXPECT_GT(binding, 4);
+}
+
 TEST(MemoryPruning, EveryRawSkeletonIsCountedOnce) {
   for (std::uint32_t seed = 1; seed < 15; ++seed) {
     const Problem problem = search_fixtures::random_problem(seed);

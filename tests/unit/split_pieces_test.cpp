@@ -238,6 +238,52 @@ TEST(SplitLowerBound, LeastWholeLayerPaceMergesClassesWithinTheirCapacities) {
   EXPECT_EQ(least_whole_layer_pace(classes, 1, 0.0), std::numeric_limits<double>::infinity());
 }
 
+TEST(SplitLowerBound, AStagesLimitWhereItSitsCutsItsFinishTimes) {
+  // The case above with the alike stages placed where memory lets each hold
+  // 2 layers: events 1 (+2), 1.5 (+1), 2 (+2), 4 (+1). 5 layers by 2 s, 6
+  // by 4 s, 7 never.
+  const std::vector<double> alike{1, 2, 3}, open{1.5, 4};
+  std::vector<FinishClass> classes{{&alike, 0.0, 2, true, 2}, {&open, 0.0, 1, false}};
+  EXPECT_EQ(classes[0].capacity(), 2);
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 5, 0.0), 2.0);
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 6, 0.0), 4.0);
+  EXPECT_EQ(least_whole_layer_pace(classes, 7, 0.0), std::numeric_limits<double>::infinity());
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 6, 3.5), 4.0);
+  // Where it holds none, a stage that must hold one leaves no pace.
+  classes[0].limit = 0;
+  EXPECT_EQ(least_whole_layer_pace(classes, 1, 0.0), std::numeric_limits<double>::infinity());
+}
+
+TEST(SplitLowerBound, InterleavedFloorsAndThePipelineTimeBound) {
+  // Stage A finishes layers at 1, 2, 3 s; stage B at 0.5 + 2, 0.5 + 3 and
+  // holds 2; a group not placed yet (an envelope) does not count. Over 2
+  // chunks every stage holds 2 layers: the pace is at least max(2, 3.5) =
+  // 3.5; over 3 or 4, B cannot: ruled out.
+  const std::vector<double> a{1, 2, 3}, b{2, 3, 4}, open{0.1};
+  const std::vector<FinishClass> classes{{&a, 0.0, 1, true}, {&b, 0.5, 1, true, 2}, {&open, 0.0, 1, false}};
+  std::vector<double> floors;
+  interleaved_pace_floors(classes, 4, floors);
+  ASSERT_EQ(floors.size(), 3u);
+  EXPECT_DOUBLE_EQ(floors[0], 3.5);
+  EXPECT_EQ(floors[1], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(floors[2], std::numeric_limits<double>::infinity());
+  interleaved_pace_floors(classes, 1, floors);
+  EXPECT_TRUE(floors.empty());
+  // Pace 3, stage sum 20, 4 micro-batches: plain (m - 1) P + S = 29; over
+  // 2 chunks m P + (S - P) / 2 at P = 3.5: 14 + 8.25 = 22.25, the least.
+  const std::vector<double> two{3.5, std::numeric_limits<double>::infinity()};
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound(3.0, 20.0, 4, two), 22.25);
+  // With a floor above the pace, the plain term can be the least: 8
+  // micro-batches, plain 41, over 2 chunks 8 x 3.5 + 8.25 = 36.25; floor 5:
+  // 40 + 7.5 = 47.5, so 41.
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound(3.0, 20.0, 8, two), 36.25);
+  const std::vector<double> high{5.0};
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound(3.0, 20.0, 8, high), 41.0);
+  // No floors, up to 3 chunks: the least term at 3: 12 + 17 / 3.
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound(3.0, 20.0, 4, 3), 12.0 + 17.0 / 3.0);
+  EXPECT_DOUBLE_EQ(pipeline_time_lower_bound(3.0, 20.0, 4, 1), 29.0);
+}
+
 TEST(SplitLowerBound, WholeLayersAndThePaceLiftTheBoundAboveTheFractionalOne) {
   // Two stages of identical layers, 1 s and 2 s a layer, no edges, 4
   // layers, 2 micro-batches. Fractionally T/1 + T/2 >= 4 at T = 8/3; in

@@ -124,6 +124,12 @@ class MemoryPruner {
   // every position, before a skeleton exists.
   int max_layers_anywhere(const StageSlot& slot, Recompute recompute, int micro_batch) const;
   int max_layers_anywhere_leanest(const StageSlot& slot, int micro_batch) const;
+  // The most layers a middle stage of this slot holds, leanest mode, with
+  // `in_flight` micro-batches in flight (CostModel::in_flight, plain
+  // 1F1B): for a stage whose place is known only so far as how many it
+  // keeps at least (a pipeline's prefix). Non-increasing in in_flight; at
+  // least what a first stage holds there (the edges only add memory).
+  int max_layers_in_flight_leanest(const StageSlot& slot, int micro_batch, int in_flight) const;
   // Per stage of the skeleton, max_layers_leanest.
   std::vector<int> capacities(const Skeleton& skeleton) const;
   // The first memory rule the skeleton breaks, if any.

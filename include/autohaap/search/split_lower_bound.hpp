@@ -32,6 +32,8 @@
 // estimates, plus a bisection of O(stages) steps.
 #pragma once
 
+#include <algorithm>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -90,16 +92,20 @@ double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers,
 
 // Stages alike in how fast they finish a micro-batch's layers: each
 // finishes its k-th layer at `edge` + (*finish)[k - 1] at the earliest
-// (non-decreasing in k; its size is the most layers such a stage holds).
-// With `holds_one`, every stage of the class holds at least one layer (a
-// stage of a skeleton); without, it is an envelope that may hold none (the
-// most any layout of a group not placed yet could finish).
+// (non-decreasing in k; its size is the most layers such a stage holds
+// wherever it sits). `limit`: the most it holds where it does sit (its
+// memory at its pipeline position), when that is known. With `holds_one`,
+// every stage of the class holds at least one layer (a stage of a
+// skeleton); without, it is an envelope that may hold none (the most any
+// layout of a group not placed yet could finish).
 struct FinishClass {
   const std::vector<double>* finish = nullptr;
   double edge = 0;
   int count = 1;
   bool holds_one = true;
+  int limit = std::numeric_limits<int>::max();
   int held = 0;  // scratch of least_whole_layer_pace
+  int capacity() const { return std::min(limit, static_cast<int>(finish->size())); }
 };
 
 // The least pace by which the classes hold `layers` whole layers (a stage
@@ -112,5 +118,24 @@ struct FinishClass {
 // one per layer. What the search's walk over layouts asks at every prefix:
 // O(classes) per step.
 double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below);
+
+// Per interleaving degree w = 2 .. max_vpp (out[w - 2]): the least pace of
+// a pipeline of these stages interleaved over w chunks. Every stage holds
+// at least w layers (one a chunk), so the pace is at least every stage's
+// w-layer finish; infinity where a stage holds fewer than w (w impossible).
+// Envelopes (classes that need not hold one) do not count.
+void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out);
+
+// The least iteration time of a 1F1B pipeline of m micro-batches whose
+// pace (slowest stage, communication included) is at least `pace` and
+// whose stage times sum to at least `stage_sum` (the tail left out), over
+// every interleaving the floors allow (CostModel::iteration_time_1f1b):
+// (m - 1) P + S plain, and over w chunks m P_w + (S - P_w) / w with
+// P_w = max(P, floors[w - 2]). Both are increasing in P and S, so bounds
+// on them bound the time.
+double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors);
+// The same with no floor on any w from 2 to max_vpp: the least term is
+// then at w = max_vpp.
+double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp);
 
 }  // namespace autohaap
