@@ -546,6 +546,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<double> rate_to(n + 1, 0.0), tau_min(n + 1, kInf);
     std::vector<double> tau_at(n, kInf);  // per position: the chosen layout's tau and stage count
     std::vector<int> stages_at(n, 0);
+    // pace_to[j + 1]: the least whole-layer pace of the prefix to position
+    // j. Its children's are no less (they hold no more by any pace), so
+    // their merges start there.
+    std::vector<double> pace_to(n + 1, 0.0);
     std::vector<int> stages_to(n + 1, 0);     // stages before position j
     std::vector<int> fewest_after(n + 1, 0);  // the fewest stages positions >= j take
     for (std::size_t j = n; j-- > 0;) {
@@ -584,6 +588,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
             std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
+        pace_to[depth + 1] = pace_to[depth];  // until this prefix's own is known
         rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
         tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
         tau_at[depth] = t.tau[depth][i];
@@ -631,7 +636,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // would only raise them), up to the largest vpp any stage count
           // from here allows.
           interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
-          lower = pipeline_time_lower_bound(least_whole_layer_pace(classes, layers, bottleneck), sum, m, floors);
+          pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]));
+          lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
         } else {
           // The skeleton is whole: its stage count, so each stage's place
           // and what memory lets it hold there (MemoryPruner::capacities,
@@ -672,7 +678,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             }
           }
           if (held < layers) return true;
-          const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers, bottleneck));
+          const double pace =
+              std::max(bottleneck, least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth])));
           interleaved_pace_floors(classes, max_vpp, floors);
           lower = pipeline_time_lower_bound(pace, sum, m, floors);
         }
