@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -249,29 +250,26 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 class LayoutFinishTimes {
  public:
   LayoutFinishTimes(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer)
-      : num_b_(space.micro_batches().size()), of_(space.problem().cluster.groups.size() * num_b_) {
+      : space_(space), memory_(memory), most_in_flight_(std::max(1, space.problem().model.layers)),
+        num_b_(space.micro_batches().size()),
+        of_(space.problem().cluster.groups.size() * num_b_) {
     const int layers = space.problem().model.layers;
     parallel::for_each(of_.size(), [&](std::size_t k) {
       const int group = static_cast<int>(k / num_b_);
       const int micro_batch = space.micro_batches()[k % num_b_];
-      // In flight: at most the micro-batches, and the stages (<= layers).
-      const int most_in_flight = std::min(layers, space.problem().training.global_batch / micro_batch);
       Group& g = of_[k];
       g.envelope_known = true;
+      const std::size_t entries = space.layouts(group).size() * static_cast<std::size_t>(most_in_flight_);
+      g.held_in_flight = std::make_unique<std::atomic<int>[]>(entries);
+      for (std::size_t e = 0; e < entries; ++e) g.held_in_flight[e].store(-1, std::memory_order_relaxed);
       std::vector<double> envelope(static_cast<std::size_t>(layers), kInfinity);
       for (const GroupLayout& layout : space.layouts(group)) {
         const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
         auto finish = balancer.layer_finish_times(slot, micro_batch);
-        std::vector<int>& held_in_flight = g.held_in_flight.emplace_back();
         if (!finish) {
           g.envelope_known = false;
           g.layout.emplace_back();
           continue;
-        }
-        // Non-increasing: stop at the first 0 (the rest hold none too).
-        for (int f = 1; f <= most_in_flight; ++f) {
-          held_in_flight.push_back(memory.max_layers_in_flight_leanest(slot, micro_batch, f));
-          if (held_in_flight.back() == 0) break;
         }
         const int held = static_cast<int>(finish->size());
         for (int v = 1; v <= layers; ++v) {
@@ -293,10 +291,23 @@ class LayoutFinishTimes {
   }
   // The most layers a middle stage of the layout holds with `in_flight`
   // micro-batches in flight (>= 1): MemoryPruner::max_layers_in_flight_leanest.
+  // Each entry filled on first use: a large group has hundreds of layouts,
+  // few of them ever in a prefix the walk bounds, and a capacity not yet
+  // memoized costs a search over layer counts. Threads that race on an
+  // entry compute and store the same value.
   int held_in_flight(int group, int b, int layout_index, int in_flight) const {
-    const std::vector<int>& held = of_[index(group, b)].held_in_flight[layout_index];
-    if (held.empty()) return 0;
-    return held[std::min<std::size_t>(static_cast<std::size_t>(in_flight), held.size()) - 1];
+    const Group& g = of_[index(group, b)];
+    const std::size_t first = static_cast<std::size_t>(layout_index) * most_in_flight_;
+    const std::size_t f = static_cast<std::size_t>(std::clamp(in_flight, 1, most_in_flight_));
+    std::atomic<int>& entry = g.held_in_flight[first + f - 1];
+    int held = entry.load(std::memory_order_relaxed);
+    if (held < 0) {
+      const GroupLayout& layout = space_.layouts(group)[layout_index];
+      const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
+      held = memory_.max_layers_in_flight_leanest(slot, space_.micro_batches()[b], static_cast<int>(f));
+      entry.store(held, std::memory_order_relaxed);
+    }
+    return held;
   }
   const std::vector<double>* envelope(int group, int b) const {
     const Group& g = of_[index(group, b)];
@@ -307,11 +318,17 @@ class LayoutFinishTimes {
   static constexpr double kInfinity = std::numeric_limits<double>::infinity();
   struct Group {
     std::vector<std::optional<std::vector<double>>> layout;
-    std::vector<std::vector<int>> held_in_flight;  // per layout, [f - 1]: f in flight (to a 0, or the most)
+    // [layout * most_in_flight_ + f - 1]: held_in_flight, -1 until asked.
+    std::unique_ptr<std::atomic<int>[]> held_in_flight;
     std::vector<double> envelope;
     bool envelope_known = false;
   };
   std::size_t index(int group, int b) const { return static_cast<std::size_t>(group) * num_b_ + b; }
+  const SearchSpace& space_;
+  const MemoryPruner& memory_;
+  // In flight: at most the stages, so the layers (the micro-batches too,
+  // where fewer; a larger count holds no more).
+  int most_in_flight_;
   std::size_t num_b_;
   std::vector<Group> of_;
 };
@@ -608,23 +625,27 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // in flight, p at least the prefix's stages and the fewest the
           // open positions take (they come after it).
           const int least_p = stages_to[depth + 1] + fewest_after[depth + 1];
-          classes.clear();
-          for (int j = 0; j <= depth; ++j) {
-            if (!finish_at[j]) return true;
-            const int group = space.group_orders()[o][j];
-            for (int k = 0, q = stages_to[j]; k < stages_at[j]; ++k, ++q) {
-              const int cap = finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m));
-              if (q > 1 && k > 0 && classes.back().limit == cap)
-                ++classes.back().count;
-              else
-                classes.push_back({finish_at[j], q == 0 ? first_edge[slot_at[0]] : 0.0, 1, true, cap});
+          auto prefix_classes = [&](bool where_it_sits) {
+            classes.clear();
+            for (int j = 0; j <= depth; ++j) {
+              const int group = space.group_orders()[o][j];
+              for (int k = 0, q = stages_to[j]; k < stages_at[j]; ++k, ++q) {
+                const int cap = where_it_sits
+                                    ? finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m))
+                                    : FinishClass{}.limit;
+                if (q > 1 && k > 0 && classes.back().limit == cap)
+                  ++classes.back().count;
+                else
+                  classes.push_back({finish_at[j], q == 0 ? first_edge[slot_at[0]] : 0.0, 1, true, cap});
+              }
             }
-          }
-          for (std::size_t j = depth + 1; j < n; ++j) {
-            const std::vector<double>* open = finish_times.envelope(space.group_orders()[o][j], b);
-            if (!open) return true;  // a group of unknown capacity: the rates decide
-            classes.push_back({open, 0.0, 1, false});
-          }
+            for (std::size_t j = depth + 1; j < n; ++j)
+              classes.push_back({finish_times.envelope(space.group_orders()[o][j], b), 0.0, 1, false});
+          };
+          for (int j = 0; j <= depth; ++j)
+            if (!finish_at[j]) return true;
+          for (std::size_t j = depth + 1; j < n; ++j)
+            if (!finish_times.envelope(space.group_orders()[o][j], b)) return true;  // unknown capacity: rates decide
           // The sum term as at the leaf, with what is known: every layer at
           // least the least tau of any layout still possible, each stage of
           // the prefix its own tau's excess over that, the first stage's
@@ -635,9 +656,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // The interleaved floors of the prefix's stages (the open ones
           // would only raise them), up to the largest vpp any stage count
           // from here allows.
-          interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
-          pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]));
-          lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
+          // First with what each layout holds wherever it sits (nothing to
+          // compute), then, if that keeps it, where its stages do sit.
+          for (const bool where_it_sits : {false, true}) {
+            prefix_classes(where_it_sits);
+            interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
+            pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]));
+            lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
+            if (lower * (1 - 1e-9) > keep_below) return false;
+          }
         } else {
           // The skeleton is whole: its stage count, so each stage's place
           // and what memory lets it hold there (MemoryPruner::capacities,
@@ -659,29 +686,39 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           if (pipeline_time_lower_bound(bottleneck, sum, m, max_vpp) * (1 - 1e-9) > keep_below) return false;
           for (std::size_t j = 0; j < n; ++j)
             if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
-          classes.clear();
-          long long held = 0;
-          for (std::size_t j = 0, q = 0; j < n; ++j) {
-            const GroupLayout& g = space.layouts(space.group_orders()[o][j])[layout_index[j]];
-            const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
-            for (int k = 0; k < stages_at[j]; ++k, ++q) {
-              const int cap = memory.max_layers_leanest(slot, space.micro_batches()[b], static_cast<int>(q), p, m);
-              // What memory removes is counted under its own rule.
-              if (cap == 0) return true;
-              held += cap;
-              const double edge = q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0;
-              if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap) {
-                ++classes.back().count;  // the same layout, and alike where it sits
-              } else {
-                classes.push_back({finish_at[j], edge, 1, true, cap});
+          // As at a prefix: first with what each layout holds wherever it
+          // sits, then where each stage does (MemoryPruner::capacities).
+          auto leaf_classes = [&](bool where_it_sits) {
+            classes.clear();
+            long long held = 0;
+            for (std::size_t j = 0, q = 0; j < n; ++j) {
+              const GroupLayout& g = space.layouts(space.group_orders()[o][j])[layout_index[j]];
+              const StageSlot slot{g.group, 0, g.gpus_per_stage, g.tp, g.dp};
+              for (int k = 0; k < stages_at[j]; ++k, ++q) {
+                const int cap = where_it_sits ? memory.max_layers_leanest(slot, space.micro_batches()[b],
+                                                                          static_cast<int>(q), p, m)
+                                              : FinishClass{}.limit;
+                // What memory removes is counted under its own rule.
+                if (cap == 0) return false;
+                held += std::min<long long>(cap, layers);
+                const double edge = q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0;
+                if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap)
+                  ++classes.back().count;  // the same layout, and alike where it sits
+                else
+                  classes.push_back({finish_at[j], edge, 1, true, cap});
               }
             }
+            return held >= layers;
+          };
+          for (const bool where_it_sits : {false, true}) {
+            if (!leaf_classes(where_it_sits)) return true;
+            const double pace =
+                std::max(bottleneck, least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth])));
+            interleaved_pace_floors(classes, max_vpp, floors);
+            lower = pipeline_time_lower_bound(pace, sum, m, floors);
+            if (lower * (1 - 1e-9) > keep_below) return false;
           }
-          if (held < layers) return true;
-          const double pace =
-              std::max(bottleneck, least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth])));
-          interleaved_pace_floors(classes, max_vpp, floors);
-          lower = pipeline_time_lower_bound(pace, sum, m, floors);
+          return true;
         }
         return lower * (1 - 1e-9) <= keep_below;
       };
