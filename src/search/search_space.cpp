@@ -142,6 +142,45 @@ Skeleton SearchSpace::make(int order_index, int micro_batch_index, const std::ve
   return s;
 }
 
+std::optional<int> SearchSpace::order_index(const std::vector<int>& order) const {
+  // group_orders() is sorted by length, then lexicographically.
+  auto before = [](const std::vector<int>& a, const std::vector<int>& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  };
+  const auto it = std::lower_bound(orders_.begin(), orders_.end(), order, before);
+  if (it == orders_.end() || *it != order) return std::nullopt;
+  return static_cast<int>(it - orders_.begin());
+}
+
+std::optional<SearchSpace::Coordinates> SearchSpace::locate(const Skeleton& skeleton) const {
+  Coordinates at;
+  const auto b = std::find(micro_batches_.begin(), micro_batches_.end(), skeleton.micro_batch);
+  if (b == micro_batches_.end() || skeleton.stages.empty()) return std::nullopt;
+  at.micro_batch = static_cast<int>(b - micro_batches_.begin());
+  std::vector<int> order;
+  for (std::size_t i = 0; i < skeleton.stages.size();) {
+    const StageSlot& first = skeleton.stages[i];
+    std::size_t end = i;
+    while (end < skeleton.stages.size() && skeleton.stages[end].group == first.group) ++end;
+    const int stages = static_cast<int>(end - i);
+    if (first.group < 0 || first.group >= static_cast<int>(layouts_.size())) return std::nullopt;
+    const auto& list = layouts_[first.group];
+    const auto layout = std::find_if(list.begin(), list.end(), [&](const GroupLayout& g) {
+      return g.stages == stages && g.gpus_per_stage == first.gpus && g.tp == first.tp && g.dp == first.dp;
+    });
+    if (layout == list.end()) return std::nullopt;
+    order.push_back(first.group);
+    at.layout.push_back(static_cast<int>(layout - list.begin()));
+    i = end;
+  }
+  const auto index = order_index(order);
+  if (!index) return std::nullopt;
+  at.order = *index;
+  // Only what make() would build (first GPUs in place, one group once).
+  if (make(at.order, at.micro_batch, at.layout).stages != skeleton.stages) return std::nullopt;
+  return at;
+}
+
 std::vector<int> searched_micro_batches(const Problem& problem) {
   const TrainingSpec& t = problem.training;
   std::vector<int> out;

@@ -97,6 +97,46 @@ TEST(SearchSpace, IdsFollowTheCanonicalOrderAndCoverTheRawSpace) {
   EXPECT_EQ(seen.size(), space.raw_size());
 }
 
+TEST(SearchSpace, LocateIsMakesInverse) {
+  // Every skeleton of three groups' space is found where make() built it,
+  // and every order where group_orders() lists it; what make() cannot build
+  // is not found.
+  Problem p = search_fixtures::two_group_problem(8);
+  p.cluster.groups.push_back(p.cluster.groups.front());
+  const SearchSpace space(p);
+  int located = 0;
+  for (int o = 0; o < static_cast<int>(space.group_orders().size()); ++o) {
+    const auto& order = space.group_orders()[o];
+    EXPECT_EQ(space.order_index(order), o);
+    for (int b = 0; b < static_cast<int>(space.micro_batches().size()); ++b) {
+      std::vector<int> layout(order.size());
+      for (std::size_t j = 0; j < order.size(); ++j)
+        layout[j] = static_cast<int>((o + b + 3 * j) % space.layouts(order[j]).size());
+      const auto at = space.locate(space.make(o, b, layout));
+      ASSERT_TRUE(at.has_value());
+      EXPECT_EQ(at->order, o);
+      EXPECT_EQ(at->micro_batch, b);
+      EXPECT_EQ(at->layout, layout);
+      ++located;
+    }
+  }
+  EXPECT_GT(located, 30);
+  EXPECT_FALSE(space.order_index({0, 0}).has_value());
+  EXPECT_FALSE(space.order_index({}).has_value());
+  // A group's stages apart, a stage off its place, an unlisted B.
+  Skeleton apart = space.make(*space.order_index({0, 1}), 0, {0, 0});
+  const StageSlot other_group{2, 0, apart.stages.front().gpus, apart.stages.front().tp, apart.stages.front().dp};
+  apart.stages.push_back(apart.stages.front());
+  apart.stages.insert(apart.stages.begin() + 1, other_group);
+  EXPECT_FALSE(space.locate(apart).has_value());
+  Skeleton moved = space.make(0, 0, {0});
+  moved.stages.front().first_gpu += 1;
+  EXPECT_FALSE(space.locate(moved).has_value());
+  Skeleton odd_batch = space.make(0, 0, {0});
+  odd_batch.micro_batch = 3;
+  EXPECT_FALSE(space.locate(odd_batch).has_value());
+}
+
 TEST(SearchSpace, SkeletonStagesTileEachGroupInOrder) {
   const Problem p = search_fixtures::two_group_problem(8, 1, 1, 4, 2, 2);
   const SearchSpace space(p);

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "autohaap/plan.hpp"
@@ -110,6 +111,18 @@ class SearchSpace {
   // The skeleton of a group order, a B and one layout per used group
   // (layout_index[j] indexes layouts(order[j])).
   Skeleton make(int order_index, int micro_batch_index, const std::vector<int>& layout_index) const;
+
+  // Where a skeleton (or a plan's stages) sits in the space: make's
+  // arguments. None when the space cannot make it (a group's stages not
+  // together and from its first GPU, a shape or B it does not list).
+  struct Coordinates {
+    int order = 0;
+    int micro_batch = 0;  // index into micro_batches()
+    std::vector<int> layout;
+  };
+  std::optional<Coordinates> locate(const Skeleton& skeleton) const;
+  // The index of a group order in group_orders(), if it is one.
+  std::optional<int> order_index(const std::vector<int>& order) const;
 
  private:
   const Problem& problem_;
