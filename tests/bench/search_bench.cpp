@@ -270,8 +270,9 @@ std::string snapshot(const Trace& t, double at) {
 
 }  // namespace
 
-// The anytime behaviour on three problems: two of the table's mixed
-// clusters and four node groups, where initialization takes seconds.
+// The anytime behaviour on five problems: two of the table's mixed
+// clusters, and four, five and six node groups, where initialization is
+// most of the time.
 std::string anytime_report(int threads) {
   struct Case {
     std::string model, label;
@@ -284,6 +285,11 @@ std::string anytime_report(int threads) {
        mixed("mixed-1024", {{"h100-sxm", 64}, {"a100-80gb", 32}, {"v100-32gb", 32}})},
       {"llama3-8b", "64 (h100 + a100-80 + a100-40 + v100)",
        mixed("four-64", {{"h100-sxm", 2}, {"a100-80gb", 2}, {"a100-40gb", 2}, {"v100-32gb", 2}})},
+      {"llama3-70b", "320 in 5 groups (h100, h200, a100-80, a100-40, a800)",
+       mixed("five-320", {{"h100-sxm", 8}, {"h200", 8}, {"a100-80gb", 8}, {"a100-40gb", 8}, {"a800", 8}})},
+      {"llama3-70b", "384 in 6 groups (the five and h800)",
+       mixed("six-384",
+             {{"h100-sxm", 8}, {"h200", 8}, {"a100-80gb", 8}, {"a100-40gb", 8}, {"a800", 8}, {"h800", 8}})},
   };
   std::ostringstream table;
   table << "| model | cluster (GPUs) | wall s | search starts s | time to best s | gap when the search starts | "
