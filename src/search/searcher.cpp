@@ -344,7 +344,7 @@ class LayoutFinishTimes {
 // prefix, read from a table (the rule builds strings).
 class InterleavingLimits {
  public:
-  InterleavingLimits(const SearchSpace& space) {
+  explicit InterleavingLimits(const SearchSpace& space) {
     const Problem& problem = space.problem();
     const int layers = problem.model.layers;
     for (int micro_batch : space.micro_batches()) {
@@ -471,10 +471,24 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
   return all;
 }
 
+// The skeleton's best split as an estimated plan, when one is no slower
+// than `bound` and the plan fits memory; `stopped` when the balance was.
+std::optional<Plan> fitting_plan(const CostModel& cost, const LoadBalancer& balancer, const Skeleton& skeleton,
+                                 double bound, const std::function<bool()>& stop, bool& stopped) {
+  const BalanceResult r = balancer.balance(skeleton, bound, stop);
+  stopped = r.status == BalanceResult::Status::stopped;
+  if (r.status != BalanceResult::Status::found) return std::nullopt;
+  Plan plan = make_plan(cost.problem(), skeleton, r.split.layer_end, r.split.recompute, r.split.vpp);
+  plan.predicted = cost.estimate(plan);
+  if (!plan.predicted.fits) return std::nullopt;
+  return plan;
+}
+
 // Greedy dives from a plan (anytime): the best plan among its skeleton's
 // neighbours — one group's layout changed, two neighbouring groups swapped
-// along the pipeline, another B — that fit and beat it, then the same
-// from there, until none does, `most_steps` are taken or `stop` says so.
+// along the pipeline, a group added anywhere or removed, another B — that
+// fit and beat it, then the same from there, until none does, `most_steps`
+// are taken or `stop` says so.
 // Each step balances only neighbours whose lower bound can beat the plan.
 // Returns the plans each step moved to, better and better. Deterministic:
 // neighbours are listed in one order and ties go to the least skeleton id.
@@ -514,14 +528,16 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
     const int groups = static_cast<int>(problem.cluster.groups.size());
     for (int g = 0; g < groups; ++g) {
       if (std::find(order.begin(), order.end(), g) != order.end()) continue;
+      // Which of g's layouts pass at this B does not depend on where g sits.
+      const std::vector<int> ok_g =
+          structural_layouts(space, *space.order_index({g}), at->micro_batch, scratch).front();
       for (std::size_t j = 0; j <= order.size(); ++j) {
         std::vector<int> longer = order;
         longer.insert(longer.begin() + static_cast<std::ptrdiff_t>(j), g);
         SearchSpace::Coordinates c = *at;
         c.order = *space.order_index(longer);
-        const std::vector<std::vector<int>> ok_longer = structural_layouts(space, c.order, at->micro_batch, scratch);
         c.layout.insert(c.layout.begin() + static_cast<std::ptrdiff_t>(j), 0);
-        for (int li : ok_longer[j]) {
+        for (int li : ok_g) {
           c.layout[j] = li;
           next.push_back(c);
         }
@@ -554,11 +570,9 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
       id[k] = s.id;
       if (s.num_stages() > layers || memory.check(s)) return;
       if (!(balancer.lower_bound(s, best) < best)) return;
-      const BalanceResult r = balancer.balance(s, best, stop);
-      if (r.status != BalanceResult::Status::found) return;
-      Plan plan = make_plan(problem, s, r.split.layer_end, r.split.recompute, r.split.vpp);
-      plan.predicted = cost.estimate(plan);
-      if (plan.predicted.fits && plan.predicted.iteration_time_s < best * (1 - 1e-12)) found[k] = std::move(plan);
+      bool stopped = false;
+      std::optional<Plan> plan = fitting_plan(cost, balancer, s, best, stop, stopped);
+      if (plan && plan->predicted.iteration_time_s < best * (1 - 1e-12)) found[k] = std::move(plan);
     });
     std::optional<std::size_t> pick;
     for (std::size_t k = 0; k < next.size(); ++k) {
@@ -614,24 +628,20 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   Incumbent seeds(std::max(1, options.top_k));
   // The plans that fit of the skeletons' best splits, in their order.
   auto balanced_plans = [&](const std::vector<Skeleton>& probes) {
-    std::vector<Plan> plans(probes.size());
-    std::vector<char> fits(probes.size(), 0);
+    std::vector<std::optional<Plan>> plans(probes.size());
     parallel::for_each(probes.size(), [&](std::size_t i) {
       if (stopped.load(std::memory_order_relaxed)) return;
       if (must_stop()) {
         stopped.store(true);
         return;
       }
-      const BalanceResult r = balancer.balance(probes[i], kInf, must_stop);
-      if (r.status == BalanceResult::Status::stopped) stopped.store(true);
-      if (r.status != BalanceResult::Status::found) return;
-      plans[i] = make_plan(problem, probes[i], r.split.layer_end, r.split.recompute, r.split.vpp);
-      plans[i].predicted = cost.estimate(plans[i]);
-      fits[i] = plans[i].predicted.fits ? 1 : 0;
+      bool was_stopped = false;
+      plans[i] = fitting_plan(cost, balancer, probes[i], kInf, must_stop, was_stopped);
+      if (was_stopped) stopped.store(true);
     });
     std::vector<Plan> fitting;
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (fits[i]) fitting.push_back(std::move(plans[i]));
+    for (std::optional<Plan>& plan : plans) {
+      if (plan) fitting.push_back(std::move(*plan));
     }
     return fitting;
   };
@@ -691,7 +701,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
     std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
     std::vector<FinishClass> classes;
-    std::vector<double> floors;  // interleaved_pace_floors of a whole skeleton
+    // Adds stage k of a position's layout (finish times, edge, what it holds
+    // where it sits) to `classes`: with the stage before it when that one is
+    // of the same layout, holds as much and neither runs an edge.
+    auto add_stage = [&](const std::vector<double>* finish, int k, double edge, int cap) {
+      if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap)
+        ++classes.back().count;
+      else
+        classes.push_back({finish, edge, 1, true, cap});
+    };
+    std::vector<double> floors;  // interleaved_pace_floors of a prefix or whole skeleton
     // The embedding and output-layer time of each layout of the first and
     // last positions (both for a lone stage), in the fastest mode.
     std::vector<double> first_edge, last_edge, both_edges;
@@ -747,10 +766,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                 const int cap = where_it_sits
                                     ? finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m))
                                     : FinishClass{}.limit;
-                if (q > 1 && k > 0 && classes.back().limit == cap)
-                  ++classes.back().count;
-                else
-                  classes.push_back({finish_at[j], q == 0 ? first_edge[slot_at[0]] : 0.0, 1, true, cap});
+                add_stage(finish_at[j], k, q == 0 ? first_edge[slot_at[0]] : 0.0, cap);
               }
             }
             for (std::size_t j = depth + 1; j < n; ++j)
@@ -767,11 +783,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           const double least_tau = std::min(tau_min[depth + 1], open_tau_min[depth + 1]);
           double sum = layers * least_tau + first_edge[slot_at[0]] + least_last_edge;
           for (int j = 0; j <= depth; ++j) sum += stages_at[j] * (tau_at[j] - least_tau);
-          // The interleaved floors of the prefix's stages (the open ones
-          // would only raise them), up to the largest vpp any stage count
-          // from here allows.
-          // First with what each layout holds wherever it sits (nothing to
-          // compute), then, if that keeps it, where its stages do sit.
+          // Whole layers, and the interleaved floors of the prefix's stages
+          // (the open ones would only raise them) up to the largest vpp any
+          // stage count from here allows: first with what each layout holds
+          // wherever it sits (nothing to compute), then, if that keeps the
+          // prefix, where its stages do sit.
           for (const bool where_it_sits : {false, true}) {
             prefix_classes(where_it_sits);
             interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
@@ -815,11 +831,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                 // What memory removes is counted under its own rule.
                 if (cap == 0) return false;
                 held += std::min<long long>(cap, layers);
-                const double edge = q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0;
-                if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap)
-                  ++classes.back().count;  // the same layout, and alike where it sits
-                else
-                  classes.push_back({finish_at[j], edge, 1, true, cap});
+                add_stage(finish_at[j], k, q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0, cap);
               }
             }
             return held >= layers;
