@@ -142,15 +142,14 @@ double mfu_peak_flops(const DeviceSpec& d, Precision p) { return matmul_peak_tfl
 // diagonal: it executes half the FLOPs that the dense count 4·b·s²·h
 // (which MFU keeps, as Megatron does) charges (Dao 2023, FlashAttention-2,
 // Sec. 4.1 counts causal FLOPs the same way).
-double roofline_s(const DeviceSpec& d, Precision p, const OpWork& op, bool backward) {
+double roofline_s(const DeviceSpec& d, const TrainingSpec& training, const OpWork& op, bool backward) {
   const double scale = backward ? op.backward_ratio : 1.0;
   double t = 0;
   if (op.flops > 0) {
-    const double peak = matmul_peak_tflops(d, p, op);
+    const double peak = matmul_peak_tflops(d, training.precision, op);
     double eff, flops = op.flops * scale;
     if (op.fused_attention) {
-      eff = (backward ? d.attention_backward_efficiency : d.attention_forward_efficiency) *
-            op.attention_block_efficiency;
+      eff = attention_efficiency(d, training, backward) * op.attention_block_efficiency;
       flops *= 0.5;
     } else {
       eff = op.gemm_flops > 0 ? gemm_efficiency_at(d, op.gemm_flops / 1e9, peak) : 1.0;
@@ -188,7 +187,7 @@ struct Measurements {
 // (cost/profile_correction.hpp). An unmeasured backward of a measured
 // forward is the op's backward_ratio times it (layer_work.hpp). A whole
 // measured `layer` (transformer layers only) replaces the parts.
-static WorkTime work_time(const Measurements& ms, Precision precision, const DeviceSpec& d, const LayerWork& w,
+static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, const DeviceSpec& d, const LayerWork& w,
                           const BatchShape& x, int layer, bool is_layer) {
   WorkTime out;
   ProfileKey key{d.name, "", x.tp, static_cast<int>(std::lround(x.sequences)), x.seq_len, layer};
@@ -234,7 +233,7 @@ static WorkTime work_time(const Measurements& ms, Precision precision, const Dev
       std::optional<double> c;
       if (correcting) c = ms.correction.factor(d.name, backward ? std::string(op.name) + "_backward" : op.name);
       source = worse(source, layer_corrected || c ? TimeSource::corrected : TimeSource::analytic);
-      return roofline_s(d, precision, op, backward) * c.value_or(1.0);
+      return roofline_s(d, training, op, backward) * c.value_or(1.0);
     };
     if (b < 0 && f >= 0) b = op.backward_ratio * f;
     if (b < 0) b = unmeasured(true);
@@ -272,6 +271,8 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
 static Link tp_link(const NodeGroup& g, const CostParameters& c) {
   return {g.intra_node_GBps * c.nvlink_efficiency, g.intra_node_latency_us};
 }
+// One GPU's share of its node's NICs, for a point-to-point send between
+// nodes (pipeline stages).
 static Link inter_node_link(const NodeGroup& g, const CostParameters& c) {
   return {g.inter_node_GBps * c.network_efficiency, g.inter_node_latency_us};
 }
@@ -289,7 +290,13 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   const Link intra = tp_link(g, c);
   if (members <= per_node) return intra;
   const Link nic = inter_node_link(g, c);
-  return {std::min(intra.GBps, std::max(1, per_node) * nic.GBps), nic.latency_us};
+  // A whole-node ring runs at the node's NICs together; where the group's
+  // NCCL bus bandwidth was measured (NodeGroup::inter_node_busbw_GBps, what
+  // all_reduce_perf reports for such a ring), at that. Point-to-point sends
+  // keep the NIC share above: the measurement is of collectives.
+  const double node_GBps = g.inter_node_busbw_GBps > 0 ? g.inter_node_busbw_GBps : g.gpus_per_node * nic.GBps;
+  const double share = node_GBps / g.gpus_per_node;
+  return {std::min(intra.GBps, std::max(1, per_node) * share), nic.latency_us};
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then
@@ -315,7 +322,7 @@ static double tensor_parallel_s(const Problem& pb, const NodeGroup& g, const Cos
 Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int layer) const {
   const NodeGroup& g = problem_.cluster.groups.at(shape.group);
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
-  const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+  const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training, g.device,
                                layer_forward_work(problem_.model, layer, x), x, layer, /*is_layer=*/true);
 
   // A measured whole layer at tp > 1 already contains its tp all-reduces.
@@ -347,14 +354,14 @@ Timing CostModel::edge_timing(const StageShape& shape, int micro_batch, bool fir
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   Timing t;  // no edge: nothing unmeasured
   if (first) {
-    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training, g.device,
                                  embedding_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
     t.source = worse(t.source, w.source);
   }
   if (last) {
-    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training.precision, g.device,
+    const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training, g.device,
                                  head_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
@@ -384,13 +391,12 @@ ProfileCorrection CostModel::fit_profile_correction() const {
     const BatchShape x = batch_shape(problem_, shape, key.micro_batch);
     const int layer = std::max(0, key.layer);
     const auto [op, backward] = split_backward(key.op);
-    const Precision precision = problem_.training.precision;
     double analytic_s = -1;
     if (op == "optimizer") {
       // The whole model's step on one GPU of a tp group, without ZeRO.
       analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);
     } else if (op == "layer") {
-      const WorkTime w = work_time(analytic, precision, g.device, layer_forward_work(problem_.model, layer, x), x,
+      const WorkTime w = work_time(analytic, problem_.training, g.device, layer_forward_work(problem_.model, layer, x), x,
                                    layer, /*is_layer=*/true);
       analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
     } else {
@@ -398,7 +404,7 @@ ProfileCorrection CostModel::fit_profile_correction() const {
                                  head_forward_work(problem_.model, x)})
         for (const OpWork& o : w.ops)
           if (analytic_s < 0 && op == o.name && (o.flops > 0 || o.bytes > 0))
-            analytic_s = roofline_s(g.device, precision, o, backward);
+            analytic_s = roofline_s(g.device, problem_.training, o, backward);
     }
     if (analytic_s > 0) out.add_point(key.device, key.op, measured, analytic_s);
   }

@@ -107,28 +107,31 @@ constexpr DeviceRow kDevices[] = {
 //   hopper  H100 SXM   best shape 794.5 of 989.4 (H200: 790.3)  -> 0.80
 //   cdna2   MI250X     best shape 147.0 of 191.5 per GCD        -> 0.77
 //   cdna3   MI300X     568-782 of 1307 by ROCm version          -> 0.56
-// attention_*_efficiency: fused attention kernels (head dim 128, causal,
-// 2k-8k tokens; causal FLOPs counted as half), fraction of peak:
-//   ampere  FlashAttention-2 on A100: forward up to ~0.70, forward +
-//           backward 155-182 TFLOP/s (0.50-0.58) (Dao 2023, arXiv
-//           2307.08691; Dao-AILab/flash-attention assets)      -> 0.65 / 0.52
-//   hopper  FA2 on H100 forward + backward 265-308 (0.27-0.31); FA3 and
-//           cuDNN forward 521-617 (0.53-0.62) (Shah et al. 2024, arXiv
-//           2407.08608); frameworks run either, so between    -> 0.50 / 0.38
+// attention_*_efficiency: FlashAttention-2 (head dim 128, causal, 2k-8k
+// tokens; causal FLOPs counted as half), fraction of peak:
+//   ampere  FA2 on A100: forward up to ~0.70, forward + backward 155-182
+//           TFLOP/s (0.50-0.58) (Dao 2023, arXiv 2307.08691;
+//           Dao-AILab/flash-attention assets)                  -> 0.65 / 0.52
+//   hopper  FA2 on H100 (no Hopper instructions): forward 350-370 TFLOP/s,
+//           forward + backward 265-308 (0.27-0.31) (Shah et al. 2024,
+//           "FlashAttention-3", arXiv 2407.08608, Fig. 5)     -> 0.37 / 0.27
 //   ada     FA2 on AD102 cards: forward ~0.6 of the FP16-FP32 peak -> 0.55 / 0.42
 //   volta, turing, cdna2, cdna3: no published kernel throughput; no FA2
 //           on Volta (memory-efficient attention instead), FA1 on Turing,
 //           Composable-Kernel FA on AMD; set near standard attention's
 //           0.25-0.35 forward                                  -> 0.30-0.40 / 0.22-0.30
+// flash3_*: FlashAttention-3 and cuDNN's fused attention, Hopper only:
+// forward 595-648 TFLOP/s at 2k-16k tokens (0.60-0.65), backward 1.5-1.75x
+// FlashAttention-2's (Shah et al. 2024, Fig. 5 and 6)         -> 0.62 / 0.45
 constexpr ArchitectureProfile kArchitectures[] = {
-    // architecture           name      gemm   attn fwd  attn bwd
-    {Architecture::volta,  "volta",  0.77, 0.30, 0.22},
-    {Architecture::turing, "turing", 0.64, 0.35, 0.25},
-    {Architecture::ampere, "ampere", 0.87, 0.65, 0.52},
-    {Architecture::ada,    "ada",    0.74, 0.55, 0.42},
-    {Architecture::hopper, "hopper", 0.80, 0.50, 0.38},
-    {Architecture::cdna2,  "cdna2",  0.77, 0.35, 0.25},
-    {Architecture::cdna3,  "cdna3",  0.56, 0.40, 0.30},
+    // architecture           name     gemm   attn fwd  attn bwd  fa3 fwd  fa3 bwd
+    {Architecture::volta,  "volta",  0.77, 0.30, 0.22, 0, 0},
+    {Architecture::turing, "turing", 0.64, 0.35, 0.25, 0, 0},
+    {Architecture::ampere, "ampere", 0.87, 0.65, 0.52, 0, 0},
+    {Architecture::ada,    "ada",    0.74, 0.55, 0.42, 0, 0},
+    {Architecture::hopper, "hopper", 0.80, 0.37, 0.27, 0.62, 0.45},
+    {Architecture::cdna2,  "cdna2",  0.77, 0.35, 0.25, 0, 0},
+    {Architecture::cdna3,  "cdna3",  0.56, 0.40, 0.30, 0, 0},
 };
 
 const ArchitectureProfile& profile_of(Architecture a) {
@@ -357,6 +360,8 @@ void apply_architecture_defaults(DeviceSpec& d) {
   d.gemm_efficiency = architecture_gemm_curve(d.architecture, d.peak_tflops);
   d.attention_forward_efficiency = p.attention_forward_efficiency * training_over_isolated();
   d.attention_backward_efficiency = p.attention_backward_efficiency * training_over_isolated();
+  d.flash3_forward_efficiency = p.flash3_forward_efficiency * training_over_isolated();
+  d.flash3_backward_efficiency = p.flash3_backward_efficiency * training_over_isolated();
 }
 
 // ------------------------------------------------------------------ devices

@@ -81,6 +81,8 @@ const std::vector<std::pair<std::string, Runtime>> kRuntimes = {
     {"megatron", Runtime::megatron}, {"deepspeed", Runtime::deepspeed}, {"fsdp", Runtime::fsdp}};
 const std::vector<std::pair<std::string, PipelineP2P>> kPipelineP2P = {
     {"scatter_gather", PipelineP2P::scatter_gather}, {"full", PipelineP2P::full}};
+const std::vector<std::pair<std::string, AttentionKernel>> kAttentionKernels = {
+    {"flash2", AttentionKernel::flash2}, {"flash3", AttentionKernel::flash3}, {"triton", AttentionKernel::triton}};
 
 std::vector<std::pair<std::string, Architecture>> architecture_choices() {
   std::vector<std::pair<std::string, Architecture>> out;
@@ -176,7 +178,8 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   obj.check_keys({"name", "base", "architecture", "memory_GiB", "peak_tflops", "peak_fp32_tflops", "peak_tf32_tflops",
                   "peak_fp8_tflops", "has_bf16",
                   "hbm_GBps", "memory_efficiency", "gemm_efficiency", "attention_forward_efficiency",
-                  "attention_backward_efficiency", "nvlink_GBps", "pcie_GBps", "nic_GBps"});
+                  "attention_backward_efficiency", "flash3_forward_efficiency", "flash3_backward_efficiency",
+                  "nvlink_GBps", "pcie_GBps", "nic_GBps"});
   DeviceSpec d;
   const bool from_base = obj.has("base");
   if (from_base) {
@@ -212,6 +215,8 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   number("memory_efficiency", Bound::fraction, d.memory_efficiency, false);
   number("attention_forward_efficiency", Bound::fraction, d.attention_forward_efficiency, false);
   number("attention_backward_efficiency", Bound::fraction, d.attention_backward_efficiency, false);
+  number("flash3_forward_efficiency", Bound::non_negative, d.flash3_forward_efficiency, false);  // 0: none
+  number("flash3_backward_efficiency", Bound::non_negative, d.flash3_backward_efficiency, false);
   d.has_bf16 = obj.get_bool("has_bf16", d.has_bf16);
   if (auto curve = obj.find("gemm_efficiency")) d.gemm_efficiency = parse_efficiency_curve(*curve);
   check_device(d, obj.file(), obj.path());
@@ -254,7 +259,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
   for (const YamlValue& item : groups.as_list()) {
     const YamlObject g = item.as_object();
     g.check_keys({"name", "device", "nodes", "gpus_per_node", "intra_node_GBps", "intra_node_latency_us",
-                  "inter_node_GBps", "nics_per_node", "nic_Gbps", "inter_node_latency_us"});
+                  "inter_node_GBps", "nics_per_node", "nic_Gbps", "inter_node_latency_us", "inter_node_busbw_GBps"});
     const DeviceSpec device = group_device(g.at("device", "a catalog device or a device file"), dir);
     NodeGroup n = make_node_group(device, g.get_int("nodes", Bound::positive), g.get_int("gpus_per_node", Bound::positive));
     n.name = g.get_string("name", device.name);
@@ -277,6 +282,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
     }
     n.inter_node_GBps = g.get_double("inter_node_GBps", Bound::positive, n.inter_node_GBps);
     n.inter_node_latency_us = g.get_double("inter_node_latency_us", Bound::non_negative, n.inter_node_latency_us);
+    n.inter_node_busbw_GBps = g.get_double("inter_node_busbw_GBps", Bound::positive, 0.0);
     // Plans and reports name groups; two with one name would be ambiguous.
     for (const auto& earlier : c.groups)
       if (earlier.name == n.name)
@@ -293,7 +299,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
 TrainingSpec parse_training(const YamlObject& obj) {
   obj.check_keys({"global_batch", "seq_len", "precision", "optimizer", "zero", "micro_batch_sizes", "recompute",
                   "headroom_GiB", "sequence_parallel", "grad_reduce_dtype", "runtime", "pipeline_p2p", "overlap_grad_reduce",
-                  "fused_cross_entropy", "micro_batch_per_replica"});
+                  "fused_cross_entropy", "micro_batch_per_replica", "attention_kernel"});
   TrainingSpec t;
   t.global_batch = obj.get_int("global_batch", Bound::positive);
   t.seq_len = obj.get_int("seq_len", Bound::positive, 0);
@@ -331,6 +337,7 @@ TrainingSpec parse_training(const YamlObject& obj) {
   if (auto v = obj.find("grad_reduce_dtype")) t.grad_reduce_dtype = parse_choice(*v, kGradPrecisions);
   if (auto v = obj.find("runtime")) t.runtime = parse_choice(*v, kRuntimes);
   if (auto v = obj.find("pipeline_p2p")) t.pipeline_p2p = parse_choice(*v, kPipelineP2P);
+  if (auto v = obj.find("attention_kernel")) t.attention_kernel = parse_choice(*v, kAttentionKernels);
   t.overlap_grad_reduce = obj.get_bool("overlap_grad_reduce", t.overlap_grad_reduce);
   t.fused_cross_entropy = obj.get_bool("fused_cross_entropy", t.fused_cross_entropy);
   t.micro_batch_per_replica = obj.get_bool("micro_batch_per_replica", t.micro_batch_per_replica);
@@ -493,6 +500,12 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
           d.attention_forward_efficiency, describe_double(Bound::fraction));
   require(d.attention_backward_efficiency > 0 && d.attention_backward_efficiency <= 1,
           "attention_backward_efficiency", d.attention_backward_efficiency, describe_double(Bound::fraction));
+  // FlashAttention-3 / cuDNN: both figures, or neither (0, 0).
+  const bool flash3 = d.flash3_forward_efficiency != 0 || d.flash3_backward_efficiency != 0;
+  for (const auto& [key, value] : {std::pair<const char*, double>{"flash3_forward_efficiency", d.flash3_forward_efficiency},
+                                   {"flash3_backward_efficiency", d.flash3_backward_efficiency}})
+    require(flash3 ? value > 0 && value <= 1 : value == 0, key, value,
+            "a fraction in (0, 1] for both flash3 figures, or 0 for both (no FlashAttention-3 kernel)");
   require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const EfficiencyPoint& p = d.gemm_efficiency[i];
@@ -527,6 +540,12 @@ void check_cluster(const ClusterSpec& c, const std::string& file) {
     require_number(file, at + "intra_node_latency_us", g.intra_node_latency_us, 0.0, kMaxLatencyUs);
     require_number(file, at + "inter_node_GBps", g.inter_node_GBps, kMinGBps, kMaxGBps);
     require_number(file, at + "inter_node_latency_us", g.inter_node_latency_us, 0.0, kMaxLatencyUs);
+    // A ring over the node's NICs cannot beat their nominal rate together.
+    const double nics_together = g.inter_node_GBps * g.gpus_per_node;
+    if (g.inter_node_busbw_GBps != 0 && !(g.inter_node_busbw_GBps >= kMinGBps && g.inter_node_busbw_GBps <= nics_together))
+      throw InputError(file, at + "inter_node_busbw_GBps", number_text(g.inter_node_busbw_GBps),
+                       number_range_text(kMinGBps, nics_together) + " (a ring over the node's NICs reaches at most "
+                       "their rate together, gpus_per_node x inter_node_GBps)");
   }
 }
 

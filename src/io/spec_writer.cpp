@@ -43,6 +43,8 @@ void write_device(DocumentWriter& out, const DeviceSpec& d) {
   out.end_list();
   put(out, "attention_forward_efficiency", d.attention_forward_efficiency);
   put(out, "attention_backward_efficiency", d.attention_backward_efficiency);
+  put(out, "flash3_forward_efficiency", d.flash3_forward_efficiency);
+  put(out, "flash3_backward_efficiency", d.flash3_backward_efficiency);
   put(out, "nvlink_GBps", d.nvlink_GBps);
   put(out, "pcie_GBps", d.pcie_GBps);
   put(out, "nic_GBps", d.nic_GBps);
@@ -102,6 +104,7 @@ void write_cluster(DocumentWriter& out, const ClusterSpec& c) {
     put(out, "intra_node_latency_us", g.intra_node_latency_us);
     put(out, "inter_node_GBps", g.inter_node_GBps);
     put(out, "inter_node_latency_us", g.inter_node_latency_us);
+    if (g.inter_node_busbw_GBps > 0) put(out, "inter_node_busbw_GBps", g.inter_node_busbw_GBps);
     out.end_map();
   }
   out.end_list();
@@ -126,6 +129,7 @@ void write_training(DocumentWriter& out, const TrainingSpec& t) {
   if (t.grad_reduce_dtype) put(out, "grad_reduce_dtype", std::string(to_string(*t.grad_reduce_dtype)));
   put(out, "runtime", std::string(to_string(t.runtime)));
   if (t.pipeline_p2p) put(out, "pipeline_p2p", std::string(to_string(*t.pipeline_p2p)));
+  if (t.attention_kernel) put(out, "attention_kernel", std::string(to_string(*t.attention_kernel)));
   put(out, "overlap_grad_reduce", t.overlap_grad_reduce);
   put(out, "fused_cross_entropy", t.fused_cross_entropy);
   // Written only when set, so files of the default read and hash as before.

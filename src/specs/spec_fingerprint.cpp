@@ -23,6 +23,8 @@ void add_device(Lines& l, const std::string& p, const DeviceSpec& d) {
       .add(p + "nic_GBps", d.nic_GBps)
       .add(p + "attention_forward_efficiency", d.attention_forward_efficiency)
       .add(p + "attention_backward_efficiency", d.attention_backward_efficiency)
+      .add(p + "flash3_forward_efficiency", d.flash3_forward_efficiency)
+      .add(p + "flash3_backward_efficiency", d.flash3_backward_efficiency)
       .add(p + "gemm_efficiency.size", d.gemm_efficiency.size());
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const std::string q = p + "gemm_efficiency[" + std::to_string(i) + "].";
@@ -95,6 +97,8 @@ std::string canonical_text(const ClusterSpec& c) {
         .add(p + "intra_node_latency_us", g.intra_node_latency_us)
         .add(p + "inter_node_GBps", g.inter_node_GBps)
         .add(p + "inter_node_latency_us", g.inter_node_latency_us);
+    // Only when measured: every cluster without it keeps its fingerprint.
+    if (g.inter_node_busbw_GBps > 0) l.add(p + "inter_node_busbw_GBps", g.inter_node_busbw_GBps);
     add_device(l, p + "device.", g.device);
   }
   return l.str();
@@ -120,6 +124,8 @@ std::string canonical_text(const TrainingSpec& t) {
   l.add("training.micro_batch_sizes", sizes).add("training.recompute_modes", modes);
   // Only when set: the fingerprints of every training of the default stay.
   if (t.micro_batch_per_replica) l.add("training.micro_batch_per_replica", true);
+  // As asked: the kernel each device runs follows from it and the devices.
+  if (t.attention_kernel) l.add("training.attention_kernel", to_string(*t.attention_kernel));
   return l.str();
 }
 

@@ -91,9 +91,22 @@ Precision grad_precision(const TrainingSpec& t) {
   return t.precision == Precision::fp16 ? Precision::fp16 : Precision::fp32;
 }
 
-PipelineP2P pipeline_p2p(const TrainingSpec& t) {
-  if (t.pipeline_p2p) return *t.pipeline_p2p;
-  return t.runtime == Runtime::deepspeed ? PipelineP2P::full : PipelineP2P::scatter_gather;
+PipelineP2P pipeline_p2p(const TrainingSpec& t) { return t.pipeline_p2p.value_or(PipelineP2P::scatter_gather); }
+
+AttentionKernel attention_kernel_on(const DeviceSpec& d, const TrainingSpec& t) {
+  const AttentionKernel asked =
+      t.attention_kernel.value_or(t.runtime == Runtime::megatron ? AttentionKernel::flash3 : AttentionKernel::flash2);
+  return asked == AttentionKernel::flash3 && d.flash3_forward_efficiency <= 0 ? AttentionKernel::flash2 : asked;
+}
+
+double attention_efficiency(const DeviceSpec& d, const TrainingSpec& t, bool backward) {
+  switch (attention_kernel_on(d, t)) {
+    case AttentionKernel::flash3: return backward ? d.flash3_backward_efficiency : d.flash3_forward_efficiency;
+    case AttentionKernel::triton:
+      return (backward ? d.attention_backward_efficiency : d.attention_forward_efficiency) / kFlash2OverTriton;
+    case AttentionKernel::flash2: break;
+  }
+  return backward ? d.attention_backward_efficiency : d.attention_forward_efficiency;
 }
 
 const char* to_string(Runtime r) {
@@ -122,6 +135,15 @@ std::optional<RunnableBy> parse_runnable_by(std::string_view name) {
   for (RunnableBy r : {RunnableBy::any, RunnableBy::megatron})
     if (name == to_string(r)) return r;
   return std::nullopt;
+}
+
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::flash2: return "flash2";
+    case AttentionKernel::flash3: return "flash3";
+    case AttentionKernel::triton: return "triton";
+  }
+  return "?";
 }
 
 const char* to_string(PipelineP2P p) {

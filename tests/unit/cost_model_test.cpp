@@ -424,6 +424,29 @@ TEST(CostModel, DataParallelSyncOverEveryNicOfTheNodes) {
   EXPECT_NEAR(e.dp_sync_s, std::max(0.0, cm.stage(plan, 0).dp_sync_s - e.backward_s), 1e-15);
 }
 
+TEST(CostModel, MeasuredBusBandwidthPricesCollectivesNotSends) {
+  // A group of 4-GPU nodes whose whole-node NCCL all-reduce was measured at
+  // 5 GB/s bus bandwidth (far below its 4 x 25 GB/s of NICs): the ring of
+  // all 8 GPUs, 4 per node, runs at all of it; with tp = 4 in each node,
+  // each tp rank's ring has one GPU per node and the 4 rings share it
+  // (1/4 each). The pipeline's point-to-point sends keep the NIC share.
+  Problem p = generic_problem(1.0);
+  p.cluster.groups[0].nodes = 2;
+  p.cluster.groups[0].inter_node_busbw_GBps = 5;
+  CostModel cm(p);
+  Plan plan = one_stage_plan(8, 1, 8);
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 6 * 10e-6 + 2.0 * 7 / 8 * 16e6 / 5e9, 1e-15);
+  plan.stages = {StagePlan{0, "flat", 0, 8, 4, 2, 0, 2, Recompute::none}};
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / (5e9 / 4), 1e-15);
+
+  plan.num_micro_batches = 2;
+  plan.stages = {StagePlan{0, "flat", 0, 4, 1, 4, 0, 1, Recompute::none},
+                 StagePlan{0, "flat", 4, 4, 1, 4, 1, 2, Recompute::none}};
+  Problem unmeasured = p;
+  unmeasured.cluster.groups[0].inter_node_busbw_GBps = 0;
+  EXPECT_EQ(cm.stage(plan, 0).p2p_s, CostModel(unmeasured).stage(plan, 0).p2p_s);
+}
+
 TEST(CostModel, PipelineSendFullTensorFromEveryTensorParallelRank) {
   // Two stages of tp 2 in different nodes: scatter/gather sends 1/tp from
   // each rank and all-gathers over NVLink; "full" sends the whole tensor.

@@ -97,6 +97,10 @@ std::optional<Scored> score(const CsvRow& r) {
   // a cluster file's nics_per_node x nic_Gbps; else the device's default.
   if (const double nic = number(r, "node_nic_Gbps"); nic > 0)
     p.cluster.groups[0].inter_node_GBps = nic_share_GBps(1, nic, p.cluster.groups[0].gpus_per_node);
+  // NCCL's all-reduce bus bandwidth where the cluster's owners measured it
+  // (node_busbw_GBps: BigScience's all_reduce_bench on Jean Zay, cited in
+  // the rows' notes), as a cluster file's inter_node_busbw_GBps.
+  if (const double busbw = number(r, "node_busbw_GBps"); busbw > 0) p.cluster.groups[0].inter_node_busbw_GBps = busbw;
 
   TrainingSpec& t = p.training;
   t.global_batch = std::stoi(r.at("global_batch"));
@@ -110,6 +114,11 @@ std::optional<Scored> score(const CsvRow& r) {
   // BigScience's 104B runs used 8-bit Adam (--use-bnb-optimizer).
   if (r.at("optimizer") == "adam8bit") t.optimizer = Optimizer::adam8bit;
   t.sequence_parallel = r.at("sequence_parallel") == "true";
+  // The attention kernel the source states (llm-foundry's MPT tables: its
+  // benchmark scripts' attn_impl, cited in each row's notes); else the
+  // runtime's default.
+  if (const std::string& k = r.at("attention_kernel"); !k.empty())
+    t.attention_kernel = k == "triton" ? AttentionKernel::triton : k == "flash3" ? AttentionKernel::flash3 : AttentionKernel::flash2;
   t.headroom_GiB = 0;  // compare what the run held, without a user margin
   const std::string& framework = r.at("framework");
   if (framework.find("DeepSpeed") != std::string::npos) t.runtime = Runtime::deepspeed;
@@ -229,8 +238,8 @@ TEST(MeasuredRuns, IterationTimePerSource) {
   ASSERT_GT(all.size(), 300u);
   // What this version reaches (README "Calibration"): a change that makes
   // either worse fails here.
-  EXPECT_LE(quantile(all, 0.5), 0.10);
-  EXPECT_LE(quantile(all, 0.9), 0.26);
+  EXPECT_LE(quantile(all, 0.5), 0.07);
+  EXPECT_LE(quantile(all, 0.9), 0.17);
 }
 
 TEST(MeasuredRuns, MemoryAndOutOfMemory) {
@@ -299,8 +308,8 @@ TEST(MeasuredRuns, EverySweepRanksAsMeasured) {
     fastest_first += rank == 1;
   }
   EXPECT_GE(judged, 30);
-  EXPECT_GE(ranked_well, 19);
-  EXPECT_GE(fastest_first, 20);
+  EXPECT_GE(ranked_well, 26);
+  EXPECT_GE(fastest_first, 23);
 }
 
 // BigScience's head-count sweeps ran the same shape with head dimensions

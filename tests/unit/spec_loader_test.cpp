@@ -340,6 +340,27 @@ TEST_F(SpecLoader, ClusterNicsAsBought) {
                      "groups[0].nics_per_node", "(missing)");
 }
 
+TEST_F(SpecLoader, ClusterMeasuredBusBandwidth) {
+  // What nccl-tests' all_reduce_perf measured across whole nodes: kept as
+  // given, and no more than the node's NICs together (4 x 200 Gb/s = 100 GB/s).
+  const ClusterSpec c = load_cluster(write("busbw.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200, inter_node_busbw_GBps: 40.5}
+)"));
+  EXPECT_DOUBLE_EQ(c.groups[0].inter_node_busbw_GBps, 40.5);
+  EXPECT_DOUBLE_EQ(load_cluster(write("none.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8}
+)")).groups[0].inter_node_busbw_GBps,
+                   0);  // not measured
+  EXPECT_INPUT_ERROR(load_cluster(write("fast.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200, inter_node_busbw_GBps: 120}
+)")),
+                     "groups[0].inter_node_busbw_GBps", "120");
+  EXPECT_INPUT_ERROR(load_cluster(write("zero.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, inter_node_busbw_GBps: 0}
+)")),
+                     "groups[0].inter_node_busbw_GBps", "0");
+}
+
 TEST_F(SpecLoader, ClusterWithInlineDevice) {
   const ClusterSpec c = load_cluster(write("inline.yaml", R"(groups:
   - device: {name: mini, base: t4, memory_GiB: 8}
@@ -468,11 +489,27 @@ TEST_F(SpecLoader, TrainingDefaultsAndNormalizedLists) {
                                                          "pipeline_p2p: full\noverlap_grad_reduce: true\n"));
   EXPECT_EQ(grad_precision(ds), Precision::bf16);
   EXPECT_EQ(pipeline_p2p(ds), PipelineP2P::full);
-  // DeepSpeed's pipeline engine sends whole tensors unless told otherwise.
-  EXPECT_EQ(pipeline_p2p(load_training(write("d2.yaml", "global_batch: 8\nruntime: deepspeed\n"))), PipelineP2P::full);
-  EXPECT_EQ(pipeline_p2p(load_training(write("d3.yaml", "global_batch: 8\nruntime: deepspeed\n"
-                                                         "pipeline_p2p: scatter_gather\n"))),
+  // DeepSpeed's pipeline engine partitions its sends over the tp group as
+  // Megatron-LM does; whole tensors only when asked.
+  EXPECT_EQ(pipeline_p2p(load_training(write("d2.yaml", "global_batch: 8\nruntime: deepspeed\n"))),
             PipelineP2P::scatter_gather);
+  EXPECT_EQ(pipeline_p2p(load_training(write("d3.yaml", "global_batch: 8\nruntime: deepspeed\n"
+                                                         "pipeline_p2p: full\n"))),
+            PipelineP2P::full);
+  // The attention kernel: FlashAttention-3/cuDNN under Megatron (Transformer
+  // Engine) where the device has it, FlashAttention-2 elsewhere; a named one
+  // is kept, flash3 falling back to flash2 on a device without it.
+  const DeviceSpec h100 = catalog_device("h100-sxm"), a100 = catalog_device("a100-80gb");
+  EXPECT_EQ(attention_kernel_on(h100, TrainingSpec{}), AttentionKernel::flash3);
+  EXPECT_EQ(attention_kernel_on(a100, TrainingSpec{}), AttentionKernel::flash2);
+  const TrainingSpec fsdp = load_training(write("k1.yaml", "global_batch: 8\nruntime: fsdp\n"));
+  EXPECT_EQ(attention_kernel_on(h100, fsdp), AttentionKernel::flash2);
+  const TrainingSpec triton = load_training(write("k2.yaml", "global_batch: 8\nattention_kernel: triton\n"));
+  EXPECT_EQ(attention_kernel_on(h100, triton), AttentionKernel::triton);
+  EXPECT_DOUBLE_EQ(attention_efficiency(a100, triton, true), a100.attention_backward_efficiency / kFlash2OverTriton);
+  const TrainingSpec fa3 = load_training(write("k3.yaml", "global_batch: 8\nruntime: fsdp\nattention_kernel: flash3\n"));
+  EXPECT_EQ(attention_kernel_on(a100, fa3), AttentionKernel::flash2);
+  EXPECT_DOUBLE_EQ(attention_efficiency(h100, fa3, false), h100.flash3_forward_efficiency);
   EXPECT_TRUE(ds.overlap_grad_reduce);
 
   const TrainingSpec d = load_training("");
@@ -497,6 +534,8 @@ TEST_F(SpecLoader, TrainingErrors) {
   EXPECT_EQ(load_training(write("h8.yaml", "global_batch: 8\noptimizer: adam8bit\n")).optimizer, Optimizer::adam8bit);
   EXPECT_INPUT_ERROR(load_training(write("i.yaml", "global_batch: 8\nheadroom_GiB: -1\n")), "headroom_GiB", "-1");
   EXPECT_INPUT_ERROR(load_training(write("j.yaml", "global_batch: 0\n")), "global_batch", "0");
+  EXPECT_INPUT_ERROR(load_training(write("k.yaml", "global_batch: 8\nattention_kernel: flash4\n")), "attention_kernel",
+                     "flash4");
   EXPECT_INPUT_ERROR(load_training(write("l.yaml", "global_batch: 8\npipeline_p2p: broadcast\n")), "pipeline_p2p",
                      "broadcast");
   EXPECT_INPUT_ERROR(load_training(write("m.yaml", "global_batch: 8\ngrad_reduce_dtype: fp64\n")),

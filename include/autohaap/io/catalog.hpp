@@ -47,9 +47,13 @@ struct ArchitectureProfile {
   // Largest isolated dense GEMM (cuBLAS/hipBLASLt, BF16 or FP16) over the
   // dense peak: how close the generation's software gets to its datasheet.
   double gemm_peak_fraction;
-  // Fused attention kernels (FlashAttention-2/3, cuDNN), fraction of peak.
+  // Fused attention kernels, fraction of peak: FlashAttention-2 (or the
+  // generation's nearest kernel), and FlashAttention-3 / cuDNN where the
+  // generation has them (0: none).
   double attention_forward_efficiency;
   double attention_backward_efficiency;
+  double flash3_forward_efficiency;
+  double flash3_backward_efficiency;
 };
 const ArchitectureProfile& architecture_profile(Architecture a);
 std::vector<std::string> architecture_names();

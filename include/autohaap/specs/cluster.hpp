@@ -19,6 +19,12 @@ struct NodeGroup {
   double intra_node_latency_us = 0; // per ring step
   double inter_node_GBps = 0;       // per-GPU unidirectional NIC bandwidth between nodes of this group
   double inter_node_latency_us = 0;
+  // NCCL's all-reduce bus bandwidth measured across whole nodes of this
+  // group (nccl-tests all_reduce_perf "busbw" at large messages, GB/s): what
+  // the fabric and its NCCL transport achieve, which on some fabrics is a
+  // small part of the NICs' nominal rate. 0: not measured; the NICs run at
+  // CostParameters::network_efficiency of inter_node_GBps.
+  double inter_node_busbw_GBps = 0;
   // Identical sub-groups of nodes//parts nodes each, joined by the cluster's
   // inter-group fabric like separate groups. 1 for every group a cluster
   // file describes; only the search's merged cluster (search/cluster_merge.hpp)

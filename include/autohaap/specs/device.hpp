@@ -42,8 +42,13 @@ struct DeviceSpec {
   // Fused (flash) attention kernels: achieved fraction of dense peak in the
   // forward and in the backward kernel, which runs slower than the forward
   // (it recomputes the scores and has more, smaller reductions).
+  // These are FlashAttention-2's (AttentionKernel::flash2).
   double attention_forward_efficiency = 0.6;
   double attention_backward_efficiency = 0.45;
+  // The same for FlashAttention-3 / cuDNN fused attention (flash3); 0: the
+  // device has no such kernel (it runs FlashAttention-2's).
+  double flash3_forward_efficiency = 0;
+  double flash3_backward_efficiency = 0;
   // Default per-GPU share of the node's NICs (GB/s, one direction) for a
   // node of this device as usually built (DGX/HGX or a PCIe server); a
   // cluster file may set its own.
@@ -71,5 +76,18 @@ const char* to_string(Architecture a);
 inline bool gemms_in_fp8(Precision precision, const DeviceSpec& device) {
   return precision == Precision::fp8 && device.peak_fp8_tflops > 0;
 }
+
+// FlashAttention-2 over the 2022 Triton kernel: Dao 2023 ("FlashAttention-2",
+// Sec. 4.1) measures it 1.3-2.5x faster across head dims 64/128, causal or
+// not, 512-16k tokens on A100; the long sequences where attention decides
+// a step's time sit at the low end: 1.5.
+inline constexpr double kFlash2OverTriton = 1.5;
+
+// The attention kernel a stage on `device` runs (TrainingSpec::
+// attention_kernel, its default, and flash3 falling back to flash2 where the
+// device has no figure for it), and that kernel's fraction of the device's
+// dense peak in the forward or the backward pass.
+AttentionKernel attention_kernel_on(const DeviceSpec& device, const TrainingSpec& training);
+double attention_efficiency(const DeviceSpec& device, const TrainingSpec& training, bool backward);
 
 }  // namespace autohaap

@@ -32,9 +32,21 @@ enum class Runtime { megatron, deepspeed, fsdp };
 // How a pipeline stage sends its boundary activation to the next one.
 // scatter_gather: each tensor-parallel rank sends 1/tp of it and the
 // receivers all-gather over NVLink (Megatron-LM, Narayanan et al. 2021,
-// Sec. 4.1); full: every tensor-parallel rank sends the whole tensor
-// (DeepSpeed's pipeline engine, Megatron-DeepSpeed).
+// Sec. 4.1; DeepSpeed's pipeline engine likewise partitions what it sends
+// over the tensor-parallel group: activations always, gradients since
+// v0.5.4 of September 2021, deepspeed/runtime/pipe/engine.py
+// is_pipe_partitioned / is_grad_partitioned); full: every tensor-parallel
+// rank sends the whole tensor (a pipeline without that partitioning).
 enum class PipelineP2P { scatter_gather, full };
+// The fused attention kernel a model with flash attention runs (it sets
+// the kernel's efficiency, DeviceSpec and attention_efficiency):
+// flash2: FlashAttention-2 (flash-attn 2.x, PyTorch SDPA's flash backend);
+// flash3: FlashAttention-3 or cuDNN's fused attention, the Hopper kernels
+// (Shah et al. 2024), which Transformer Engine prefers on Hopper; a device
+// without them runs FlashAttention-2; triton: the 2022 FlashAttention
+// kernel in Triton that llm-foundry's MPT ran (attn_impl: triton, the one
+// that took an ALiBi bias before flash-attn 2.4).
+enum class AttentionKernel { flash2, flash3, triton };
 
 struct TrainingSpec {
   int global_batch = 512;       // sequences per iteration
@@ -63,8 +75,11 @@ struct TrainingSpec {
   // optimizer keeps fp32 gradients), the training precision otherwise.
   std::optional<Precision> grad_reduce_dtype;
   Runtime runtime = Runtime::megatron;
-  // Unset: scatter_gather under Megatron-LM, full under DeepSpeed.
+  // Unset: scatter_gather (what Megatron-LM and DeepSpeed both do).
   std::optional<PipelineP2P> pipeline_p2p;
+  // Unset: flash3 under runtime megatron (Transformer Engine picks cuDNN's
+  // fused attention on Hopper), flash2 otherwise (attention_kernel_on).
+  std::optional<AttentionKernel> attention_kernel;
   // The data-parallel gradient reduction runs during the backward pass
   // (Megatron's --overlap-grad-reduce, PyTorch DDP buckets) instead of
   // after it (Megatron-LM 2021, DeepSpeed's pipeline engine).
@@ -80,6 +95,7 @@ const char* to_string(Precision p);
 const char* to_string(Optimizer o);
 const char* to_string(Recompute r);
 const char* to_string(PipelineP2P p);
+const char* to_string(AttentionKernel k);
 const char* to_string(Runtime r);
 // The inverse of to_string: a Recompute for "none", "selective" or "full".
 std::optional<Recompute> parse_recompute(std::string_view name);
