@@ -87,6 +87,18 @@ double gradient_accumulation_s(double params, const TrainingSpec& t, int zero, c
   return params * bytes / (device.hbm_GBps * 1e9 * device.memory_efficiency);
 }
 
+// Earlier micro-batches' 16-bit logits the runtime still holds on the last
+// stage while the next loss runs. DeepSpeed's pipeline engine (which
+// Megatron-DeepSpeed runs every model through, pp = 1 included, unless
+// --no-pipeline-parallel) stores each forward's output in a pipe buffer and
+// frees it after the backward on every stage but the last, whose backward
+// returns first (deepspeed/runtime/pipe/engine.py, _exec_backward_pass); the
+// last stage has 2 buffers (schedule.py, num_pipe_buffers: max(2, ...)), so
+// while one micro-batch's loss runs, its logits and the previous one's stay.
+// Megatron-LM's last stage returns the loss, not the logits; FSDP has no
+// pipeline buffers.
+int logits_held_by_runtime(const TrainingSpec& t) { return t.runtime == Runtime::deepspeed ? 2 : 0; }
+
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
 }
@@ -434,7 +446,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   m.static_bytes = params * static_bytes_per_param(state_bytes(tr, tr.zero, shape.replicas()));
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
-  m.working_bytes = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
+  m.working_bytes = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;
   return m;
 }
 
@@ -487,7 +499,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
                std::min(largest_layer, kDeepSpeedReduceBucket) * whole.gradients;
   }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches, vpp) + working;
-  m.logits = last ? logits_bytes(problem_.model, x, problem_.training.fused_cross_entropy) : 0.0;
+  m.logits = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
   const int communicators = (shape.tp > 1) + (shape.cp > 1) + (shape.replicas() > 1) + (num_stages > 1);

@@ -238,12 +238,16 @@ double layer_output_bytes(const ModelSpec& m, int layer, double sequences, int s
   return static_cast<double>(element_bytes) * sequences * seq_len * m.hidden;
 }
 
-double logits_bytes(const ModelSpec& m, const BatchShape& x, bool fused_cross_entropy) {
+double logits_bytes(const ModelSpec& m, const BatchShape& x, bool fused_cross_entropy, int held_outputs) {
   if (is_generic(m)) return 0;
   // 16-bit logits plus the fp32 copy the cross-entropy keeps for its
   // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t); a fused loss
-  // writes the gradient into the logits in place.
-  return (x.element_bytes + (fused_cross_entropy ? 0.0 : 4.0)) * x.sequences * x.seq_len / x.cp * m.vocab / x.tp;
+  // writes the gradient into the logits in place. Either way the peak is
+  // one 16-bit and one fp32 tensor of s·b·v/t: the forward holds the
+  // logits and their fp32 copy, the backward the fp32 gradient and its
+  // 16-bit cast.
+  const double per_element = x.element_bytes * (1.0 + held_outputs) + (fused_cross_entropy ? 0.0 : 4.0);
+  return per_element * x.sequences * x.seq_len / x.cp * m.vocab / x.tp;
 }
 
 }  // namespace autohaap

@@ -372,6 +372,33 @@ TEST(CostModel, EightBitAdamAndDeepSpeedsAllocatorReserve) {
                                     c.deepspeed_state_fragmentation * (m.weights + m.gradients + m.optimizer));
 }
 
+TEST(CostModel, LastStageLogitsAsEachRuntimeHoldsThem) {
+  // Micro-batch of 4 sequences of 512 tokens, vocab 51200, tp 2: 52.4M
+  // logits a GPU. Megatron-LM's peak is one 16-bit and one fp32 tensor of
+  // them (6 bytes an element); a fused loss keeps the 16-bit one only.
+  // DeepSpeed's pipeline engine also still holds two micro-batches' 16-bit
+  // outputs in its last stage's pipe buffers (engine.py frees them after the
+  // backward on every stage but the last; schedule.py gives it 2): 10.
+  Problem p;
+  p.model = gpt(2, 1024, 16);
+  p.model.seq_len = 512;
+  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 4)}, 12.5, 20};
+  p.training.global_batch = 8;
+  p.training.precision = Precision::bf16;
+  const StageShape shape{0, 2, 1, Recompute::none};
+  const double elements = 4.0 * 512 * 51200 / 2;
+  auto last_stage_logits = [&](const Problem& q) {
+    return CostModel(q).stage_memory(shape, 4, 0, 2, 1, 2, 2).logits;
+  };
+  EXPECT_DOUBLE_EQ(CostModel(p).stage_memory(shape, 4, 0, 2, 0, 2, 2).logits, 0.0);  // not the last stage
+  EXPECT_DOUBLE_EQ(last_stage_logits(p), 6 * elements);
+  p.training.fused_cross_entropy = true;
+  EXPECT_DOUBLE_EQ(last_stage_logits(p), 2 * elements);
+  p.training.fused_cross_entropy = false;
+  p.training.runtime = Runtime::deepspeed;
+  EXPECT_DOUBLE_EQ(last_stage_logits(p), 10 * elements);
+}
+
 TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
   // Two groups; stage 0 in group 0, stage 1 in group 1: the activation
   // crosses the inter-group fabric (12.5 GB/s per GPU, 20 us) at the network efficiency.

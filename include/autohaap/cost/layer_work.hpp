@@ -135,8 +135,12 @@ double context_parallel_kv_bytes(const ModelSpec& model, int layer, const BatchS
 // Bytes of the layer output (what crosses a pipeline boundary), whole
 // micro-batch of `sequences`, not split by tp.
 double layer_output_bytes(const ModelSpec& model, int layer, double sequences, int seq_len, int element_bytes);
-// Logits and loss buffers on the last stage, per GPU: the 16-bit logits,
-// plus the fp32 copy the loss keeps unless it is fused.
-double logits_bytes(const ModelSpec& model, const BatchShape& shape, bool fused_cross_entropy = false);
+// Logits and loss buffers on the last stage, per GPU, at their peak: the
+// 16-bit logits, plus the fp32 copy the loss keeps unless it is fused,
+// plus `held_outputs` more 16-bit logits a runtime keeps alive from
+// micro-batches whose loss already ran (DeepSpeed's pipeline engine: see
+// logits_held_by_runtime in cost_model.cpp).
+double logits_bytes(const ModelSpec& model, const BatchShape& shape, bool fused_cross_entropy = false,
+                    int held_outputs = 0);
 
 }  // namespace autohaap
