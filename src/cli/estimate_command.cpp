@@ -23,6 +23,7 @@ struct EstimateArgs {
   int tp = 0, pp = 0, dp = 0, micro_batch = 0;
   int cp = 1, vpp = 1;
   std::string recompute = "none";
+  std::string layer_split = "even";
   int zero = -1;  // -1: keep the training settings'
   std::string out;
 };
@@ -54,6 +55,7 @@ int run_estimate(const EstimateArgs& a) {
     r.tp = a.tp, r.pp = a.pp, r.dp = a.dp, r.micro_batch_per_replica = a.micro_batch;
     r.cp = a.cp, r.vpp = a.vpp;
     r.recompute = parse_recompute(a.recompute, "--recompute");
+    r.layer_split = parse_layer_split(a.layer_split, "command line", "--layer-split");
     if (a.zero >= 0) r.zero = a.zero;
     plan = make_uniform_plan(problem, r);
   }
@@ -97,6 +99,10 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
       ->default_val(1);
   cmd->add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per replica (Megatron's meaning)");
   cmd->add_option("--recompute", a->recompute, "none | selective | full")->default_val("none");
+  cmd->add_option("--layer-split", a->layer_split,
+                  "layers per stage: even (Megatron-LM), type:transformer or type:transformer|embedding "
+                  "(Megatron-DeepSpeed's --pp-partition-method), or a list such as 7,7,6")
+      ->default_val("even");
   cmd->add_option("--zero", a->zero, "ZeRO stage 0-3 (default: the training settings')");
   cmd->add_option("-o,--out", a->out, "write the scored plan here (.json or .yaml)");
   cmd->footer(

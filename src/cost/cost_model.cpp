@@ -444,6 +444,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   params /= shape.tp;
   LayerMemory m;
   m.static_bytes = params * static_bytes_per_param(state_bytes(tr, tr.zero, shape.replicas()));
+  if (first) m.activation_bytes = embedding_activation_bytes(problem_.model, x);
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
   m.working_bytes = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;
@@ -464,17 +465,32 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const bool first = stage_index == 0, last = stage_index == num_stages - 1;
 
-  double params = 0, activations = 0, working = 0, largest_layer = 0;
+  // Each weight's gradient of a micro-batch is computed whole and then added
+  // into the buffer the step reads: under DeepSpeed every weight's
+  // (autograd's AccumulateGrad into .grad), under Megatron-LM only the
+  // weights outside its fused linears, whose weight-gradient GEMMs
+  // accumulate in place (gradient-accumulation fusion): the word embedding,
+  // through its main_grad hook. The largest such tensor is a transient.
+  const bool autograd_accumulates = tr.runtime == Runtime::deepspeed;
+  double params = 0, activations = 0, working = 0, largest_layer = 0, largest_accumulated = 0;
   for (int l = layer_begin; l < layer_end; ++l) {
     params += layer_params(problem_.model, l);
     largest_layer = std::max(largest_layer, layer_params(problem_.model, l));
+    if (autograd_accumulates)
+      largest_accumulated = std::max(largest_accumulated, largest_param_tensor(problem_.model, l));
     activations += layer_activation_bytes(problem_.model, l, x, shape.recompute);
     working = std::max(working, layer_working_bytes(problem_.model, l, x, shape.recompute));
   }
   if (first) params += embedding_params(problem_.model);
+  if (first) activations += embedding_activation_bytes(problem_.model, x);
   if (last) params += head_params(problem_.model, first);
+  // The word embedding and the output layer (its tied copy or its own) are
+  // each one vocab x h tensor.
+  if ((first || last) && problem_.model.family != ModelFamily::generic)
+    largest_accumulated = std::max(largest_accumulated, static_cast<double>(problem_.model.vocab) * problem_.model.hidden);
   params /= shape.tp;
   largest_layer /= shape.tp;
+  largest_accumulated /= shape.tp;
 
   const double dp = shape.replicas();
   MemoryBreakdown m;
@@ -497,6 +513,19 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
     const StateBytes whole = state_bytes(tr, zero, 1);
     working += std::min(2 * largest_layer, kMaxLiveParams) * whole.weights +
                std::min(largest_layer, kDeepSpeedReduceBucket) * whole.gradients;
+  }
+  // The transient of the largest accumulated gradient (above), and
+  // DeepSpeed's bf16 optimizer's: it adds each bf16 .grad into its fp32
+  // buffer through an fp32 copy, one parameter at a time, right after each
+  // micro-batch's backward (runtime/bf16_optimizer.py, update_hp_grads:
+  // hp_grad.add_(lp.grad.to(float32))). Both happen while the other
+  // micro-batches' activations are held and after the backward's working
+  // set is freed, so the peak has the larger of the two. ZeRO-3 reduces
+  // each layer's gradient as above instead.
+  if (zero <= 2) {
+    const bool bf16_optimizer = tr.runtime == Runtime::deepspeed && !full_precision(tr.precision) &&
+                                grad_precision(tr) == Precision::fp32;
+    working = std::max(working, (bf16_optimizer ? 4.0 : x.element_bytes) * largest_accumulated);
   }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches, vpp) + working;
   m.logits = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;

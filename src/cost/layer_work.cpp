@@ -1,5 +1,7 @@
 #include "autohaap/cost/layer_work.hpp"
 
+#include <algorithm>
+
 namespace autohaap {
 namespace {
 
@@ -39,10 +41,21 @@ double layer_params(const ModelSpec& m, int layer) {
   return attention + mlp + norms;
 }
 
+double largest_param_tensor(const ModelSpec& m, int layer) {
+  if (is_generic(m)) return m.generic_layers.at(layer).params;
+  const double h = m.hidden, f = m.ffn_hidden;
+  // Megatron-LM fuses Q, K and V into one h x (h + 2 kv_dim) weight and,
+  // for SwiGLU, the gate and up projections into one 2f x h weight.
+  const double qkv = h * (h + 2 * kv_dim(m));
+  const double mlp_in = (m.family == ModelFamily::llama ? 2 : 1) * h * f;
+  return std::max(qkv, mlp_in);
+}
+
 double embedding_params(const ModelSpec& m) {
   if (is_generic(m)) return 0;
   double p = static_cast<double>(m.vocab) * m.hidden;
   if (m.family == ModelFamily::gpt) p += static_cast<double>(m.seq_len) * m.hidden;  // learned positions
+  if (m.embedding_norm) p += 2.0 * m.hidden;                                          // LayerNorm weight + bias
   return p;
 }
 
@@ -163,11 +176,25 @@ LayerWork embedding_forward_work(const ModelSpec& m, const BatchShape& x) {
   LayerWork w;
   w.selective_op = -1;
   if (is_generic(m)) return w;
-  // A gather of b·s rows of h, plus learned positions (GPT) and dropout.
+  // A gather of b·s rows of h, plus learned positions (GPT), dropout and
+  // the embedding norm (read and write).
   const double tokens = x.sequences * x.seq_len / x.cp;
-  const double passes = 2 + (m.family == ModelFamily::gpt ? 1 : 0) + (m.dropout ? 1 : 0);
+  const double passes = 2 + (m.family == ModelFamily::gpt ? 1 : 0) + (m.dropout ? 1 : 0) + (m.embedding_norm ? 2 : 0);
   w.ops[4] = {"embedding", 0, x.element_bytes * passes * tokens * m.hidden, 0};
   return w;
+}
+
+double embedding_activation_bytes(const ModelSpec& m, const BatchShape& x) {
+  if (is_generic(m)) return 0;
+  // What the embedding's backward keeps of each micro-batch: its dropout
+  // mask (1 byte an element) and the embedding norm's input (16-bit, as a
+  // layer norm's input in Korthikanti et al. 2022, Sec. 4.1). The
+  // embedding's output is the first layer's input, counted there; the
+  // gather itself keeps only the token ids. Megatron-LM scatters the
+  // embedding output over tp before its dropout under sequence parallelism.
+  const double per_element = (m.dropout ? 1.0 : 0.0) + (m.embedding_norm ? 2.0 * x.element_bytes / 2.0 : 0.0);
+  const double elements = x.sequences * x.seq_len / x.cp * m.hidden / (x.sequence_parallel ? x.tp : 1);
+  return per_element * elements;
 }
 
 double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {

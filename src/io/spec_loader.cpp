@@ -130,7 +130,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
   }
 
   obj.check_keys({"name", "family", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len",
-                  "tied_embeddings", "flash_attention", "dropout"});
+                  "tied_embeddings", "flash_attention", "dropout", "embedding_norm"});
   const YamlValue layers = obj.at("layers", describe_int(Bound::positive));
   if (layers.is_list()) layers.fail("a positive integer (a list of layers needs family: generic)");
   m.layers = layers.as_int(Bound::positive);
@@ -149,6 +149,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
   m.tied_embeddings = obj.get_bool("tied_embeddings", gpt);
   m.flash_attention = obj.get_bool("flash_attention", !gpt);
   m.dropout = obj.get_bool("dropout", gpt);
+  m.embedding_norm = obj.get_bool("embedding_norm", false);
   check_model(m, obj.file());
   return m;
 }

@@ -83,6 +83,7 @@ void write_model(DocumentWriter& out, const ModelSpec& m) {
   put(out, "tied_embeddings", m.tied_embeddings);
   put(out, "flash_attention", m.flash_attention);
   put(out, "dropout", m.dropout);
+  put(out, "embedding_norm", m.embedding_norm);
 }
 
 void write_cluster(DocumentWriter& out, const ClusterSpec& c) {

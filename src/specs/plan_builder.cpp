@@ -1,5 +1,6 @@
 #include "autohaap/plan_builder.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -11,11 +12,98 @@ namespace autohaap {
 std::vector<int> even_split(int layers, int stages) {
   std::vector<int> ends;
   int end = 0;
-  for (int i = 0; i < stages; ++i) {
-    end += layers / stages + (i < layers % stages ? 1 : 0);
-    ends.push_back(end);
-  }
+  for (int c : stage_layer_counts(LayerSplit{}, layers, stages).counts) ends.push_back(end += c);
   return ends;
+}
+
+LayerSplit parse_layer_split(const std::string& text, const std::string& source, const std::string& key) {
+  LayerSplit split;
+  if (text == "even") return split;
+  if (text == "type:transformer") {
+    split.method = LayerSplit::Method::deepspeed_transformer;
+    return split;
+  }
+  if (text == "type:transformer|embedding") {
+    split.method = LayerSplit::Method::deepspeed_transformer_embedding;
+    return split;
+  }
+  const std::string allowed =
+      "even, type:transformer, type:transformer|embedding, or the layers of each stage as positive integers "
+      "separated by commas (e.g. 7,7,6)";
+  split.method = LayerSplit::Method::counts;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(item) <= 0)
+      throw InputError(source, key, text, allowed);
+    split.counts.push_back(std::stoi(item));
+    begin = end + 1;
+  }
+  return split;
+}
+
+std::string layer_split_name(const LayerSplit& split) {
+  switch (split.method) {
+    case LayerSplit::Method::even:
+      return "even";
+    case LayerSplit::Method::deepspeed_transformer:
+      return "type:transformer";
+    case LayerSplit::Method::deepspeed_transformer_embedding:
+      return "type:transformer|embedding";
+    case LayerSplit::Method::counts:
+      break;
+  }
+  std::string text;
+  for (int c : split.counts) text += (text.empty() ? "" : ",") + std::to_string(c);
+  return text;
+}
+
+StageLayerCounts stage_layer_counts(const LayerSplit& split, int layers, int stages) {
+  StageLayerCounts out;
+  if (split.method == LayerSplit::Method::even) {
+    for (int i = 0; i < stages; ++i) out.counts.push_back(layers / stages + (i < layers % stages ? 1 : 0));
+    return out;
+  }
+  if (split.method == LayerSplit::Method::counts) {
+    long long sum = 0;
+    for (int c : split.counts) sum += c;
+    if (static_cast<int>(split.counts.size()) != stages || sum != layers) {
+      out.refusal = std::to_string(stages) + " counts (one per stage) that add up to the model's " +
+                    std::to_string(layers) + " layers";
+      return out;
+    }
+    out.counts = split.counts;
+    return out;
+  }
+  // DeepSpeed's greedy fill at the least bottleneck: with unit weights the
+  // bottleneck is ceil(items / stages) and each stage takes that many items
+  // until none are left.
+  const int slots = split.method == LayerSplit::Method::deepspeed_transformer_embedding ? 2 : 0;
+  const long long items = static_cast<long long>(layers) + slots;
+  const long long per_stage = (items + stages - 1) / stages;
+  long long placed = 0;
+  for (int i = 0; i < stages; ++i) {
+    const long long begin = placed, end = std::min(items, placed + per_stage);
+    placed = end;
+    // Items [begin, end): slot 0 is the word embedding and slot items - 1
+    // the output layer when they take slots.
+    long long count = end - begin;
+    if (slots > 0 && begin == 0 && end > 0) --count;
+    if (slots > 0 && end == items && begin < items) --count;
+    out.counts.push_back(static_cast<int>(std::max(0LL, count)));
+  }
+  for (int i = 0; i < stages; ++i) {
+    if (out.counts[i] <= 0) {
+      out.refusal = "a split that leaves every stage a transformer layer (" + std::to_string(layers) +
+                    " layers" + (slots > 0 ? " + 2 embedding slots" : "") + " in stages of " +
+                    std::to_string(per_stage) + " leave stage " + std::to_string(i) + " none)";
+      out.counts.clear();
+      return out;
+    }
+  }
+  return out;
 }
 
 UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRequest& r) {
@@ -66,9 +154,11 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
   plan.num_micro_batches = static_cast<int>(G / B);
   plan.vpp = r.vpp;
   plan.zero = r.zero.value_or(problem.training.zero);
-  const std::vector<int> layer_end = even_split(model.layers, r.pp);
-  std::vector<int> stage_layers;
-  for (int i = 0; i < r.pp; ++i) stage_layers.push_back(layer_end[i] - (i == 0 ? 0 : layer_end[i - 1]));
+  const StageLayerCounts split = stage_layer_counts(r.layer_split, model.layers, r.pp);
+  if (!split.refusal.empty()) return refuse("--layer-split", layer_split_name(r.layer_split), split.refusal);
+  const std::vector<int>& stage_layers = split.counts;
+  std::vector<int> layer_end;
+  for (int i = 0, end = 0; i < r.pp; ++i) layer_end.push_back(end += stage_layers[i]);
   const std::string vpp_rule = interleaving_violation(model, r.vpp, stage_layers, plan.num_micro_batches);
   if (!vpp_rule.empty()) return refuse("--vpp", std::to_string(r.vpp), vpp_rule);
   const int stage_gpus = r.tp * r.cp * r.dp;

@@ -69,6 +69,8 @@ std::string canonical_text(const ModelSpec& m) {
       .add("model.flash_attention", m.flash_attention)
       .add("model.dropout", m.dropout)
       .add("model.generic_layers.size", m.generic_layers.size());
+  // Only where set, so the fingerprints of models without it stay as they were.
+  if (m.embedding_norm) l.add("model.embedding_norm", m.embedding_norm);
   for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
     const GenericLayer& g = m.generic_layers[i];
     const std::string p = "model.generic_layers[" + std::to_string(i) + "].";

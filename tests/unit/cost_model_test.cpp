@@ -399,6 +399,71 @@ TEST(CostModel, LastStageLogitsAsEachRuntimeHoldsThem) {
   EXPECT_DOUBLE_EQ(last_stage_logits(p), 10 * elements);
 }
 
+TEST(CostModel, TheLargestAccumulatedGradientIsATransientBesideTheActivations) {
+  // gpt(2, 1024, 16): vocab 51200, so the word embedding is 52.4M elements,
+  // 26.2M a GPU at tp 2; a layer's largest weight is its MLP input, h x 4h
+  // = 4.19M (QKV is h x 3h), 2.10M a GPU. No recompute: no working set but
+  // this transient. Two stages, 4 micro-batches of 4 sequences.
+  Problem p;
+  p.model = gpt(2, 1024, 16);
+  p.model.seq_len = 512;
+  p.model.dropout = false;
+  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 4)}, 12.5, 20};
+  p.training.global_batch = 16;
+  p.training.precision = Precision::bf16;
+  p.training.sequence_parallel = false;
+  const StageShape shape{0, 2, 1, Recompute::none};
+  const double embedding = 51200.0 * 1024 / 2, mlp_in = 1024.0 * 4096 / 2;
+  auto activations = [&](const Problem& q, int stage) {
+    return CostModel(q).stage_memory(shape, 4, stage, stage + 1, stage, 2, 4).activations;
+  };
+  auto held = [&](const Problem& q, int stage) {
+    const CostModel cm(q);
+    return cm.layer_memory(shape, 4, stage).activation_bytes * CostModel::in_flight(stage, 2, 4);
+  };
+  // Megatron-LM accumulates the linears' gradients inside their GEMMs; the
+  // word embedding's 16-bit gradient exists whole before its main_grad hook
+  // adds it: 2 bytes an element on the first stage, and on the last (the
+  // tied output layer's copy).
+  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + 2 * embedding);
+  EXPECT_DOUBLE_EQ(activations(p, 1), held(p, 1) + 2 * embedding);
+  // DeepSpeed lets autograd accumulate every weight's gradient; with its
+  // bf16 optimizer (fp32 gradients) each one is also copied to fp32 before
+  // it is added into the fp32 buffer: 4 bytes an element.
+  p.training.runtime = Runtime::deepspeed;
+  p.training.grad_reduce_dtype = Precision::bf16;  // the ZeRO optimizer, 16-bit gradients
+  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + 2 * embedding);
+  p.training.grad_reduce_dtype = Precision::fp32;
+  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + 4 * embedding);
+  // A stage without the embedding: its largest weight, the MLP input.
+  Problem four = p;
+  four.model.layers = 4;
+  EXPECT_DOUBLE_EQ(CostModel(four).stage_memory(shape, 4, 1, 3, 1, 3, 4).activations,
+                   2 * CostModel(four).layer_memory(shape, 4, 1).activation_bytes * CostModel::in_flight(1, 3, 4) +
+                       4 * mlp_in);
+}
+
+TEST(LayerWork, TheEmbeddingKeepsItsDropoutMaskAndItsNormsInput) {
+  // Per micro-batch of b = 2 sequences of s = 512 tokens, h = 1024:
+  // the dropout mask is 1 byte an element, an embedding norm's input 2
+  // (16-bit); sequence parallelism splits both over tp.
+  ModelSpec m = gpt(2, 1024, 16);
+  m.seq_len = 512;
+  const BatchShape x{2, 512, 4, 2, false};
+  const double elements = 2.0 * 512 * 1024;
+  m.dropout = false;
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, x), 0.0);
+  m.dropout = true;
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, x), elements);
+  m.embedding_norm = true;
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, x), 3 * elements);
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, BatchShape{2, 512, 4, 2, true}), 3 * elements / 4);
+  // The norm's weight and bias.
+  ModelSpec plain = m;
+  plain.embedding_norm = false;
+  EXPECT_DOUBLE_EQ(embedding_params(m) - embedding_params(plain), 2.0 * 1024);
+}
+
 TEST(CostModel, PipelineSendAcrossTheInterGroupFabric) {
   // Two groups; stage 0 in group 0, stage 1 in group 1: the activation
   // crosses the inter-group fabric (12.5 GB/s per GPU, 20 us) at the network efficiency.

@@ -140,6 +140,11 @@ std::optional<Scored> score(const CsvRow& r) {
   q.vpp = r.at("vpp").empty() ? 1 : std::stoi(r.at("vpp"));
   q.micro_batch_per_replica = std::stoi(r.at("micro_batch"));
   q.recompute = parse_recompute(r.at("recompute")).value_or(Recompute::none);
+  // The layers of each stage as the run's pipeline module split them
+  // (pp_partition: Megatron-DeepSpeed's --pp-partition-method, cited in
+  // the rows' notes); empty: Megatron-LM's even split.
+  if (const std::string& split = r.at("pp_partition"); !split.empty())
+    q.layer_split = parse_layer_split(split, "measured_runs.csv", "pp_partition");
   if (q.tp * q.pp * q.dp * q.cp != gpus) return std::nullopt;
   if (t.global_batch % (q.micro_batch_per_replica * q.dp) != 0) return std::nullopt;
   Plan plan;

@@ -106,6 +106,10 @@ bool fused_attention_possible(const ModelSpec& model, const BatchShape& shape);
 
 // Parameters of transformer/generic layer `layer` (0-based).
 double layer_params(const ModelSpec& model, int layer);
+// Elements of the largest weight tensor of layer `layer` (whole layer, no
+// tp): the fused QKV or the (fused) MLP input projection; a generic layer
+// counts as one tensor.
+double largest_param_tensor(const ModelSpec& model, int layer);
 // Input embedding (token + learned positions for GPT).
 double embedding_params(const ModelSpec& model);
 // Final norm + output projection (a copy of the input embedding when tied:
@@ -123,6 +127,10 @@ LayerWork layer_forward_work(const ModelSpec& model, int layer, const BatchShape
 LayerWork head_forward_work(const ModelSpec& model, const BatchShape& shape);
 LayerWork embedding_forward_work(const ModelSpec& model, const BatchShape& shape);
 
+// Activation bytes the embedding stores for its backward pass, per GPU, for
+// one micro-batch: its dropout mask and the embedding norm's input, kept in
+// every recompute mode (they sit outside the recomputed layers).
+double embedding_activation_bytes(const ModelSpec& model, const BatchShape& shape);
 // Activation bytes one layer stores for its backward pass, per GPU, for one
 // micro-batch of `shape.sequences` sequences.
 double layer_activation_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);

@@ -43,6 +43,11 @@ struct ModelSpec {
   // defaults use it; Llama, MPT and BLOOM train without.
   bool dropout = false;
   std::vector<GenericLayer> generic_layers;  // family == generic only; size == layers
+  // A LayerNorm right after the word embedding (BLOOM's
+  // word_embeddings_layernorm, Megatron-DeepSpeed's --embed-layernorm): its
+  // input is stored for the backward on the first stage, outside any
+  // recomputed block.
+  bool embedding_norm = false;
 
   int head_dim() const { return heads > 0 ? hidden / heads : 0; }
 };
