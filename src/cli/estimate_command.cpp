@@ -87,7 +87,7 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
   auto a = std::make_shared<EstimateArgs>();
   auto* cmd = app.add_subcommand("estimate", "score one plan: per-stage time and memory, iteration time, MFU");
   add_problem_options(cmd, a->problem, false);
-  cmd->add_option("--plan", a->plan_file, "plan file (YAML or JSON) to score");
+  CLI::Option* plan_option = cmd->add_option("--plan", a->plan_file, "plan file (YAML or JSON) to score");
   cmd->add_option("--tp", a->tp, "tensor-parallel degree (Megatron-style uniform plan)");
   cmd->add_option("--pp", a->pp, "pipeline stages");
   cmd->add_option("--dp", a->dp, "data-parallel degree");
@@ -105,6 +105,11 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
       ->default_val("even");
   cmd->add_option("--zero", a->zero, "ZeRO stage 0-3 (default: the training settings')");
   cmd->add_option("-o,--out", a->out, "write the scored plan here (.json or .yaml)");
+  // A plan file fixes its own layout, layers and execution settings: the
+  // flags that shape a uniform plan would be ignored with it, so they are
+  // refused instead.
+  for (const char* shaping : {"--tp", "--pp", "--dp", "--cp", "--vpp", "--micro-batch", "--recompute", "--layer-split", "--zero"})
+    plan_option->excludes(cmd->get_option(shaping));
   cmd->footer(
       "--model and --cluster are required without --plan. With --plan they, and --train, default to the\n"
       "specs the plan file carries (or, for a plan file without them, to the names it gives).");
