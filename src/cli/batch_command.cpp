@@ -13,6 +13,7 @@
 #include "autohaap/batch/runner.hpp"
 #include "autohaap/batch/selection.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/search/search_options.hpp"
 #include "commands.hpp"
 #include "stop_signals.hpp"
 
@@ -52,6 +53,8 @@ std::string entry_line(const EntryResult& r, std::size_t position, std::size_t s
 
 int run_batch_command(const BatchArgs& a) {
   const std::atomic<bool>& stop = install_stop_signals();
+  if (a.threads < -1 || a.threads > kMaxThreads)
+    throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) to 4096");
   const Manifest manifest = load_manifest(a.manifest);
   if (a.count) {
     std::cout << manifest.entries.size() << "\n";
@@ -63,7 +66,6 @@ int run_batch_command(const BatchArgs& a) {
     return kExitOk;
   }
   if (a.out.empty()) throw InputError("command line", "--out", "(missing)", "an output folder (or --count / --list)");
-  if (a.threads < -1) throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) or more");
 
   EntrySelection selection = EntrySelection::all();
   if (a.index >= 0 || !a.shard.empty()) {

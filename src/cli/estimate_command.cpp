@@ -4,6 +4,9 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
@@ -20,16 +23,21 @@ namespace {
 struct EstimateArgs {
   ProblemArgs problem;
   std::string plan_file;
-  int tp = 0, pp = 0, dp = 0, micro_batch = 0;
+  // Unset: not given. Each given degree must be positive.
+  std::optional<int> tp, pp, dp, micro_batch;
   int cp = 1, vpp = 1;
   std::string recompute = "none";
   std::string layer_split = "even";
-  int zero = -1;  // -1: keep the training settings'
+  std::optional<int> zero;  // unset: keep the training settings'
   std::string out;
 };
 
 int run_estimate(const EstimateArgs& a) {
-  if (a.zero > 3) throw InputError("command line", "--zero", std::to_string(a.zero), "0, 1, 2 or 3");
+  if (a.zero && (*a.zero < 0 || *a.zero > 3))
+    throw InputError("command line", "--zero", std::to_string(*a.zero), "0, 1, 2 or 3");
+  for (const auto& [flag, value] : {std::pair{"--tp", a.tp}, std::pair{"--pp", a.pp}, std::pair{"--dp", a.dp},
+                                    std::pair{"--micro-batch", a.micro_batch}})
+    if (value && *value < 1) throw InputError("command line", flag, std::to_string(*value), "a positive integer");
 
   Problem problem;
   Plan plan;
@@ -47,16 +55,16 @@ int run_estimate(const EstimateArgs& a) {
                        "a catalog name or YAML file (required without --plan)");
     }
     problem = load_problem_args(a.problem);
-    if (a.tp <= 0 || a.pp <= 0 || a.dp <= 0 || a.micro_batch <= 0) {
+    if (!a.tp || !a.pp || !a.dp || !a.micro_batch) {
       throw InputError("command line", "--plan or --tp/--pp/--dp/--micro-batch", "(missing)",
                        "either --plan FILE or all of --tp, --pp, --dp and --micro-batch");
     }
     UniformPlanRequest r;
-    r.tp = a.tp, r.pp = a.pp, r.dp = a.dp, r.micro_batch_per_replica = a.micro_batch;
+    r.tp = *a.tp, r.pp = *a.pp, r.dp = *a.dp, r.micro_batch_per_replica = *a.micro_batch;
     r.cp = a.cp, r.vpp = a.vpp;
     r.recompute = parse_recompute(a.recompute, "--recompute");
     r.layer_split = parse_layer_split(a.layer_split, "command line", "--layer-split");
-    if (a.zero >= 0) r.zero = a.zero;
+    r.zero = a.zero;
     plan = make_uniform_plan(problem, r);
   }
 

@@ -22,7 +22,7 @@ std::string joined(std::string_view words, char by) {
 }
 
 bool in_range(const OptionRange& range, double value) {
-  return std::isfinite(value) && (range.min_excluded ? value > range.min : value >= range.min);
+  return std::isfinite(value) && (range.min_excluded ? value > range.min : value >= range.min) && value <= range.max;
 }
 
 bool in_range(const OptionRange& range, const std::string& value) {

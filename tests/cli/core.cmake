@@ -13,6 +13,8 @@ set(_cli_cases
   "estimate_layer_split_as_listed|0|0 +a100-80gb +4 +1 x 4 .0,20. .*1 +a100-80gb +4 +1 x 4 .20,32. |estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|2|--dp|4|--micro-batch|1|--recompute|full|--layer-split|20,12"
   "estimate_layer_split_not_adding_up|2|--layer-split: got '7,7'.*2 counts .one per stage. that add up to the model's 32 layers|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|2|--dp|4|--micro-batch|1|--layer-split|7,7"
   "estimate_plan_refuses_uniform_plan_flags|2|--plan excludes --recompute|estimate|-m|gpt3-1.3b|-c|mixed-a100-v100|--plan|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--recompute|full"
+  "estimate_negative_micro_batch|2|--micro-batch: got '-1'. allowed: a positive integer|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|-1"
+  "estimate_zero_out_of_range|2|--zero: got '-5'. allowed: 0, 1, 2 or 3|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--zero|-5"
   "estimate_unknown_recompute|2|--recompute: got 'some'|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--recompute|some"
   "validate_all_configs|0|valid cluster|validate|${_cfg}/clusters/mixed-h100-a100-v100.yaml|${_cfg}/models/llama3-405b.yaml|${_cfg}/devices/h100-sxm.yaml|${_cfg}/training/default.yaml|${_cfg}/models/lstm-2layer-lm.yaml"
   "validate_bad_yaml|2|bad_cluster.yaml.*groups\\[0\\].nodes: got '-1'|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/bad_cluster.yaml"

@@ -52,6 +52,9 @@ unset(_five)
 
 set(_json_depth "arrays and objects nested deeper than 64 levels'. allowed: JSON nested at most 64 levels deep")
 set(_hostile_cases
+  # 100,000 threads: once a crash (exit 139) inside oneTBB's allocator.
+  "hostile_search_threads|2|--threads: got '100000'. allowed: 0 .all. to 4096|search|-m|gpt3-125m|-c|a100x8|--threads|100000"
+  "hostile_batch_threads|2|--threads: got '100000'. allowed: 0 .all cores. to 4096|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/never|--threads|100000"
   "hostile_plan_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|estimate|-m|gpt3-125m|-c|a100x8|--plan|${_hostile}/bomb.json"
   "hostile_report_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|report|${_hostile}/bomb.json|-o|${_hostile}/never.svg"
   "hostile_export_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|export|${_hostile}/bomb.json|--to|json"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
 #include <set>
 #include <type_traits>
@@ -22,9 +23,10 @@ using testing_fixtures::input_error_of;
 
 constexpr const char* kEntries = "models: [gpt3-125m]\nclusters: [a100x8]\n";
 
-// A configuration with `option` just outside its range; nullopt when any
-// value is allowed (a path, a switch).
-std::optional<SearchConfig> out_of_range(const SearchOption& option) {
+// A configuration with `option` just outside its range (below it, or with
+// `above` just above its maximum); nullopt when any value is allowed (a
+// path, a switch) or, with `above`, when the range has no maximum.
+std::optional<SearchConfig> out_of_range(const SearchOption& option, bool above = false) {
   SearchConfig config;
   bool has_range = true;
   std::visit(
@@ -36,6 +38,9 @@ std::optional<SearchConfig> out_of_range(const SearchOption& option) {
           value = "greedy";
         } else if constexpr (std::is_same_v<T, bool>) {
           has_range = false;
+        } else if (above) {
+          has_range = std::isfinite(option.range.max);
+          if (has_range) value = static_cast<T>(option.range.max + 1);
         } else {
           value = static_cast<T>(option.range.min_excluded ? option.range.min : option.range.min - 1);
         }
@@ -84,26 +89,29 @@ TEST(SearchOptions, DefaultsPassTheirOwnChecks) {
 TEST(SearchOptions, OutOfRangeIsRefusedAlikeByFlagAndManifestKey) {
   int checked = 0;
   for (const SearchOption& option : kSearchOptions) {
-    const std::optional<SearchConfig> bad = out_of_range(option);
-    if (!bad) continue;
-    ++checked;
-    const InputError library = input_error_of([&] { validate(option, *bad); });
-    EXPECT_EQ(library.key(), option.name);
-    EXPECT_EQ(library.allowed(), option.allowed);
-    const InputError flag = input_error_of([&] { validate_flags(*bad); });
-    EXPECT_EQ(flag.file(), "command line");
-    EXPECT_EQ(flag.key(), flag_name(option));
-    EXPECT_EQ(flag.value(), library.value());
-    EXPECT_EQ(flag.allowed(), library.allowed());
-    if (!option.in_manifest) continue;
-    const std::string text = "options: {" + manifest_key(option) + ": " + value_text(option, *bad) + "}\n" + kEntries;
-    const InputError key = input_error_of([&] { parse_manifest(text, "m.yaml", ""); });
-    EXPECT_EQ(key.file(), "m.yaml");
-    EXPECT_EQ(key.key(), "options." + manifest_key(option));
-    EXPECT_EQ(key.value(), flag.value());
-    EXPECT_EQ(key.allowed(), flag.allowed());
+    for (const bool above : {false, true}) {
+      const std::optional<SearchConfig> bad = out_of_range(option, above);
+      if (!bad) continue;
+      ++checked;
+      const InputError library = input_error_of([&] { validate(option, *bad); });
+      EXPECT_EQ(library.key(), option.name);
+      EXPECT_EQ(library.allowed(), option.allowed);
+      const InputError flag = input_error_of([&] { validate_flags(*bad); });
+      EXPECT_EQ(flag.file(), "command line");
+      EXPECT_EQ(flag.key(), flag_name(option));
+      EXPECT_EQ(flag.value(), library.value());
+      EXPECT_EQ(flag.allowed(), library.allowed());
+      if (!option.in_manifest) continue;
+      const std::string text = "options: {" + manifest_key(option) + ": " + value_text(option, *bad) + "}\n" + kEntries;
+      const InputError key = input_error_of([&] { parse_manifest(text, "m.yaml", ""); });
+      EXPECT_EQ(key.file(), "m.yaml");
+      EXPECT_EQ(key.key(), "options." + manifest_key(option));
+      EXPECT_EQ(key.value(), flag.value());
+      EXPECT_EQ(key.allowed(), flag.allowed());
+    }
   }
-  EXPECT_GE(checked, 8);
+  // Below every numeric range, and above the thread count's (4097 threads).
+  EXPECT_GE(checked, 9);
 }
 
 TEST(SearchOptions, TheManifestReadsEveryEntryOptionAndHintsAtTypos) {

@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -85,13 +86,20 @@ using SearchOptionMember =
                  double SearchSettings::*, bool SearchSettings::*, std::string dist::DistributedSettings::*,
                  bool dist::DistributedSettings::*, double dist::DistributedSettings::*>;
 
-// What a value must be. Numbers: finite, and >= min (> min when
-// min_excluded). Text: one of choices() when given, else anything.
+// What a value must be. Numbers: finite, >= min (> min when
+// min_excluded) and <= max. Text: one of choices() when given, else
+// anything.
 struct OptionRange {
   double min = 0;
   bool min_excluded = false;
   const std::vector<std::string>& (*choices)() = nullptr;
+  double max = std::numeric_limits<double>::infinity();
 };
+
+// The most worker threads a process starts: beyond any machine's cores,
+// and oneTBB fails to start tens of thousands of workers (it crashes in
+// its allocator at 100,000).
+inline constexpr int kMaxThreads = 4096;
 
 struct SearchOption {
   std::string_view name;        // in words; see the naming rule above
@@ -108,7 +116,7 @@ struct SearchOption {
 inline constexpr std::array kSearchOptions{
     SearchOption{"strategy", "-s", "", &SearchSettings::strategy, {0, false, &search_strategies},
                  "autohaap, exhaustive, uniform, metis", "autohaap | exhaustive | uniform | metis", true},
-    SearchOption{"threads", "-j", "", &SearchSettings::threads, {0}, "0 (all) or more",
+    SearchOption{"threads", "-j", "", &SearchSettings::threads, {0, false, nullptr, kMaxThreads}, "0 (all) to 4096",
                  "worker threads per process, or per MPI rank (0: all cores)", true},
     SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},
     SearchOption{"time limit", "", "_s", &SearchSettings::time_limit_s, {0}, "a number of seconds >= 0 (0: none)",
