@@ -200,7 +200,12 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
 
 YAML::Node load_yaml_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, "", "no such file", "an existing YAML file");
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    const char* what = std::filesystem::is_directory(path, ec) ? "a directory"
+                       : std::filesystem::exists(path, ec)     ? "not a regular file"
+                                                               : "no such file";
+    throw InputError(path, "", what, "an existing YAML file");
+  }
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "unreadable", "a readable YAML file");
   std::ostringstream text;

@@ -208,6 +208,8 @@ TEST_F(SpecLoader, UnknownCatalogNamesAndMissingFiles) {
   const InputError m = error_of([&] { load_model(missing); });
   EXPECT_EQ(m.file(), missing);
   EXPECT_EQ(m.value(), "no such file");
+  // A folder where a file was meant is said so.
+  EXPECT_EQ(error_of([&] { load_model(dir_.string()); }).value(), "a directory");
 }
 
 TEST_F(SpecLoader, FileReferencesVersusCatalogNames) {
