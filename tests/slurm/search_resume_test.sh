@@ -7,19 +7,20 @@
 source "$(dirname "$0")/slurm_lib.sh"
 WORK=$(work_dir search_resume)
 cd "$WORK"
-# Five GPU generations: enough orderings for a search whose rounds last
-# tens of seconds after an initialization of about as long (four no longer
-# do: their rounds end within a second of the first checkpoint), so there
-# is time to cancel it between two checkpoints (one thread per rank keeps
-# it that long on machines with many cores).
+# Six GPU generations: enough orderings for a search that lasts tens of
+# seconds (25 s on one thread), so there is time to cancel it between two
+# checkpoints (one thread per rank keeps it that long on machines with many
+# cores). Five no longer do: their search, 3 s on one thread, ended within
+# a second of the first checkpoint, before the cancel landed.
 cat > generations.yaml <<'YAML'
-name: five-generations
+name: six-generations
 groups:
   - {device: h100-sxm, nodes: 1, gpus_per_node: 8}
   - {device: a100-80gb, nodes: 1, gpus_per_node: 8}
   - {device: a100-40gb, nodes: 1, gpus_per_node: 8}
   - {device: v100-32gb, nodes: 1, gpus_per_node: 8}
   - {device: l40s, nodes: 1, gpus_per_node: 8}
+  - {device: h200, nodes: 1, gpus_per_node: 8}
 YAML
 search_args=(--model gpt3-13b --cluster generations.yaml --out run.json --checkpoint-interval 1 --threads 1)
 
