@@ -116,7 +116,8 @@ CLI::App* register_estimate_command(CLI::App& app, CommandAction& action) {
   // A plan file fixes its own layout, layers and execution settings: the
   // flags that shape a uniform plan would be ignored with it, so they are
   // refused instead.
-  for (const char* shaping : {"--tp", "--pp", "--dp", "--cp", "--vpp", "--micro-batch", "--recompute", "--layer-split", "--zero"})
+  for (const char* shaping :
+       {"--tp", "--pp", "--dp", "--cp", "--vpp", "--micro-batch", "--recompute", "--layer-split", "--zero"})
     plan_option->excludes(cmd->get_option(shaping));
   cmd->footer(
       "--model and --cluster are required without --plan. With --plan they, and --train, default to the\n"

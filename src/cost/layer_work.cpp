@@ -189,10 +189,10 @@ double embedding_activation_bytes(const ModelSpec& m, const BatchShape& x) {
   // What the embedding's backward keeps of each micro-batch: its dropout
   // mask (1 byte an element) and the embedding norm's input (in the
   // training's element type, as a layer norm's input in Korthikanti et al.
-  // 2022, Sec. 4.1). The
-  // embedding's output is the first layer's input, counted there; the
-  // gather itself keeps only the token ids. Megatron-LM scatters the
-  // embedding output over tp before its dropout under sequence parallelism.
+  // 2022, Sec. 4.1). The embedding's output is the first layer's input,
+  // counted there; the gather itself keeps only the token ids. Megatron-LM
+  // scatters the embedding output over tp before its dropout under
+  // sequence parallelism.
   const double per_element = (m.dropout ? 1.0 : 0.0) + (m.embedding_norm ? x.element_bytes : 0);
   const double elements = x.sequences * x.seq_len / x.cp * m.hidden / (x.sequence_parallel ? x.tp : 1);
   return per_element * elements;

@@ -16,17 +16,28 @@ std::vector<int> even_split(int layers, int stages) {
   return ends;
 }
 
+namespace {
+
+// The named splits and their names, for parsing and writing alike.
+struct NamedSplit {
+  LayerSplit::Method method;
+  const char* name;
+};
+constexpr NamedSplit kNamedSplits[] = {
+    {LayerSplit::Method::even, "even"},
+    {LayerSplit::Method::deepspeed_transformer, "type:transformer"},
+    {LayerSplit::Method::deepspeed_transformer_embedding, "type:transformer|embedding"},
+};
+
+}  // namespace
+
 LayerSplit parse_layer_split(const std::string& text, const std::string& source, const std::string& key) {
   LayerSplit split;
-  if (text == "even") return split;
-  if (text == "type:transformer") {
-    split.method = LayerSplit::Method::deepspeed_transformer;
-    return split;
-  }
-  if (text == "type:transformer|embedding") {
-    split.method = LayerSplit::Method::deepspeed_transformer_embedding;
-    return split;
-  }
+  for (const NamedSplit& named : kNamedSplits)
+    if (text == named.name) {
+      split.method = named.method;
+      return split;
+    }
   const std::string allowed =
       "even, type:transformer, type:transformer|embedding, or the layers of each stage as positive integers "
       "separated by commas (e.g. 7,7,6)";
@@ -45,16 +56,8 @@ LayerSplit parse_layer_split(const std::string& text, const std::string& source,
 }
 
 std::string layer_split_name(const LayerSplit& split) {
-  switch (split.method) {
-    case LayerSplit::Method::even:
-      return "even";
-    case LayerSplit::Method::deepspeed_transformer:
-      return "type:transformer";
-    case LayerSplit::Method::deepspeed_transformer_embedding:
-      return "type:transformer|embedding";
-    case LayerSplit::Method::counts:
-      break;
-  }
+  for (const NamedSplit& named : kNamedSplits)
+    if (split.method == named.method) return named.name;
   std::string text;
   for (int c : split.counts) text += (text.empty() ? "" : ",") + std::to_string(c);
   return text;
