@@ -23,6 +23,7 @@ std::string canonical_text(const CostParameters& cost) {
       .add("cost.zero3_exposed_fraction", cost.zero3_exposed_fraction)
       .add("cost.dp_overlap", cost.dp_overlap)
       .add("cost.per_layer_overhead_s", cost.per_layer_overhead_s)
+      .add("cost.deepspeed_tp_allreduce_s", cost.deepspeed_tp_allreduce_s)
       .add("cost.cuda_context_GiB", cost.cuda_context_GiB)
       .add("cost.nccl_GiB_per_communicator", cost.nccl_GiB_per_communicator)
       .add("cost.allocator_fragmentation", cost.allocator_fragmentation)

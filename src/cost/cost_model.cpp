@@ -302,13 +302,19 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   const Link intra = tp_link(g, c);
   if (members <= per_node) return intra;
   const Link nic = inter_node_link(g, c);
-  // A whole-node ring runs at the node's NICs together; where the group's
-  // NCCL bus bandwidth was measured (NodeGroup::inter_node_busbw_GBps, what
-  // all_reduce_perf reports for such a ring), at that. Point-to-point sends
-  // keep the NIC share above: the measurement is of collectives.
-  const double node_GBps = g.inter_node_busbw_GBps > 0 ? g.inter_node_busbw_GBps : g.gpus_per_node * nic.GBps;
-  const double share = node_GBps / g.gpus_per_node;
-  return {std::min(intra.GBps, std::max(1, per_node) * share), nic.latency_us};
+  const double nics_share = std::max(1, per_node) * nic.GBps;
+  // A measured bus bandwidth (NodeGroup::inter_node_busbw_GBps) is what one
+  // communicator's ring reached: all_reduce_perf runs one collective at a
+  // time. Where the transport, not the NICs, sets that rate (BigScience's
+  // Omni-Path A100 nodes: 5.06 GB/s against 50 GB/s of NICs, "NCCL does not
+  // fully use OPA", experiments/bandwidth/README.md), the concurrent rings
+  // of a stage's tp ranks each reach it until their NIC shares run out.
+  // Measured: BLOOM's global-batch sweep (tp 4, pp 12, dp 8, 512-2048
+  // sequences, chronicles-prequel "GBS Variations") spends ~4 s an
+  // iteration beyond its pipeline bubble; dividing the measured rate among
+  // the node's four rings priced its sync at ~15 s.
+  if (g.inter_node_busbw_GBps > 0) return {std::min({intra.GBps, g.inter_node_busbw_GBps, nics_share}), nic.latency_us};
+  return {std::min(intra.GBps, nics_share), nic.latency_us};
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then
@@ -328,7 +334,8 @@ static double tensor_parallel_s(const Problem& pb, const NodeGroup& g, const Cos
                                 const StageShape& shape, const BatchShape& x, int layer) {
   if (shape.tp <= 1) return 0;
   const double bytes = layer_output_bytes(pb.model, layer, x.sequences, x.seq_len, x.element_bytes) / x.cp;
-  return 2 * ring_allreduce_s(bytes, shape.tp, tp_link(g, c));
+  const double fixed = pb.training.runtime == Runtime::deepspeed ? c.deepspeed_tp_allreduce_s * std::log2(shape.tp) : 0.0;
+  return 2 * (ring_allreduce_s(bytes, shape.tp, tp_link(g, c)) + fixed);
 }
 
 Timing CostModel::layer_timing(const StageShape& shape, int micro_batch, int layer) const {

@@ -189,6 +189,7 @@ TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
   for (double CostParameters::*member :
        {&CostParameters::nvlink_efficiency, &CostParameters::network_efficiency,
         &CostParameters::zero3_exposed_fraction, &CostParameters::dp_overlap, &CostParameters::per_layer_overhead_s,
+        &CostParameters::deepspeed_tp_allreduce_s,
         &CostParameters::cuda_context_GiB, &CostParameters::nccl_GiB_per_communicator,
         &CostParameters::allocator_fragmentation, &CostParameters::deepspeed_state_fragmentation}) {
     CostParameters tuned;

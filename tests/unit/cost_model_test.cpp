@@ -210,6 +210,26 @@ TEST(CostModel, RooflineTimeOfAComputeBoundLayer) {
   EXPECT_NEAR(r.backward_s, 0.008 + overhead + 0.004 + overhead, 1e-12);
 }
 
+TEST(CostModel, DeepSpeedTensorParallelAllReducesCostAFixedTimePerDoublingOfTp) {
+  // The same layer at tp 4 under Megatron-LM and under DeepSpeed: each pass
+  // has two all-reduces, and DeepSpeed's each cost
+  // deepspeed_tp_allreduce_s x log2(4) more, whatever their bytes; at tp 1
+  // there are none.
+  Problem p = generic_problem(100.0);
+  const CostParameters c;
+  const StageShape tp4{0, 4, 1, Recompute::none};
+  const Timing megatron = CostModel(p).layer_timing(tp4, 4, 0);
+  p.training.runtime = Runtime::deepspeed;
+  const Timing deepspeed = CostModel(p).layer_timing(tp4, 4, 0);
+  EXPECT_NEAR(deepspeed.forward_s - megatron.forward_s, 2 * 2 * c.deepspeed_tp_allreduce_s, 1e-12);
+  EXPECT_NEAR(deepspeed.backward_s - megatron.backward_s, 2 * 2 * c.deepspeed_tp_allreduce_s, 1e-12);
+  const StageShape tp1{0, 1, 1, Recompute::none};
+  p.training.runtime = Runtime::megatron;
+  const double alone = CostModel(p).layer_timing(tp1, 4, 0).forward_s;
+  p.training.runtime = Runtime::deepspeed;
+  EXPECT_EQ(CostModel(p).layer_timing(tp1, 4, 0).forward_s, alone);
+}
+
 TEST(CostModel, MeasuredProfileOverridesRoofline) {
   Problem p = generic_problem(100.0);
   p.profiles.add(ProfileKey{"flat", "layer", 1, 2, 512, -1}, 0.010);
@@ -519,9 +539,10 @@ TEST(CostModel, DataParallelSyncOverEveryNicOfTheNodes) {
 TEST(CostModel, MeasuredBusBandwidthPricesCollectivesNotSends) {
   // A group of 4-GPU nodes whose whole-node NCCL all-reduce was measured at
   // 5 GB/s bus bandwidth (far below its 4 x 25 GB/s of NICs): the ring of
-  // all 8 GPUs, 4 per node, runs at all of it; with tp = 4 in each node,
-  // each tp rank's ring has one GPU per node and the 4 rings share it
-  // (1/4 each). The pipeline's point-to-point sends keep the NIC share.
+  // all 8 GPUs, 4 per node, runs at it; with tp = 4 in each node, each tp
+  // rank's ring has one GPU per node, and the 4 rings each reach the
+  // measured rate too, as one GPU's NIC share (25 GB/s x 0.7) carries more.
+  // The pipeline's point-to-point sends keep the NIC share.
   Problem p = generic_problem(1.0);
   p.cluster.groups[0].nodes = 2;
   p.cluster.groups[0].inter_node_busbw_GBps = 5;
@@ -529,7 +550,12 @@ TEST(CostModel, MeasuredBusBandwidthPricesCollectivesNotSends) {
   Plan plan = one_stage_plan(8, 1, 8);
   EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 6 * 10e-6 + 2.0 * 7 / 8 * 16e6 / 5e9, 1e-15);
   plan.stages = {StagePlan{0, "flat", 0, 8, 4, 2, 0, 2, Recompute::none}};
-  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / (5e9 / 4), 1e-15);
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / 5e9, 1e-15);
+  // With NICs barely faster than the measured rate (4 x 1.5 GB/s a node),
+  // the four rings share them: one GPU's share, 1.5 x 0.7 GB/s, each.
+  Problem thin = p;
+  thin.cluster.groups[0].inter_node_GBps = 1.5;
+  EXPECT_NEAR(CostModel(thin).stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / 1.05e9, 1e-15);
 
   plan.num_micro_batches = 2;
   plan.stages = {StagePlan{0, "flat", 0, 4, 1, 4, 0, 1, Recompute::none},

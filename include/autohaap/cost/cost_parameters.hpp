@@ -22,6 +22,24 @@ struct CostParameters {
   double dp_overlap = 0.0;
   // Kernel launch and framework overhead per layer per pass, seconds.
   double per_layer_overhead_s = 20e-6;
+  // Megatron-DeepSpeed's tensor-parallel all-reduces cost a fixed time
+  // beyond their bytes, per all-reduce and per doubling of tp (x log2 tp),
+  // seconds. Measured: in BigScience's BLOOM sweeps on Jean Zay's A100 nodes
+  // (tests/data/measured_runs.csv, bloom_prequel_*) the 33 pairs of runs
+  // that differ only in micro-batch size ran their smaller micro-batches
+  // slower per sequence than compute and bytes explain, by a cost per layer
+  // and micro-batch that grows with tp (about 1, 1.7 and 2.5 ms a layer pass
+  // at tp 2, 4 and 8) and not with the bytes (pricing the all-reduces at a
+  // lower NVLink bandwidth instead leaves the sweeps' order as wrong as
+  // before). 0.6 ms minimizes the pairs' RMS error of the predicted over the
+  // measured time ratio (0.089 in log; 0.3 ms: 0.097, 1.2 ms: 0.110). The
+  // mechanism is not established: those runs launched kernels synchronously
+  // (CUDA_LAUNCH_BLOCKING=1, chronicles-prequel "dealing with JZ hanging"),
+  // which makes each collective wait for the last tp rank's host, but the
+  // chronicle measured that setting alone at 0-7% of the iteration. Not
+  // applied to Megatron-LM, Megatron-Core or FSDP, whose tp-8 runs the model
+  // prices within their published figures without it.
+  double deepspeed_tp_allreduce_s = 0.6e-3;
 
   // --- memory the framework holds besides the model's tensors -------------
   // CUDA context with the kernels of cuBLAS/cuDNN/PyTorch loaded: 1113 MiB
