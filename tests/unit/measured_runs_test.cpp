@@ -38,6 +38,7 @@ struct Scored {
   std::string id, source, sweep;
   double measured_s = 0, predicted_s = 0;  // iteration time; 0 = not measured
   double measured_GiB = 0, predicted_GiB = 0;
+  MemoryBreakdown fullest;                 // the fullest stage's, for the trace
   double capacity_GiB = 0;
   bool measured_oom = false, predicted_fits = true;
   double model_flops = 0;                  // per iteration, for ranking across shapes
@@ -168,7 +169,9 @@ std::optional<Scored> score(const CsvRow& r) {
   s.measured_s = number(r, "measured_iter_s");
   s.predicted_s = pr.iteration_time_s;
   s.measured_GiB = number(r, "measured_mem_GiB");
-  s.predicted_GiB = *std::max_element(pr.stage_memory_GiB.begin(), pr.stage_memory_GiB.end());
+  const auto fullest = std::max_element(pr.stage_memory_GiB.begin(), pr.stage_memory_GiB.end());
+  s.predicted_GiB = *fullest;
+  s.fullest = model.stage(plan, static_cast<int>(fullest - pr.stage_memory_GiB.begin())).memory;
   s.capacity_GiB = model.capacity_bytes(0) / kGiB;
   s.measured_oom = r.at("oom") == "true";
   s.predicted_fits = pr.fits;
@@ -279,7 +282,11 @@ TEST(MeasuredRuns, MemoryAndOutOfMemory) {
       errors.push_back((s.predicted_GiB - s.measured_GiB) / s.measured_GiB);
       by_source[s.source].push_back(errors.back());
       if (tracing())
-        std::printf("trace-mem %s %.1f %.1f\n", s.id.c_str(), s.measured_GiB, s.predicted_GiB);
+        std::printf("trace-mem %s %.1f %.1f weights %.2f grads %.2f optimizer %.2f activations %.2f logits %.2f "
+                    "runtime %.2f allocator %.2f\n",
+                    s.id.c_str(), s.measured_GiB, s.predicted_GiB, s.fullest.weights / kGiB, s.fullest.gradients / kGiB,
+                    s.fullest.optimizer / kGiB, s.fullest.activations / kGiB, s.fullest.logits / kGiB,
+                    s.fullest.runtime / kGiB, s.fullest.allocator / kGiB);
     }
   }
   for (const auto& [source, e] : by_source)
