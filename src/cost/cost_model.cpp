@@ -480,12 +480,16 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   // through its main_grad hook. The largest such tensor is a transient.
   const bool autograd_accumulates = tr.runtime == Runtime::deepspeed;
   double params = 0, activations = 0, working = 0, largest_layer = 0, largest_accumulated = 0;
-  for (int l = layer_begin; l < layer_end; ++l) {
-    params += layer_params(problem_.model, l);
+  // A transformer's layers hold the same memory: one layer's figures times
+  // the count (the memory pruner asks this for every stage it tries).
+  const bool same_layers = problem_.model.family != ModelFamily::generic;
+  for (int l = layer_begin; l < (same_layers ? std::min(layer_end, layer_begin + 1) : layer_end); ++l) {
+    const double n = same_layers ? layer_end - layer_begin : 1;
+    params += n * layer_params(problem_.model, l);
     largest_layer = std::max(largest_layer, layer_params(problem_.model, l));
     if (autograd_accumulates)
       largest_accumulated = std::max(largest_accumulated, largest_param_tensor(problem_.model, l));
-    activations += layer_activation_bytes(problem_.model, l, x, shape.recompute);
+    activations += n * layer_activation_bytes(problem_.model, l, x, shape.recompute);
     working = std::max(working, layer_working_bytes(problem_.model, l, x, shape.recompute));
   }
   if (first) params += embedding_params(problem_.model);
