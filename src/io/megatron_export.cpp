@@ -155,6 +155,11 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
                   " (" + shares +
                   "); Megatron-LM gives every data-parallel replica the same micro-batch on one range of ranks");
   }
+  for (int i = 1; i + 1 < p; ++i)
+    if (plan.stages[i].num_layers() == 0)
+      why.push_back("stage " + std::to_string(i) +
+                    " holds no transformer layer; Megatron-LM's pipeline layout gives a stage the embedding, the "
+                    "output layer or layers, and only the first and the last stage can do without layers");
   if (plan.zero > kMegatronMaxZero) {
     why.push_back("ZeRO stage " + std::to_string(plan.zero) +
                   " shards gradients" + (plan.zero >= 3 ? " and weights" : "") +
@@ -213,7 +218,12 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     quoted += '"';
     add("--pipeline-model-parallel-layout", quoted);
   };
-  if (plan.vpp > 1) {
+  // A first stage of the embedding alone ("E") or a last of the output
+  // layer alone ("L") only the layout can say (megatron_blockers refuses
+  // an empty stage between them).
+  if (std::find(stage_layers.begin(), stage_layers.end(), 0) != stage_layers.end()) {
+    write_layout();
+  } else if (plan.vpp > 1) {
     const int per_chunk = m.layers / (p * plan.vpp);
     if (equal_to(0, p, per_chunk * plan.vpp)) {
       add("--num-layers-per-virtual-pipeline-stage", std::to_string(per_chunk));

@@ -590,9 +590,18 @@ void check_plan(const Plan& plan, const std::string& file) {
     if (s.gpus != product)
       throw InputError(file, stage_key(i, "gpus"), std::to_string(s.gpus),
                        "tp * cp * dp = " + std::to_string(product));
-    if (s.layer_begin < 0 || s.layer_begin >= s.layer_end || s.layer_end > limits::kMaxLayers)
+    // A stage of a pipeline may hold no transformer layer: DeepSpeed's
+    // layer partitions give a stage only the embedding, or only the
+    // reshape between it and the first layer (AMP's trials,
+    // tests/unit/amp_trials_test.cpp). Such a stage still holds the
+    // embedding or the output layer where it is first or last, and passes
+    // every micro-batch on.
+    const bool several = plan.stages.size() > 1;
+    if (s.layer_begin < 0 || s.layer_end > limits::kMaxLayers || s.layer_begin > s.layer_end ||
+        (s.layer_begin == s.layer_end && !several))
       throw InputError(file, stage_key(i, "layers"), layers_text(s),
-                       "[first, end) with 0 <= first < end <= " + std::to_string(limits::kMaxLayers));
+                       "[first, end) with 0 <= first < end <= " + std::to_string(limits::kMaxLayers) +
+                           (several ? " (or first = end: a stage of no transformer layer)" : ""));
   }
 
   const std::string stage_count = std::to_string(plan.stages.size());
@@ -714,6 +723,10 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
     if (s.layer_end > model.layers)
       throw InputError(file, stage_key(i, "layers"), layers_text(s),
                        "an end of at most " + std::to_string(model.layers) + " (the model's layers)");
+    if (s.num_layers() == 0 && model.family == ModelFamily::generic)
+      throw InputError(file, stage_key(i, "layers"), layers_text(s),
+                       "one layer or more (a model of generic layers has no embedding or output layer, so a stage "
+                       "without a layer would hold nothing)");
     next_layer = s.layer_end;
   }
   if (next_layer != model.layers) {

@@ -40,9 +40,12 @@ std::string duration(double s) {
 }
 
 std::string stage_layers(const StagePlan& s) {
-  std::string text = "layers " + std::to_string(s.layer_begin);
-  if (s.num_layers() > 1) text += "–" + std::to_string(s.layer_end - 1);
-  text += " (" + std::to_string(s.num_layers()) + ")";
+  std::string text = "no transformer layer";
+  if (s.num_layers() > 0) {
+    text = "layers " + std::to_string(s.layer_begin);
+    if (s.num_layers() > 1) text += "–" + std::to_string(s.layer_end - 1);
+    text += " (" + std::to_string(s.num_layers()) + ")";
+  }
   if (s.recompute != Recompute::none) text += std::string(", recompute ") + to_string(s.recompute);
   return text;
 }

@@ -199,8 +199,10 @@ Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::
   if (v < 1 || stage_layers.size() != est.size())
     throw std::invalid_argument("simulate_interleaved: needs a layer count per stage and 1 or more chunks");
   if (v > 1 && m < p) throw std::invalid_argument("simulate_interleaved: needs a micro-batch per stage");
+  // Without interleaving a stage is one chunk, layers or none (the
+  // embedding alone); interleaved, each chunk holds a layer or more.
   for (const int layers : stage_layers) {
-    if (layers < v) throw std::invalid_argument("simulate_interleaved: a chunk holds a layer or more");
+    if (v > 1 && layers < v) throw std::invalid_argument("simulate_interleaved: a chunk holds a layer or more");
   }
   if (p > kMaxTimelineStages)
     throw InputError("", "stages", std::to_string(p) + " pipeline stages",

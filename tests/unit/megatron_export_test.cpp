@@ -136,6 +136,27 @@ TEST(MegatronExport, UnevenMiddleStagesWriteTheLayout) {
   EXPECT_EQ(parse_megatron_layout("Et*6|t*5|t*7|t*6L", 4).stage_layers(), (std::vector<int>{6, 5, 7, 6}));
 }
 
+TEST(MegatronExport, AStageOfTheEmbeddingOrTheOutputLayerAloneWritesTheLayout) {
+  // A first stage of no transformer layer holds the embedding alone ("E"),
+  // a last one the output layer alone ("L"); a middle one would hold
+  // nothing, which Megatron-LM cannot run.
+  const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
+  Plan plan = uniform(pb, 1, 4, 2, 1);
+  split(plan, {0, 12, 12, 0});
+  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, "test"));
+  ASSERT_TRUE(megatron_blockers(plan, pb).empty());
+  const Args a = megatron_arguments(plan, pb);
+  EXPECT_EQ(value(a, "--pipeline-model-parallel-layout"), "\"E|t*12|t*12|L\"");
+  EXPECT_EQ(value(a, "--decoder-first-pipeline-num-layers"), "<absent>");
+  EXPECT_EQ(parse_megatron_layout("E|t*12|t*12|L", 4).stage_layers(), (std::vector<int>{0, 12, 12, 0}));
+
+  split(plan, {12, 0, 6, 6});
+  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, "test"));
+  const auto why = megatron_blockers(plan, pb);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("stage 1 holds no transformer layer"), std::string::npos) << why[0];
+}
+
 TEST(MegatronExport, HeterogeneousPlanListsEveryDifference) {
   const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
   Plan plan = uniform(pb, 2, 3, 2, 1);

@@ -323,6 +323,37 @@ TEST(PlanIo, NodesKeyIsAcceptedAndIgnored) {
   expect_hand_written(plan_from_string(json, true, "hand.json"));
 }
 
+TEST(PlanIo, AStageOfNoTransformerLayerIsAPipelineStage) {
+  // DeepSpeed's partitions can leave a stage the embedding alone: [0, 0),
+  // read and written as it is; a plan of one stage must hold the layers.
+  const std::string yaml = replaced(replaced(kHandWrittenYaml, "layers: [0, 12]", "layers: [0, 0]"),
+                                    "layers: [12, 24]", "layers: [0, 24]");
+  const Plan plan = plan_from_string(yaml, false, "edge.yaml");
+  EXPECT_EQ(plan.stages[0].num_layers(), 0);
+  EXPECT_EQ(plan_from_string(plan_to_json(plan), true, "edge.json").stages[0].num_layers(), 0);
+  Plan one = plan;
+  one.stages.resize(1);
+  const InputError e = input_error_of([&] { check_plan(one, "one.yaml"); });
+  EXPECT_EQ(e.key(), "stages[0].layers");
+  EXPECT_EQ(e.value(), "[0, 0]");
+
+  // A generic layer list has no embedding or output layer: there a stage
+  // of no layer would hold nothing.
+  ModelSpec generic;
+  generic.name = "gpt3-1.3b", generic.family = ModelFamily::generic, generic.layers = 24, generic.heads = 16;
+  generic.seq_len = 2048;
+  generic.generic_layers.assign(24, GenericLayer{"l", 1e6, 1.0, 10, 1});
+  ClusterSpec cluster = catalog_cluster("mixed-a100-v100");
+  cluster.groups[0].device = catalog_device("a100-80gb");  // as the plan has it
+  ASSERT_NO_THROW(check_plan_against(plan, catalog_model("gpt3-1.3b"), cluster, "edge.yaml"));
+  Plan untensored = plan;  // generic layers are not split over tp
+  untensored.micro_batch_size = 16, untensored.num_micro_batches = 32;
+  for (StagePlan& s : untensored.stages) s.dp = s.gpus, s.tp = 1;
+  const InputError g = input_error_of([&] { check_plan_against(untensored, generic, cluster, "edge.yaml"); });
+  EXPECT_EQ(g.key(), "stages[0].layers");
+  EXPECT_NE(g.allowed().find("generic layers"), std::string::npos) << g.allowed();
+}
+
 // ------------------------------------------------------------ bad input
 
 struct BadInput {
@@ -359,7 +390,7 @@ TEST(PlanIo, BadYamlNamesTheKeyAndValue) {
       {"gpus: 8", "gpus: 6", "stages[0].gpus", "6"},
       {"    group: 0\n", "", "stages[0].group", "<missing>"},
       {"first_gpu: 0\n    gpus: 16", "first_gpu: -2\n    gpus: 16", "stages[1].first_gpu", "-2"},
-      {"layers: [12, 24]", "layers: [12, 12]", "stages[1].layers", "[12, 12]"},
+      {"layers: [12, 24]", "layers: [12, 11]", "stages[1].layers", "[12, 11]"},
       {"layers: [0, 12]", "layers: [0]", "stages[0].layers", "[0]"},
       {"layers: [0, 12]", "layers: 12", "stages[0].layers", "12"},
       {"layers: [0, 12]", "layers: [0, x]", "stages[0].layers[1]", "x"},
