@@ -2,6 +2,7 @@
 // device-name mapping, and every kind of bad directory.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -9,6 +10,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/metis_profile.hpp"
+#include "autohaap/search/searcher.hpp"
 
 namespace autohaap {
 namespace {
@@ -81,6 +83,31 @@ TEST(MetisProfile, CostModelUsesTheMeasurements) {
   const Timing head = model.edge_timing(StageShape{1, 1, 1, Recompute::none}, 1, false, true);
   EXPECT_DOUBLE_EQ(head.forward_s, 12.6e-3 / 3);
   EXPECT_DOUBLE_EQ(head.backward_s, 2 * 12.6e-3 / 3);
+}
+
+// With the profile tables, AutoHAAP's plan is scored on measured or
+// corrected times only (never the raw roofline) and is no slower, under
+// the same model, than the plan of the Metis strategy, which balances the
+// same measurements its own way (search/metis_balancer.hpp).
+TEST(MetisProfile, SearchScoresOnMeasurementsAndBeatsMetisOnTheSameTables) {
+  Problem pb = problem_125m();
+  pb.profiles = load_metis_profiles(kProfiles, pb);
+  SearchOptions options;
+  options.threads = 2;
+  options.strategy = "autohaap";
+  const SearchResult autohaap = run_search(pb, options);
+  options.strategy = "metis";
+  const SearchResult metis = run_search(pb, options);
+  ASSERT_FALSE(autohaap.top.empty()) << autohaap.infeasible_reason;
+  ASSERT_FALSE(metis.top.empty()) << metis.infeasible_reason;
+  const Plan& best = autohaap.top.front();
+  EXPECT_NE(best.predicted.time_source, TimeSource::analytic);
+  const CostModel model(pb);
+  for (int i = 0; i < static_cast<int>(best.stages.size()); ++i)
+    EXPECT_NE(model.stage(best, i).time_source, TimeSource::analytic) << "stage " << i;
+  EXPECT_LE(best.predicted.iteration_time_s, metis.top.front().predicted.iteration_time_s * (1 + 1e-12));
+  std::printf("with the profiles: AutoHAAP %.4f s (%s), Metis strategy %.4f s\n", best.predicted.iteration_time_s,
+              to_string(best.predicted.time_source), metis.top.front().predicted.iteration_time_s);
 }
 
 // A scratch profile directory per test, filled from the reference files.
