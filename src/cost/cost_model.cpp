@@ -313,8 +313,9 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   // sequences, chronicles-prequel "GBS Variations") spends ~4 s an
   // iteration beyond its pipeline bubble; dividing the measured rate among
   // the node's four rings priced its sync at ~15 s.
-  if (g.inter_node_busbw_GBps > 0) return {std::min({intra.GBps, g.inter_node_busbw_GBps, nics_share}), nic.latency_us};
-  return {std::min(intra.GBps, nics_share), nic.latency_us};
+  double ring_GBps = std::min(intra.GBps, nics_share);
+  if (g.inter_node_busbw_GBps > 0) ring_GBps = std::min(ring_GBps, g.inter_node_busbw_GBps);
+  return {ring_GBps, nic.latency_us};
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then
@@ -483,8 +484,9 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   // A transformer's layers hold the same memory: one layer's figures times
   // the count (the memory pruner asks this for every stage it tries).
   const bool same_layers = problem_.model.family != ModelFamily::generic;
-  for (int l = layer_begin; l < (same_layers ? std::min(layer_end, layer_begin + 1) : layer_end); ++l) {
-    const double n = same_layers ? layer_end - layer_begin : 1;
+  const int priced_end = same_layers ? std::min(layer_end, layer_begin + 1) : layer_end;
+  const double n = same_layers ? layer_end - layer_begin : 1;  // layers each priced layer stands for
+  for (int l = layer_begin; l < priced_end; ++l) {
     params += n * layer_params(problem_.model, l);
     largest_layer = std::max(largest_layer, layer_params(problem_.model, l));
     if (autograd_accumulates)
