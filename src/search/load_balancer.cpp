@@ -201,14 +201,28 @@ std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
 }
 
 double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) const {
+  return lower_bound_placed(skeleton, refine_below, 0, 0);
+}
+
+double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
+                                             double refine_below) const {
+  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back);
+}
+
+double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin,
+                                        int loose_end) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
   const int m = num_micro_batches(problem, skeleton);
   if (p < 1 || p > L || m < 1) return kInf;
+  auto place = [&](int i) { return i >= loose_begin && i < loose_end ? loose_end - 1 : i; };
   const bool identical = identical_layers(skeleton);
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
-  const double fastest = iteration_lower_bound(speeds, memory_.capacities(skeleton), L, m, max_vpp(skeleton));
+  std::vector<int> capacities(p);
+  for (int i = 0; i < p; ++i)
+    capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);
+  const double fastest = iteration_lower_bound(speeds, capacities, L, m, max_vpp(skeleton));
   if (!identical || modes_.size() == 1 || !(fastest <= refine_below)) return fastest;
   // Each stage's modes, fastest first: what k layers cost where memory
   // forces a leaner mode on them.
@@ -216,10 +230,10 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) 
   for (const Recompute mode : modes_) {
     const StageSpeeds in_mode = mode == modes_.front() ? speeds : stage_speeds(cost_, cache_, mode, skeleton, true);
     for (int i = 0; i < p; ++i)
-      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], mode, skeleton.micro_batch, i, p, m),
+      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], mode, skeleton.micro_batch, place(i), p, m),
                           in_mode.layer[i]});
   }
-  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, max_vpp(skeleton)));
+  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, max_vpp(skeleton), refine_below));
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {

@@ -314,6 +314,11 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
   return ok;
 }
 
+std::optional<bool> walks_arrangements(const std::vector<int>& order) {
+  if (order.size() < 4) return std::nullopt;
+  return std::is_sorted(order.begin() + 1, order.end() - 1);
+}
+
 bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, int order_index, int micro_batch_index,
                          PruneReport& report, const SkeletonWalk& walk) {
   const int layers = space.problem().model.layers;
@@ -323,18 +328,45 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   for (const auto& list : ok) {
     if (list.empty()) return true;
   }
-  // below[j]: skeletons under one choice at position j (saturating).
-  std::vector<std::int64_t> below(n, 1);
-  for (int j = n - 2; j >= 0; --j) {
-    const long double v = static_cast<long double>(below[j + 1]) * static_cast<long double>(ok[j + 1].size());
-    below[j] = v > static_cast<long double>(std::numeric_limits<std::int64_t>::max())
-                   ? std::numeric_limits<std::int64_t>::max()
-                   : static_cast<std::int64_t>(v);
+  // The orders this walk stands for (SkeletonWalk::arrangements), each with
+  // the position in `order` of the group at each of its positions: this
+  // order alone, or every arrangement of its ascending middle.
+  struct Arrangement {
+    int order_index;
+    std::vector<int> from;
+  };
+  std::vector<Arrangement> arrangements;
+  const std::optional<bool> walks = walk.arrangements ? walks_arrangements(order) : std::nullopt;
+  if (walks == false) return true;
+  if (walks == true) {
+    std::vector<int> arranged = order;
+    do {
+      Arrangement a{*space.order_index(arranged), std::vector<int>(n)};
+      for (int j = 0; j < n; ++j)
+        a.from[j] = static_cast<int>(std::find(order.begin(), order.end(), arranged[j]) - order.begin());
+      arrangements.push_back(std::move(a));
+    } while (std::next_permutation(arranged.begin() + 1, arranged.end() - 1));
+  } else {
+    Arrangement alone{order_index, std::vector<int>(n)};
+    for (int j = 0; j < n; ++j) alone.from[j] = j;
+    arrangements.push_back(std::move(alone));
   }
+  const std::int64_t orders_walked = static_cast<std::int64_t>(arrangements.size());
+  auto saturate = [](long double v) {
+    return v > static_cast<long double>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(v);
+  };
+  // below[j]: skeletons under one choice at position j, over every order
+  // walked (saturating).
+  std::vector<std::int64_t> below(n, orders_walked);
+  for (int j = n - 2; j >= 0; --j)
+    below[j] = saturate(static_cast<long double>(below[j + 1]) * static_cast<long double>(ok[j + 1].size()));
+  std::vector<int> arranged_layouts(n);
   // Depth-first over the positions, last position fastest: the mixed-radix
   // (id) order, with whole subtrees skipped when a prefix cannot win.
   std::vector<int> digit(n, 0), layout_index(n), stages_before(n + 1, 0);
-  std::int64_t visited = 0;
+  std::int64_t visited = 0, next_poll = 4096;
   // Megatron-runnable: every group's stages as large, with the same tp, as
   // the first group's (one tp and dp for the whole pipeline).
   const bool one_shape = uniform_stages_required(space.problem().runnable_by);
@@ -354,18 +386,25 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
       ++j;
       digit[j] = 0;
       continue;
+    } else if (stages_before[n] > layers) {
+      report.add(PruneRule::more_stages_than_layers, orders_walked);
     } else {
-      if (stages_before[n] > layers) {
-        report.add(PruneRule::more_stages_than_layers, 1);
-      } else {
-        Skeleton s = space.make(order_index, micro_batch_index, layout_index);
+      for (const Arrangement& a : arrangements) {
+        for (int k = 0; k < n; ++k) arranged_layouts[k] = layout_index[a.from[k]];
+        Skeleton s = space.make(a.order_index, micro_batch_index, arranged_layouts);
         std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
         if (broken)
           report.add(*broken, 1);
         else if (walk.visit)
           walk.visit(std::move(s));
       }
-      if (walk.stop && (++visited & 4095) == 0 && walk.stop()) return false;
+    }
+    if (j + 1 == n) {
+      visited += orders_walked;
+      if (walk.stop && visited >= next_poll) {
+        next_poll = visited + 4096;
+        if (walk.stop()) return false;
+      }
     }
     // Next choice at this depth, climbing while a position is exhausted.
     while (j >= 0 && ++digit[j] == static_cast<int>(ok[j].size())) --j;

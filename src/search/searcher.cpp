@@ -722,6 +722,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                                 last);
     };
     const bool every_position_open = std::none_of(t.ok.begin(), t.ok.end(), [](const auto& l) { return l.empty(); });
+    // This walk stands for every arrangement of the order's middle groups
+    // (SkeletonWalk::arrangements): the tests where each stage sits (its
+    // memory there) differ between them, so they are left to each
+    // skeleton's own bound (visit); what is left sees only which group is
+    // first and last and the open groups as a set.
+    walk.arrangements = true;
+    const bool arranged = walks_arrangements(space.group_orders()[o]).has_value();
     if (t.rated && threshold < kInf && m > 1 && every_position_open) {
       for (std::size_t j = n; j-- > 0;) {
         if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
@@ -787,8 +794,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // (the open ones would only raise them) up to the largest vpp any
           // stage count from here allows: first with what each layout holds
           // wherever it sits (nothing to compute), then, if that keeps the
-          // prefix, where its stages do sit.
+          // prefix and the walk is of this order alone, where its stages do
+          // sit.
           for (const bool where_it_sits : {false, true}) {
+            if (where_it_sits && arranged) break;
             prefix_classes(where_it_sits);
             interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
             pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]));
@@ -817,7 +826,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           for (std::size_t j = 0; j < n; ++j)
             if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
           // As at a prefix: first with what each layout holds wherever it
-          // sits, then where each stage does (MemoryPruner::capacities).
+          // sits, then where each stage does (MemoryPruner::capacities) or,
+          // for every arrangement, the balancer's bound of them all.
           auto leaf_classes = [&](bool where_it_sits) {
             classes.clear();
             long long held = 0;
@@ -837,12 +847,19 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             return held >= layers;
           };
           for (const bool where_it_sits : {false, true}) {
+            if (where_it_sits && arranged) break;
             if (!leaf_classes(where_it_sits)) return true;
             const double pace =
                 std::max(bottleneck, least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth])));
             interleaved_pace_floors(classes, max_vpp, floors);
             lower = pipeline_time_lower_bound(pace, sum, m, floors);
             if (lower * (1 - 1e-9) > keep_below) return false;
+          }
+          // Every arrangement of the middle at once, before each is
+          // visited: each middle stage where it holds the most.
+          if (arranged) {
+            const Skeleton whole = space.make(o, b, layout_index);
+            return balancer.arrangement_lower_bound(whole, stages_at[0], stages_at[n - 1], keep_below) <= keep_below;
           }
           return true;
         }

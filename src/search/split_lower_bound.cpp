@@ -103,8 +103,13 @@ class StageFinish {
 // holds the k it finishes by T, so T is the L-th smallest finish time over
 // all stages (a merge of their ascending sequences). Whole layers make it
 // at least the fractional bound, by up to one layer of the slowest stage;
-// the modes memory forces lift it further.
-double whole_layer_bottleneck(const StageFinish& finish, int layers) {
+// the modes memory forces lift it further. `below`: a pace the answer is
+// known not to be under (the per-layer rates' L / sum_i 1 / tau_i: every
+// finish is at least k tau_i), from which the merge starts: each stage's
+// layers finished by it are counted at once (held_by, rounded in the
+// stage's favour, so the answer only ever comes out lower), and a few
+// steps of the merge remain rather than one per layer.
+double whole_layer_bottleneck(const StageFinish& finish, int layers, double below) {
   using Next = std::pair<double, std::size_t>;  // finish time of a stage's next layer, stage
   // A min-heap in buffers kept per thread: this runs once per skeleton the
   // initialization builds (millions), where allocations showed.
@@ -112,12 +117,18 @@ double whole_layer_bottleneck(const StageFinish& finish, int layers) {
   thread_local std::vector<int> held;
   next.clear();
   held.assign(finish.stages(), 0);
+  long long counted = 0;
+  for (std::size_t i = 0; i < finish.stages(); ++i) {
+    held[i] = std::min(finish.held_by(i, below), finish.capacity(i));
+    counted += held[i];
+  }
+  if (counted >= layers) return below;
   const auto later = std::greater<>{};
   for (std::size_t i = 0; i < finish.stages(); ++i)
-    if (finish.capacity(i) >= 1) next.push_back({finish.at(i, 1), i});
+    if (held[i] < finish.capacity(i)) next.push_back({finish.at(i, held[i] + 1), i});
   std::make_heap(next.begin(), next.end(), later);
-  double T = 0;
-  for (int n = 0; n < layers; ++n) {
+  double T = below;
+  for (long long n = counted; n < layers; ++n) {
     if (next.empty()) return kInf;
     std::pop_heap(next.begin(), next.end(), later);
     const auto [time, i] = next.back();
@@ -140,10 +151,13 @@ double whole_layer_bottleneck(const StageFinish& finish, int layers) {
 // above the `unpaced_sum` bound (every extra layer on the fastest stage),
 // by as much as the stages' pace spread. S falls only where some K_i grows
 // and time_at rises with P in between, so only those paces are tried,
-// ascending, until even `unpaced_sum` at the next one cannot beat the best.
+// ascending, until even `unpaced_sum` at the next one cannot beat the best
+// or reach below `enough` (then every later pace is at least that: the
+// least of it and the best is a bound, above `enough`, and the caller
+// needs no closer one).
 template <class TimeAt>
 double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edge, const std::vector<double>& rate,
-                       int layers, double bottleneck, double unpaced_sum, const TimeAt& time_at) {
+                       int layers, double bottleneck, double unpaced_sum, double enough, const TimeAt& time_at) {
   const std::size_t p = edge.size();
   std::vector<std::size_t> cheapest(p);
   for (std::size_t i = 0; i < p; ++i) cheapest[i] = i;
@@ -174,8 +188,12 @@ double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edg
       const int k = finish.held_by(i, pace);
       if (k < finish.capacity(i)) next = std::min(next, finish.at(i, k + 1));
     }
-    // Beyond: S no longer falls, or even the unpaced sum cannot beat best.
-    if (next == kInf || !(time_at(next, unpaced_sum) < best)) return best;
+    // Beyond: S no longer falls, or even the unpaced sum cannot beat best
+    // (or, best above `enough`, reach below it).
+    if (next == kInf) return best;
+    const double floor = time_at(next, unpaced_sum);
+    if (!(floor < best)) return best;
+    if (!(floor < enough)) return std::min(best, floor);
     pace = next;
     best = std::min(best, time_at(pace, sum_at(pace)));
   }
@@ -267,7 +285,8 @@ namespace {
 
 // Both bounds: the whole-layer bottleneck of `finish` and, with `paced`,
 // the sum term at each pace (paced_sum_bound); else the unpaced sum.
-double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp) {
+double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
+                      double enough) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   std::vector<double> rate(p), cap(p);  // cap and need: the generic layers' fractional bottleneck only
@@ -303,8 +322,10 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
       if (rate[i] <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
     }
   }
+  double rates = 0;  // identical layers: sum_i 1 / tau_i
+  for (int i = 0; i < p && speeds.layers.empty(); ++i) rates += rate[i] > 0 ? 1 / rate[i] : kInf;
   const double bottleneck = speeds.layers.empty()
-                                ? std::max(least_stage, whole_layer_bottleneck(finish, L))
+                                ? std::max(least_stage, whole_layer_bottleneck(finish, L, L / rates * (1 - 1e-12)))
                                 : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
   // The least over v in [1, max_vpp] of m P + (S - P) / v (header).
@@ -326,7 +347,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
     return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor);
   };
   if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
-  return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, time_at) * (1 - 1e-12);
+  return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, enough, time_at) * (1 - 1e-12);
 }
 
 }  // namespace
@@ -394,11 +415,12 @@ double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_v
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
-  return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp);
+  return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp, kInf);
 }
 
-double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp) {
-  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp);
+double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
+                             double enough) {
+  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp, enough);
 }
 
 }  // namespace autohaap

@@ -534,6 +534,85 @@ TEST(Search, ProbeBoundDropsOnlySkeletonsThatCannotWin) {
   }
 }
 
+// Five distinct groups: orders of four or five groups are walked once per
+// first group, last group and set of middle ones, and every arrangement of
+// the middle is visited from there (SkeletonWalk::arrangements). The list
+// must be what testing each skeleton alone gives: exactly those of the full
+// list whose bound reaches the threshold, every other counted, whatever
+// the thread count, and the exhaustive optimum reached.
+TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoundKeeps) {
+  int checked = 0;
+  for (std::uint32_t seed : {5u, 8u, 13u}) {
+    Problem problem = random_problem(seed);
+    problem.model = search_fixtures::tiny_gpt(8, 512, 8);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> memory_GiB(0.3, 0.8);
+    problem.cluster.groups.clear();
+    for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4"})
+      problem.cluster.groups.push_back(
+          make_node_group(search_fixtures::shrunk(device, memory_GiB(rng)), 1, seed % 2 ? 2 : 1));
+    problem.training.global_batch = 16;
+    if (seed % 2 == 0) problem.model = search_fixtures::tiny_gpt(6, 512, 8), problem.training.micro_batch_sizes = {1, 2};
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    LatencyCache cache;
+    const PreparedSearch full = prepare_search(cost, memory, cache);
+    PrepareOptions bounded_options;
+    bounded_options.top_k = 1;
+    const PreparedSearch bounded = prepare_search(cost, memory, cache, bounded_options);
+    const PreparedSearch one = parallel::with_threads(1, [&] { return prepare_search(cost, memory, cache, bounded_options); });
+    EXPECT_EQ(ids(one.skeletons), ids(bounded.skeletons)) << seed;
+    EXPECT_EQ(one.prune.removed, bounded.prune.removed) << seed;
+    ASSERT_LT(bounded.threshold_s, std::numeric_limits<double>::infinity()) << seed;
+    std::vector<std::uint64_t> expected;
+    for (const Skeleton& s : full.skeletons)
+      if (s.lower_bound_s <= bounded.threshold_s * (1 + 1e-9)) expected.push_back(s.id);
+    std::vector<std::uint64_t> got = ids(bounded.skeletons);
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected) << seed;
+    EXPECT_EQ(full.prune.considered, static_cast<std::int64_t>(SearchSpace(problem).raw_size()));
+    EXPECT_EQ(full.prune.kept + full.prune.removed_initially(), full.prune.considered) << seed;
+    EXPECT_EQ(bounded.prune.kept + bounded.prune.removed_initially() +
+                  bounded.prune.count(PruneRule::lower_bound_above_best),
+              bounded.prune.considered)
+        << seed;
+    // Orders of four and five groups are in the lists.
+    std::size_t longest = 0;
+    for (const Skeleton& s : full.skeletons) {
+      std::vector<int> groups;
+      for (const StageSlot& slot : s.stages)
+        if (groups.empty() || groups.back() != slot.group) groups.push_back(slot.group);
+      longest = std::max(longest, groups.size());
+    }
+    EXPECT_GE(longest, 4u) << seed;
+    // The bound every arrangement of a skeleton's middle shares is no
+    // more than the skeleton's own.
+    const LoadBalancer balancer(cost, memory, &cache);
+    int arranged = 0;
+    for (const Skeleton& s : full.skeletons) {
+      int groups = 1, front = 1, back = 1;
+      for (int i = 1; i < s.num_stages(); ++i) groups += s.stages[i].group != s.stages[i - 1].group;
+      if (groups < 4) continue;
+      while (s.stages[front].group == s.stages[0].group) ++front;
+      while (s.stages[s.num_stages() - 1 - back].group == s.stages.back().group) ++back;
+      EXPECT_LE(balancer.arrangement_lower_bound(s, front, back), balancer.lower_bound(s) * (1 + 1e-12)) << seed;
+      ++arranged;
+    }
+    EXPECT_GT(arranged, 0) << seed;
+    if (exhaustive_candidates(problem) <= 2000000) {
+      const SearchResult exhaustive = search(problem, "exhaustive");
+      const SearchResult autohaap = search(problem, "autohaap");
+      ASSERT_EQ(exhaustive.top.empty(), autohaap.top.empty()) << seed;
+      if (!exhaustive.top.empty()) {
+        EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 1);
+}
+
 TEST(Search, SkeletonGuardRefusesInsteadOfExhaustingMemory) {
   SearchOptions options;
   options.threads = 2;

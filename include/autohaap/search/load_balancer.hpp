@@ -91,10 +91,18 @@ class LoadBalancer {
   // iteration_lower_bound with every stage's recompute modes (a stage whose
   // layers fit only a leaner mode pays its time). The fastest mode's bound
   // alone is cheaper (one capacity a stage, not one a mode); when it
-  // already exceeds `refine_below` it is returned as is: the caller only
-  // asks whether the skeleton can beat that.
+  // already exceeds `refine_below` it is returned as is, and the modes'
+  // bound stops tightening once it does: the caller only asks whether the
+  // skeleton can beat that.
   double lower_bound(const Skeleton& skeleton,
                      double refine_below = std::numeric_limits<double>::infinity()) const;
+  // The same bound for every skeleton that rearranges this one's stages
+  // [front, p - back) among themselves (the middle groups of a group
+  // order, SkeletonWalk::arrangements): each of those stages holds what it
+  // holds at the last of those places, where the fewest micro-batches are
+  // in flight (CostModel::in_flight), so no arrangement's bound is below it.
+  double arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
+                                 double refine_below = std::numeric_limits<double>::infinity()) const;
 
   // The largest vpp the exact split tries on this skeleton
   // (max_interleaving).
@@ -155,6 +163,10 @@ class LoadBalancer {
   // sum-term bound), computed once per balance().
   BalanceResult balance_in(const Skeleton& skeleton, const StageSpeeds& speeds, const std::vector<Recompute>& modes,
                            int vpp, double bound, const std::function<bool()>& stop) const;
+
+  // lower_bound with the stages [loose_begin, loose_end) priced at place
+  // loose_end - 1 for memory (none when the range is empty).
+  double lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin, int loose_end) const;
 
   const CostModel& cost_;
   const MemoryPruner& memory_;

@@ -173,7 +173,25 @@ struct SkeletonWalk {
   std::function<void(Skeleton&& skeleton)> visit;
   // Polled every few thousand skeletons: true abandons the walk.
   std::function<bool()> stop;
+  // keep_prefix's answer does not depend on how the groups between the
+  // first and the last are arranged (its bounds see the prefix's layouts,
+  // which group is first and last, and the open groups as a set). Then
+  // every order of four or more groups whose middle is not ascending walks
+  // nothing (its structural counts only): the order with the same first
+  // and last group and that middle ascending walks for all of them and, at
+  // each skeleton it keeps, visits that skeleton's every arrangement of the
+  // middle ((n - 2)! orders, each a skeleton of its own order; the memory
+  // rules and visit see each). What a prefix skips is skipped for every
+  // arrangement, counted as such. On n groups the walk's prefix tests drop
+  // up to (n - 2)!-fold; the skeletons visited stay the same.
+  bool arrangements = false;
 };
+
+// Whether enumerate_skeletons, told `arrangements`, walks this order for
+// the orders that rearrange its middle (true when it is their ascending
+// one) or leaves it to another (false), or walks it alone (std::nullopt:
+// fewer than four groups).
+std::optional<bool> walks_arrangements(const std::vector<int>& order);
 
 // Streams the skeletons of one (group order, B index) in id order without
 // storing them, counting every removed one in `report` (the raw total of

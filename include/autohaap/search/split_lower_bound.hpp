@@ -86,9 +86,11 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
 // at most the first three), and the sum term at each pace (no stage slower
 // than the pace, so the fastest stages cannot take every extra layer).
 // Identical layers; a generic layer list gets the cheap bound with the
-// leanest capacity.
+// leanest capacity. `enough`: a value the caller only compares the bound
+// with; once the bound is known to exceed it, a bound above it (not the
+// tightest) is returned.
 double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
-                             int max_vpp = 1);
+                             int max_vpp = 1, double enough = std::numeric_limits<double>::infinity());
 
 // Stages alike in how fast they finish a micro-batch's layers: each
 // finishes its k-th layer at `edge` + (*finish)[k - 1] at the earliest
