@@ -677,6 +677,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // The threshold changes between rounds only, never while tasks run.
     const double keep_below = threshold * (1 + kBoundSlack);
     const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
+    // An order that only rearranges another's middle groups is walked with
+    // it (SkeletonWalk::arrangements): its structural counts alone, what
+    // enumerate_skeletons would add, without the layouts' rates and edges.
+    if (walks_arrangements(space.group_orders()[o]) == false) {
+      structural_layouts(space, o, b, part.report);
+      return;
+    }
     PruneReport scratch;
     const TaskLayouts t = task_layouts(space, memory, balancer, o, b, scratch);
     const std::size_t n = t.ok.size();
