@@ -105,6 +105,9 @@ constexpr DeviceRow kDevices[] = {
 //   ampere  A100 SXM   best shape 271.2 of 312                  -> 0.87
 //   ada     L40S       best square 269.2 of 362                 -> 0.74
 //   hopper  H100 SXM   best shape 794.5 of 989.4 (H200: 790.3)  -> 0.80
+//           (measured here on an H200, tests/data/device/h200: 8192^3
+//           712-793 by data and run; transformer-shaped products a median
+//           0.93 of it above 100 GFLOP)
 //   cdna2   MI250X     best shape 147.0 of 191.5 per GCD        -> 0.77
 //   cdna3   MI300X     568-782 of 1307 by ROCm version          -> 0.56
 // attention_*_efficiency: FlashAttention-2 (head dim 128, causal, 2k-8k
@@ -123,6 +126,9 @@ constexpr DeviceRow kDevices[] = {
 // flash3_*: FlashAttention-3 and cuDNN's fused attention, Hopper only:
 // forward 595-648 TFLOP/s at 2k-16k tokens (0.60-0.65), backward 1.5-1.75x
 // FlashAttention-2's (Shah et al. 2024, Fig. 5 and 6)         -> 0.62 / 0.45
+// Measured here on an H200 (head dim 128, causal, 2k-16k tokens; cuDNN 9.19
+// and PyTorch's FlashAttention-2): cuDNN 0.61 / 0.50, FA2 0.33 / 0.27
+// (tests/data/device/h200, device_measurement_test.cpp).
 constexpr ArchitectureProfile kArchitectures[] = {
     // architecture           name     gemm   attn fwd  attn bwd  fa3 fwd  fa3 bwd
     {Architecture::volta,  "volta",  0.77, 0.30, 0.22, 0, 0},

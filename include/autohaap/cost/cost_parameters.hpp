@@ -46,8 +46,9 @@ struct CostParameters {
   // measured by BigScience on V100 16GB and 32GB alike (PyTorch 1.x, CUDA
   // 11, all kernels loaded eagerly; bigscience-workshop/bigscience
   // train/tr3-1B3-baseline notes, tests/data/measured_runs.csv). CUDA's
-  // lazy module loading (11.7+) makes it smaller; this errs on the side of
-  // not fitting.
+  // lazy module loading (11.7+) makes it smaller: 701 MiB with cuBLAS and
+  // cuDNN attention loaded on an H200 (CUDA 13, PyTorch 2.11;
+  // tests/data/device/h200/memory.csv); this errs on the side of not fitting.
   double cuda_context_GiB = 1.1;
   // NCCL buffers per communicator this GPU belongs to: NCCL_BUFFSIZE (4 MiB)
   // for each of the Simple/LL128 protocols, per channel and ring neighbour

@@ -66,6 +66,9 @@ double gemm_efficiency(const DeviceSpec& device, double gflop);
 // is read at gflop · peak_tflops / peak; its ceiling is the same fraction
 // (the largest FP8 GEMM on H100 reaches 0.81 of the FP8 peak against 0.80
 // in BF16: NVIDIA cuBLAS 12 Hopper measurements, 8192³ cuBLASLt E4M3).
+// Measured alone on an H200 at 700 W, FP8 products reach 0.90-0.93 of
+// BF16's fraction (tests/data/device/h200); NeMo's FP8 training runs do not
+// show that loss, so it is not priced (device_measurement_test.cpp).
 double gemm_efficiency_at(const DeviceSpec& device, double gflop, double peak_tflops);
 
 const char* to_string(Architecture a);

@@ -1,0 +1,259 @@
+// What one H200 measured against what the catalog says of Hopper
+// (tests/data/device/h200/, taken with scripts/device/measure.sh on an
+// NVIDIA H200 SXM at its 700 W limit: driver 580.159, CUDA 13.0, cuBLASLt
+// 13.1, PyTorch 2.11, cuDNN 9.19; README of that folder). Every figure is
+// derived here from raw milliseconds with the cost model's own FLOP counts,
+// so the comparison is the model's, not the script's.
+//
+// Printed: measured and priced efficiency per GEMM size decade and
+// precision, attention kernels, streaming kernels, runtime memory, whole
+// layers. Asserted: the physical relations the catalog claims (a training
+// GEMM is never priced faster than the same product measured alone; the
+// architecture's figures sit inside what was measured), with the margins
+// each comment gives. Nothing here is fitted: the catalog's Hopper figures
+// come from public measurements (io/catalog.cpp) and stay as they are.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autohaap/cost/cost_model.hpp"
+#include "autohaap/cost/cost_parameters.hpp"
+#include "autohaap/cost/layer_work.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "csv_table.hpp"
+
+namespace autohaap {
+namespace {
+
+using test_data::CsvRow;
+using test_data::read_csv;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double num(const CsvRow& r, const char* key) { return std::stod(r.at(key)); }
+
+// The peak a measured product ran against, by the sweep's dtype name.
+double peak_of(const DeviceSpec& d, const std::string& dtype) {
+  if (dtype == "fp8") return d.peak_fp8_tflops;
+  if (dtype == "tf32") return d.peak_tf32_tflops;
+  if (dtype == "fp32") return d.peak_fp32_tflops;
+  return d.peak_tflops;  // bf16, fp16
+}
+
+// Products of a transformer layer's linears (forward, input and weight
+// gradient), grouped by the decade of their size.
+struct Decade {
+  std::vector<double> gflop, efficiency;
+};
+
+std::map<int, Decade> transformer_products(const DeviceSpec& d, const std::string& dtype) {
+  std::map<int, Decade> out;
+  for (const CsvRow& r : read_csv("device/h200/gemm.csv")) {
+    if (r.at("dtype") != dtype || r.at("role") == "square") continue;
+    const double g = num(r, "gflop");
+    Decade& dec = out[static_cast<int>(std::floor(std::log10(g)))];
+    dec.gflop.push_back(g);
+    dec.efficiency.push_back(num(r, "tflops") / peak_of(d, dtype));
+  }
+  return out;
+}
+
+// Below 10 GFLOP a product on this device lasts a few microseconds and the
+// sweep's back-to-back calls time the host's launch (8 us a cuBLASLt call
+// under this machine's virtualization: 128^3 to 1024^3 all take 8.1-8.5 us),
+// which the cost model prices apart (CostParameters::per_layer_overhead_s).
+constexpr int kFirstDecade = 1;
+
+// The cost model prices a training GEMM on the architecture's curve, which
+// is the isolated product's efficiency times what end-to-end training keeps
+// of it (training_over_isolated, fitted on A100 runs). Measured alone on an
+// H200, transformer-shaped products reach a median of 0.55 of the BF16
+// peak at 10-100 GFLOP and 0.66-0.70 above: the priced curve sits at
+// 0.84-0.93 of that, never above. The same holds for TF32.
+TEST(DeviceMeasurements, H200TrainingGemmsArePricedBelowTheSameProductsMeasuredAlone) {
+  const DeviceSpec h200 = catalog_device("h200");
+  std::printf("%-5s %9s %5s %10s %10s %8s\n", "dtype", "GFLOP", "n", "measured", "priced", "ratio");
+  for (const std::string dtype : {"bf16", "fp16", "tf32", "fp8"}) {
+    const std::map<int, Decade> decades = transformer_products(h200, dtype);
+    ASSERT_GE(decades.size(), 5u) << dtype;
+    for (const auto& [decade, d] : decades) {
+      if (decade < kFirstDecade) continue;
+      const double g = median(d.gflop), measured = median(d.efficiency);
+      const double priced = gemm_efficiency_at(h200, g, peak_of(h200, dtype));
+      const double ratio = priced / measured;
+      std::printf("%-5s %9.0f %5zu %10.3f %10.3f %8.3f\n", dtype.c_str(), g, d.gflop.size(), measured, priced, ratio);
+      if (dtype == "fp8") {
+        // FP8 products reach 0.90-0.93 of BF16's fraction of their peak
+        // here (median 0.62 against 0.69 at 1-10 TFLOP; 8192^3: 0.67
+        // against 0.73), where the catalog reads FP8 on the BF16 curve
+        // (device.hpp, gemm_efficiency_at). Applying the measured 0.92 moves
+        // NeMo's nine FP8 Llama runs (tests/data/measured_runs.csv) from a
+        // median error of +0.7% to +6.5% and Megatron-Bridge's from +13.6%
+        // to +18.6%: Transformer Engine's FP8 linears in training do not
+        // lose what an isolated cuBLASLt product does, so it is not applied.
+        // What is held: the priced FP8 curve is within 15% of the isolated
+        // products and at least 75% of them.
+        EXPECT_LE(ratio, 1.15) << dtype << " " << g << " GFLOP";
+      } else {
+        EXPECT_LE(ratio, 1.0) << dtype << " " << g << " GFLOP: a training GEMM priced above the isolated product";
+      }
+      EXPECT_GE(ratio, 0.75) << dtype << " " << g << " GFLOP";
+    }
+  }
+}
+
+// The architecture's GEMM ceiling is the largest dense BF16 product over
+// the peak (catalog.cpp: 794.5 of 989.4 on H100, 790.3 on H200, best of a
+// shape sweep). Here the largest of every BF16 product measured, through
+// cuBLASLt and through PyTorch, with normal and uniform data, is within 5%
+// of it. Run to run and by data the same 8192^3 product spans 712-793
+// TFLOP/s (0.72-0.80): the ceiling is a best case, the typical transformer
+// product 0.93 of it (the test above).
+TEST(DeviceMeasurements, HopperGemmCeilingIsTheLargestBf16ProductMeasured) {
+  const DeviceSpec h200 = catalog_device("h200");
+  double best = 0;
+  for (const char* file : {"device/h200/gemm.csv", "device/h200/gemm_bf16_repeat.csv"})
+    for (const CsvRow& r : read_csv(file))
+      if (r.at("dtype") == "bf16") best = std::max(best, num(r, "tflops"));
+  for (const CsvRow& r : read_csv("device/h200/matmul_crosscheck.csv"))
+    if (r.at("dtype") == "bf16") best = std::max(best, num(r, "tflops"));
+  const double ceiling = architecture_profile(Architecture::hopper).gemm_peak_fraction;
+  std::printf("largest BF16 product %.1f TFLOP/s = %.3f of %.1f; hopper ceiling %.2f\n", best, best / h200.peak_tflops,
+              h200.peak_tflops, ceiling);
+  EXPECT_NEAR(best / h200.peak_tflops / ceiling, 1.0, 0.05);
+}
+
+// Fused attention, causal, head dim 128, 2k-16k tokens a sequence: the
+// forward executes half of the dense 4·b·s²·h (the blocks above the
+// diagonal are skipped), the backward `backward_ratio` times that (the
+// cost model's own figure for the attention core). PyTorch's flash
+// backend is FlashAttention-2; its cuDNN backend is the fused attention
+// Transformer Engine runs on Hopper, the catalog's flash3 figures. Each
+// measured median is within 20% of the catalog's isolated figure.
+TEST(DeviceMeasurements, H200AttentionKernelsAsTheCatalogPricesThem) {
+  const DeviceSpec h200 = catalog_device("h200");
+  ModelSpec m = catalog_model("llama3-8b");
+  m.kv_heads = m.heads;
+  const double backward_ratio = layer_forward_work(m, 0, BatchShape{1, 8192}).ops[1].backward_ratio;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_backend;
+  for (const CsvRow& r : read_csv("device/h200/attention.csv")) {
+    if (num(r, "causal") != 1 || num(r, "head_dim") != 128 || num(r, "seq") < 2048 ||
+        num(r, "heads") != num(r, "kv_heads"))
+      continue;
+    const double b = num(r, "batch"), s = num(r, "seq"), hidden = num(r, "heads") * num(r, "head_dim");
+    const double executed = 0.5 * 4 * b * s * s * hidden;
+    auto& [fwd, bwd] = by_backend[r.at("backend")];
+    fwd.push_back(executed / (num(r, "forward_ms") * 1e-3) / (h200.peak_tflops * 1e12));
+    bwd.push_back(backward_ratio * executed / (num(r, "backward_ms") * 1e-3) / (h200.peak_tflops * 1e12));
+  }
+  const ArchitectureProfile& hopper = architecture_profile(Architecture::hopper);
+  struct Expected {
+    const char* backend;
+    const char* catalog;
+    double forward, backward;
+  };
+  for (const Expected& e : {Expected{"flash", "flash2", hopper.attention_forward_efficiency,
+                                     hopper.attention_backward_efficiency},
+                            Expected{"cudnn", "flash3", hopper.flash3_forward_efficiency,
+                                     hopper.flash3_backward_efficiency}}) {
+    const auto& [fwd, bwd] = by_backend.at(e.backend);
+    ASSERT_EQ(fwd.size(), 4u) << e.backend;
+    const double f = median(fwd), b = median(bwd);
+    std::printf("attention %-6s (catalog %s): forward %.3f (catalog %.2f), backward %.3f (catalog %.2f)\n", e.backend,
+                e.catalog, f, e.forward, b, e.backward);
+    EXPECT_NEAR(f / e.forward, 1.0, 0.20) << e.backend;
+    EXPECT_NEAR(b / e.backward, 1.0, 0.20) << e.backend;
+  }
+}
+
+// Streaming kernels (copy, add, GeLU, LayerNorm, RMSNorm, softmax,
+// dropout over 1 GiB) move their bytes at a median 0.75 of the H200's
+// 4800 GB/s (copy and add 0.88-0.91, softmax 0.27): the default
+// memory_efficiency of 0.8 is within 10% of the median.
+TEST(DeviceMeasurements, H200StreamingKernelsNearTheDefaultMemoryEfficiency) {
+  const DeviceSpec h200 = catalog_device("h200");
+  std::vector<double> fractions;
+  for (const CsvRow& r : read_csv("device/h200/elementwise.csv")) {
+    fractions.push_back(num(r, "bytes") / (num(r, "ms") * 1e-3) / (h200.hbm_GBps * 1e9));
+    std::printf("%-12s %.2f of HBM bandwidth\n", r.at("kernel").c_str(), fractions.back());
+  }
+  ASSERT_EQ(fractions.size(), 7u);
+  EXPECT_NEAR(median(fractions) / kDefaultMemoryEfficiency, 1.0, 0.10);
+}
+
+// With CUDA's lazy module loading, the context, cuBLAS (handle and
+// workspace) and cuDNN's attention hold 701 MiB beyond PyTorch's pool on
+// the H200. The cost model reserves cuda_context_GiB, BigScience's eagerly
+// loaded 1113 MiB: on the side of not fitting, as its comment says.
+TEST(DeviceMeasurements, RuntimeMemoryOnH200IsBelowTheContextTheModelReserves) {
+  std::map<std::string, double> mib;
+  for (const CsvRow& r : read_csv("device/h200/memory.csv")) mib[r.at("what")] = num(r, "MiB_beyond_reserved");
+  const double measured = mib.at("context+cublas+cudnn");
+  const double reserved = CostParameters{}.cuda_context_GiB * 1024;
+  std::printf("context + cuBLAS + cuDNN: %.0f MiB measured, %.0f MiB reserved by the model\n", measured, reserved);
+  EXPECT_LE(measured, reserved);
+  EXPECT_GE(measured, 0.5 * reserved);
+}
+
+// Whole layers in eager PyTorch (RMSNorm, RoPE, SwiGLU and residuals as
+// separate kernels; FlashAttention-2 through scaled_dot_product_attention)
+// against the cost model's layer time for the same shapes under runtime
+// fsdp (plain PyTorch) with attention_kernel flash2. A layer inside a
+// training step is never faster than the same layer timed alone: the model
+// prices it at 1.10-1.24 times the measurement, most at micro-batch 1,
+// which is the GEMM curve's training_over_isolated share (the first test:
+// 0.83-0.86 of the isolated product at 30-300 GFLOP, 0.93 above). Held:
+// at least the measurement and within 30% of it.
+TEST(DeviceMeasurements, EagerTransformerLayersOnH200AgainstTheModel) {
+  struct Shape {
+    std::string name;
+    ModelSpec model;
+  };
+  ModelSpec gpt;
+  gpt.name = "gpt-h4096";
+  gpt.family = ModelFamily::gpt;
+  gpt.layers = 1;
+  gpt.hidden = 4096;
+  gpt.ffn_hidden = 4 * 4096;
+  gpt.heads = gpt.kv_heads = 32;
+  gpt.vocab = 50257;
+  gpt.seq_len = 2048;
+  gpt.flash_attention = true;
+  gpt.dropout = true;
+  const std::vector<Shape> shapes = {{"llama3-8b", catalog_model("llama3-8b")}, {"gpt-h4096", gpt}};
+  int compared = 0;
+  std::printf("%-10s %3s %10s %10s %10s %10s\n", "layer", "b", "fwd ms", "model", "bwd ms", "model");
+  for (const CsvRow& r : read_csv("device/h200/layer.csv")) {
+    const auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const Shape& s) { return s.name == r.at("layer"); });
+    ASSERT_NE(shape, shapes.end()) << r.at("layer");
+    Problem p;
+    p.model = shape->model;
+    p.model.seq_len = static_cast<int>(num(r, "seq"));
+    p.cluster = ClusterSpec{"one-h200", {make_node_group(catalog_device("h200"), 1, 1)}, 12.5, 20};
+    p.training.seq_len = p.model.seq_len;
+    p.training.precision = Precision::bf16;
+    p.training.runtime = Runtime::fsdp;
+    p.training.attention_kernel = AttentionKernel::flash2;
+    p.training.global_batch = static_cast<int>(num(r, "micro_batch"));
+    const Timing t = CostModel(p).layer_timing(StageShape{0, 1, 1, Recompute::none}, static_cast<int>(num(r, "micro_batch")), 0);
+    const double fwd = num(r, "forward_ms") * 1e-3, bwd = num(r, "backward_ms") * 1e-3;
+    std::printf("%-10s %3.0f %10.2f %10.2f %10.2f %10.2f\n", r.at("layer").c_str(), num(r, "micro_batch"), fwd * 1e3,
+                t.forward_s * 1e3, bwd * 1e3, t.backward_s * 1e3);
+    EXPECT_GE(t.total(), fwd + bwd) << r.at("layer");
+    EXPECT_LE(t.total(), (fwd + bwd) * 1.30) << r.at("layer");
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5);
+}
+
+}  // namespace
+}  // namespace autohaap
