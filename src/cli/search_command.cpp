@@ -197,6 +197,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
   const std::vector<Plan> top = finish_plans(model, result, a.settings.search);
+  if (!result.stop_reason.empty()) std::cout << "\nsearch stopped early: " << result.stop_reason << "\n";
   std::vector<std::pair<std::string, std::string>> extra;
   std::string price_table;
   std::vector<ComparedPlan> compared;

@@ -592,6 +592,10 @@ class SearchDriver {
     set_bound(result.top, stats);
     for (Plan& plan : result.top) plan.search = stats;
     result.status = search_status(!result.top.empty(), stopped_, stopped_ && goal_.load());
+    if (prepared_.skeleton_limit)
+      result.stop_reason = "more than " + std::to_string(search_.max_skeletons) +
+                           " skeletons left after memory-aware initialization (--max-skeletons): the best plan the "
+                           "probes found, proven only by the per-layer rate bound";
     if (result.top.empty()) {
       result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan that "
                                             "fits memory was found"

@@ -1066,10 +1066,18 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 
   if (overflow.load()) {
-    throw InputError("", "search space",
-                     "more than " + std::to_string(options.max_skeletons) +
-                         " skeletons left after memory-aware initialization and the probes' bound",
-                     "at most max_skeletons (raise it, or describe fewer node groups or micro-batch sizes)");
+    // With a plan in hand, the limit ends the initialization as a stop
+    // does: the probes' best is the answer and the rate bound its proof
+    // (every participant agrees: the overflow travels in the rounds).
+    // Without one there is nothing to answer with, and the limit is the
+    // error.
+    if (prepared.probes.empty())
+      throw InputError("", "search space",
+                       "more than " + std::to_string(options.max_skeletons) +
+                           " skeletons left after memory-aware initialization and the probes' bound",
+                       "at most max_skeletons (raise it, or describe fewer node groups or micro-batch sizes)");
+    stopped.store(true);
+    prepared.skeleton_limit = true;
   }
   prepared.stopped = stopped.load();
   std::sort(prepared.skeletons.begin(), prepared.skeletons.end(), by_bound);

@@ -22,6 +22,7 @@ set(_cli_cases
   "default_command_searches|0|status +: found\nmodel +: llama3-8b\ncluster +: mixed-a100-v100.*strategy +: autohaap"
   "search_explain_and_report|0|rule +removed\n.*tp_not_dividing_heads +[0-9]+.*report written to .*best.svg.*status +: found|search|-m|gpt3-1.3b|-c|mixed-h100-a100|--explain|--report|${CMAKE_CURRENT_BINARY_DIR}/best.svg"
   "search_infeasible|3|no feasible plan: .*GiB.*status +: infeasible|search|-m|gpt3-175b|-c|a100x8"
+  "search_skeleton_limit_best_so_far|4|search stopped early: more than 1 skeletons.*--max-skeletons.*status +: time-limit-best-so-far.*gap +: 0[.][0-9]*[1-9]|search|-m|llama3-8b|-c|mixed-h100-a100-v100|--max-skeletons|1"
   "search_bad_report_extension|2|x.png: report file extension: got '.png'|search|--report|x.png"
   "search_unknown_strategy|2|--strategy: alpa not in|search|--strategy|alpa"
   "search_finished_gap_zero|0|status +: found.*bound_s +: [0-9.]+\ngap +: 0.0000\n|search|-m|gpt3-1.3b|-c|mixed-a100-v100"

@@ -613,13 +613,31 @@ TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoun
   EXPECT_GE(checked, 1);
 }
 
-TEST(Search, SkeletonGuardRefusesInsteadOfExhaustingMemory) {
+// The skeleton limit guards memory: once the list passes it, the
+// initialization ends as a stop does, answering with the probes' best plan
+// and the per-layer rate bound as its proof, never a plan better than the
+// whole search's, on any thread count.
+TEST(Search, SkeletonLimitEndsTheInitializationWithTheBestPlanSoFar) {
+  const Problem problem = random_problem(411);
   SearchOptions options;
-  options.threads = 2;
-  options.max_skeletons = 1;
-  EXPECT_THROW(run_search(random_problem(411), options), InputError);
   options.max_skeletons = 0;  // no limit
-  EXPECT_FALSE(run_search(random_problem(411), options).top.empty());
+  const SearchResult full = run_search(problem, options);
+  ASSERT_FALSE(full.top.empty());
+  EXPECT_EQ(full.status, PlanStatus::found);
+  EXPECT_TRUE(full.stop_reason.empty());
+  for (int threads : {1, 2}) {
+    options.threads = threads;
+    options.max_skeletons = 1;
+    const SearchResult limited = run_search(problem, options);
+    ASSERT_FALSE(limited.top.empty()) << threads;
+    EXPECT_EQ(limited.status, PlanStatus::stopped_with_plan) << threads;
+    EXPECT_NE(limited.stop_reason.find("--max-skeletons"), std::string::npos) << limited.stop_reason;
+    const double best = limited.top.front().predicted.iteration_time_s;
+    EXPECT_GE(best, best_time(full) * (1 - 1e-12)) << threads;
+    // The bound proves what it says: at most the whole search's optimum.
+    EXPECT_LE(limited.stats.bound_s, best_time(full) * (1 + 1e-12)) << threads;
+    EXPECT_GT(limited.stats.gap, 0) << threads;
+  }
 }
 
 TEST(Search, InitializationHonoursTheDeadline) {

@@ -99,6 +99,9 @@ struct SearchResult {
   // from it (plan_status.hpp).
   PlanStatus status = PlanStatus::infeasible;
   std::string infeasible_reason;  // set when `top` is empty
+  // Why a stopped search stopped, when not a time limit or an interrupt
+  // (empty otherwise): the skeleton limit.
+  std::string stop_reason;
   std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
   // Cost-model calls below a full plan estimate: stage and layer estimates
   // computed (autohaap: latency-cache misses; metis: its balancer's).
@@ -166,7 +169,10 @@ struct PreparedSearch {
   // per-layer rates alone (no memory, no communication; 0: none): what a
   // search stopped during initialization can still prove.
   double rate_bound_s = 0;
-  bool stopped = false;  // cancel or deadline: `skeletons` is incomplete
+  bool stopped = false;  // cancel, deadline or skeleton limit: `skeletons` is incomplete
+  // Stopped because the list passed max_skeletons while a probe plan was
+  // in hand (without one, prepare_search throws InputError instead).
+  bool skeleton_limit = false;
 };
 
 // Streams the space (enumerate_skeletons): memory is O(kept skeletons), and
