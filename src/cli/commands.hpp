@@ -34,6 +34,7 @@ CLI::App* register_validate_command(CLI::App& app, CommandAction& action);
 CLI::App* register_batch_command(CLI::App& app, CommandAction& action);
 CLI::App* register_report_command(CLI::App& app, CommandAction& action);
 CLI::App* register_export_command(CLI::App& app, CommandAction& action);
+CLI::App* register_device_command(CLI::App& app, CommandAction& action);
 // `default_action` runs when no subcommand was given: a search on the built-in default.
 CLI::App* register_search_command(CLI::App& app, CommandAction& action, CommandAction& default_action);
 

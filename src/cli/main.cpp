@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
 
   // Every command: (subcommand, action to run when it was chosen).
-  std::vector<std::pair<CLI::App*, CommandAction>> commands(6);
+  std::vector<std::pair<CLI::App*, CommandAction>> commands(7);
   CommandAction default_action;
   commands[0].first = register_search_command(app, commands[0].second, default_action);
   commands[1].first = register_estimate_command(app, commands[1].second);
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   commands[3].first = register_report_command(app, commands[3].second);
   commands[4].first = register_export_command(app, commands[4].second);
   commands[5].first = register_batch_command(app, commands[5].second);
+  commands[6].first = register_device_command(app, commands[6].second);
 
   try {
     app.parse(argc, argv);

@@ -118,7 +118,7 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     w.ops[1] = {"attn_core", flops, bytes, flops};
     w.ops[1].cuda_cores = !flash && !attention_on_tensor_cores(m, x);
     if (flash) {
-      w.ops[1].backward_ratio = 2.5;
+      w.ops[1].backward_ratio = kFusedAttentionBackwardRatio;
       w.ops[1].fused_attention = true;
       // FlashAttention-2's throughput rises with the sequence a kernel
       // sees, about as L / (L + 300) (Dao 2023, Fig. 4: causal, head dim

@@ -152,13 +152,6 @@ const ArchitectureProfile& profile_of(Architecture a) {
   return kArchitectures[2];  // unreachable: every enumerator has a row
 }
 
-// Efficiency in training over the isolated kernel's: the reference curve's
-// ceiling (end-to-end, fitted on A100 runs) over the A100's largest GEMM.
-// Attention kernels lose the same share to the rest of a training step.
-double training_over_isolated() {
-  return kReferenceGemmEfficiency.back().efficiency / profile_of(Architecture::ampere).gemm_peak_fraction;
-}
-
 DeviceSpec to_device(const DeviceRow& r) {
   DeviceSpec d;
   d.name = r.name;
@@ -344,6 +337,12 @@ TrainingSpec llama3_h100_fp8_megatron() {
 // ------------------------------------------------------------ architectures
 
 const ArchitectureProfile& architecture_profile(Architecture a) { return profile_of(a); }
+
+// Attention kernels lose the same share to the rest of a training step as
+// GEMMs do.
+double training_over_isolated() {
+  return kReferenceGemmEfficiency.back().efficiency / profile_of(Architecture::ampere).gemm_peak_fraction;
+}
 
 std::vector<std::string> architecture_names() {
   std::vector<std::string> out;

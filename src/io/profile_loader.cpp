@@ -9,25 +9,11 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/spec_loader.hpp"
+#include "csv_cells.hpp"
 
 namespace autohaap {
-namespace {
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) {
-    while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\r')) cell.pop_back();
-    while (!cell.empty() && cell.front() == ' ') cell.erase(cell.begin());
-    cells.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-
-}  // namespace
+using detail::split_csv_line;
 
 void add_profile_csv(ProfileTable& table, const std::string& path) {
   const std::string text = read_file(path);

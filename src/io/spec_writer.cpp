@@ -20,7 +20,8 @@ void put(DocumentWriter& out, const char* key, const std::string& v) {
   out.value(v);
 }
 
-// The keys of a device file, written inline in its group.
+}  // namespace
+
 void write_device(DocumentWriter& out, const DeviceSpec& d) {
   put(out, "name", d.name);
   put(out, "architecture", std::string(to_string(d.architecture)));
@@ -49,8 +50,6 @@ void write_device(DocumentWriter& out, const DeviceSpec& d) {
   put(out, "pcie_GBps", d.pcie_GBps);
   put(out, "nic_GBps", d.nic_GBps);
 }
-
-}  // namespace
 
 void write_model(DocumentWriter& out, const ModelSpec& m) {
   put(out, "name", m.name);

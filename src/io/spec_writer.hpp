@@ -10,12 +10,15 @@
 #pragma once
 
 #include "autohaap/specs/cluster.hpp"
+#include "autohaap/specs/device.hpp"
 #include "autohaap/specs/model.hpp"
 #include "autohaap/specs/training.hpp"
 #include "document_writer.hpp"
 
 namespace autohaap::detail {
 
+// The keys of a device file (what read back gives the very spec).
+void write_device(DocumentWriter& out, const DeviceSpec& device);
 void write_model(DocumentWriter& out, const ModelSpec& model);
 void write_cluster(DocumentWriter& out, const ClusterSpec& cluster);
 void write_training(DocumentWriter& out, const TrainingSpec& training);

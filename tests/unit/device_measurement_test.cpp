@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +26,10 @@
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/cost/layer_work.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/io/device_measurements.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "csv_table.hpp"
 
 namespace autohaap {
@@ -254,6 +259,106 @@ TEST(DeviceMeasurements, EagerTransformerLayersOnH200AgainstTheModel) {
     ++compared;
   }
   EXPECT_EQ(compared, 5);
+}
+
+std::string h200_folder() { return std::string(AUTOHAAP_TEST_DATA_DIR) + "/device/h200"; }
+
+// What `autohaap device --measured` reads of the H200's folder, checked
+// against the same CSV summed up by hand (a script outside the library):
+// the largest BF16 product of any shape is 729.6 TFLOP/s (0.7374 of
+// 989.4); the transformer-shaped products from 10 GFLOP up fall in four
+// decades of 27, 72, 54 and 9 products (the 100 TFLOP decade has 2: too
+// few), with medians 34.36, 274.88, 2199.02 and 35184.37 GFLOP at 0.6460,
+// 0.6829, 0.6813 and 0.6912 of peak; each is scaled by 0.7374 / 0.6912 so
+// the largest decade sits at the largest product.
+TEST(DeviceMeasurements, TheH200FolderReadsAsTheCatalogsConvention) {
+  const DeviceMeasurements m = read_device_measurements(h200_folder(), catalog_device("h200"));
+  EXPECT_NEAR(m.largest, 0.73742, 1e-5);
+  EXPECT_EQ(m.gemm_products, 27 + 72 + 54 + 9);
+  const double scale = 0.73742 / 0.69123;
+  const std::vector<EfficiencyPoint> expected = {
+      {34.359738, 0.64600 * scale}, {274.8779065, 0.68290 * scale}, {2199.023256, 0.68135 * scale}, {35184.372089, 0.73742}};
+  ASSERT_EQ(m.gemm.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(m.gemm[i].gemm_gflop, expected[i].gemm_gflop, 1e-6) << i;
+    EXPECT_NEAR(m.gemm[i].efficiency, expected[i].efficiency, 2e-5) << i;
+  }
+  // The attention and streaming figures the tests above print.
+  EXPECT_NEAR(m.flash2_forward, 0.329, 0.001);
+  EXPECT_NEAR(m.flash2_backward, 0.273, 0.001);
+  EXPECT_NEAR(m.flash3_forward, 0.606, 0.001);
+  EXPECT_NEAR(m.flash3_backward, 0.501, 0.001);
+  EXPECT_NEAR(m.memory_efficiency, 0.748, 0.001);
+}
+
+// The device file: every measured figure times what training keeps of an
+// isolated kernel; below the smallest measured size the base curve's shape,
+// scaled to meet the measurement; everything else the base's. Written and
+// read back, it is the same device.
+TEST(DeviceMeasurements, CalibratedDeviceCarriesTheMeasurementInTrainingTerms) {
+  const DeviceSpec base = catalog_device("h200");
+  const DeviceMeasurements m = read_device_measurements(h200_folder(), base);
+  const DeviceSpec d = calibrated_device(base, m, "h200-measured");
+  const double share = training_over_isolated();
+  EXPECT_EQ(d.name, "h200-measured");
+  EXPECT_EQ(d.memory_GiB, base.memory_GiB);
+  EXPECT_EQ(d.peak_tflops, base.peak_tflops);
+  for (const EfficiencyPoint& p : m.gemm) EXPECT_NEAR(gemm_efficiency(d, p.gemm_gflop), p.efficiency * share, 1e-12);
+  const double first = m.gemm.front().gemm_gflop;
+  const double scale = m.gemm.front().efficiency * share / gemm_efficiency(base, first);
+  for (const EfficiencyPoint& p : base.gemm_efficiency)
+    if (p.gemm_gflop < first) EXPECT_NEAR(gemm_efficiency(d, p.gemm_gflop), p.efficiency * scale, 1e-12);
+  EXPECT_NEAR(d.attention_forward_efficiency, m.flash2_forward * share, 1e-12);
+  EXPECT_NEAR(d.attention_backward_efficiency, m.flash2_backward * share, 1e-12);
+  EXPECT_NEAR(d.flash3_forward_efficiency, m.flash3_forward * share, 1e-12);
+  EXPECT_NEAR(d.flash3_backward_efficiency, m.flash3_backward * share, 1e-12);
+  EXPECT_EQ(d.memory_efficiency, m.memory_efficiency);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "autohaap-h200-measured.yaml").string();
+  write_device_file(d, path);
+  const DeviceSpec back = load_device(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.name, d.name);
+  ASSERT_EQ(back.gemm_efficiency.size(), d.gemm_efficiency.size());
+  for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
+    EXPECT_EQ(back.gemm_efficiency[i].gemm_gflop, d.gemm_efficiency[i].gemm_gflop);
+    EXPECT_EQ(back.gemm_efficiency[i].efficiency, d.gemm_efficiency[i].efficiency);
+  }
+  EXPECT_EQ(back.flash3_backward_efficiency, d.flash3_backward_efficiency);
+  EXPECT_EQ(back.memory_efficiency, d.memory_efficiency);
+}
+
+// Bad folders are refused by name: no such folder, no gemm.csv, a header
+// without the columns, a bad cell (file, row and column named), too few
+// products, and a base that is not the GPU measured (the efficiencies come
+// out above its peak).
+TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
+  namespace fs = std::filesystem;
+  const DeviceSpec h200 = catalog_device("h200");
+  const fs::path dir = fs::temp_directory_path() / "autohaap-bad-measurements";
+  fs::remove_all(dir);
+  auto refused = [&](const std::string& folder, const DeviceSpec& d, const std::string& needle) {
+    try {
+      read_device_measurements(folder, d);
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused(dir.string(), h200, "a folder written by scripts/device/measure.sh");
+  fs::create_directories(dir);
+  refused(dir.string(), h200, "gemm.csv");
+  auto write = [&](const std::string& text) { std::ofstream(dir / "gemm.csv") << text; };
+  write("dtype,role,gflop\n");
+  refused(dir.string(), h200, "header: got 'dtype,role,gflop'; allowed: a header naming dtype,role,gflop,ms");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,abc\n");
+  refused(dir.string(), h200, "gemm.csv: row 2.ms: got 'abc'");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\n");
+  refused(dir.string(), h200, "at least 3 transformer-shaped bf16 products");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\n");
+  EXPECT_EQ(read_device_measurements(dir.string(), h200).gemm.size(), 1u);
+  refused(dir.string(), catalog_device("v100-32gb"), "is --base the GPU that was measured?");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -33,10 +33,9 @@ struct OpWork {
   double gemm_flops = 0;   // size of one GEMM of this op (sets its efficiency); 0 = not a GEMM
   // Work of the backward pass over the forward's. A GEMM's backward is two
   // GEMMs of the same size (input and weight gradients): 2. Fused (flash)
-  // attention's backward recomputes the scores: 5 matrix products against
-  // the forward's 2, i.e. 2.5 (Dao 2023, "FlashAttention-2", Sec. 3.2).
-  // Element-wise kernels read the output gradient and the saved input and
-  // write the input gradient: about twice the forward's bytes.
+  // attention's backward: kFusedAttentionBackwardRatio. Element-wise
+  // kernels read the output gradient and the saved input and write the
+  // input gradient: about twice the forward's bytes.
   double backward_ratio = 2.0;
   bool fused_attention = false;  // priced at the device's attention-kernel efficiency
   // Fused attention run in blocks shorter than the sequence (context
@@ -66,6 +65,11 @@ struct LayerWork {
 
 // The batch a layer processes: `sequences` per replica, each seq_len long,
 // split over `tp` GPUs, and over `cp` GPUs along the sequence.
+// Fused (flash) attention's backward recomputes the scores: 5 matrix
+// products against the forward's 2 (Dao 2023, "FlashAttention-2",
+// Sec. 3.2).
+inline constexpr double kFusedAttentionBackwardRatio = 2.5;
+
 struct BatchShape {
   double sequences = 1;
   int seq_len = 0;

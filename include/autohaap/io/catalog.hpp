@@ -69,6 +69,12 @@ std::optional<Architecture> parse_architecture(const std::string& name);
 std::vector<EfficiencyPoint> architecture_gemm_curve(Architecture a, double peak_tflops);
 // Sets every efficiency figure of `d` to its architecture's defaults.
 void apply_architecture_defaults(DeviceSpec& d);
+// What a kernel keeps of its isolated efficiency inside a training step:
+// the reference curve's ceiling (end-to-end, fitted on A100 runs) over the
+// A100's largest isolated GEMM. Every efficiency a device spec carries is
+// an isolated figure times this (the catalog's, and those a device's own
+// measurements give: io/device_measurements.hpp).
+double training_over_isolated();
 
 // Achievable fraction of HBM bandwidth for streaming (element-wise) kernels.
 inline constexpr double kDefaultMemoryEfficiency = 0.8;

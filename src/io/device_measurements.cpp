@@ -1,0 +1,211 @@
+#include "autohaap/io/device_measurements.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "autohaap/cost/layer_work.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/catalog.hpp"
+#include "autohaap/io/spec_loader.hpp"
+#include "csv_cells.hpp"
+#include "document_writer.hpp"
+#include "spec_writer.hpp"
+
+namespace autohaap {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One measurement table: its header's columns by name, then rows; every
+// cell a caller asks for is checked where it is read.
+class MeasurementTable {
+ public:
+  MeasurementTable(std::string path, const std::vector<std::string>& required) : path_(std::move(path)) {
+    std::istringstream in(read_file(path_));
+    std::string line;
+    std::string expected;
+    for (const std::string& c : required) expected += (expected.empty() ? "" : ",") + c;
+    if (!std::getline(in, line)) throw InputError(path_, "header", "(empty file)", "a header naming " + expected);
+    const std::vector<std::string> header = detail::split_csv_line(line);
+    for (std::size_t i = 0; i < header.size(); ++i) columns_[header[i]] = i;
+    for (const std::string& c : required)
+      if (!columns_.count(c)) throw InputError(path_, "header", line, "a header naming " + expected);
+    int row = 1;
+    while (std::getline(in, line)) {
+      ++row;
+      if (line.empty() || line == "\r" || line[0] == '#') continue;
+      std::vector<std::string> cells = detail::split_csv_line(line);
+      if (cells.size() != header.size())
+        throw InputError(path_, "row " + std::to_string(row), line,
+                         std::to_string(header.size()) + " comma-separated cells, as the header");
+      rows_.push_back({row, std::move(cells)});
+    }
+  }
+
+  std::size_t size() const { return rows_.size(); }
+  const std::string& text(std::size_t r, const std::string& column) const {
+    return rows_[r].cells[columns_.at(column)];
+  }
+  // A finite number in (low, high]: times and sizes are positive.
+  double number(std::size_t r, const std::string& column, double low, double high, const char* allowed) const {
+    const std::string& s = text(r, column);
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(s, &used);
+      if (used == s.size() && v > low && v <= high) return v;
+    } catch (const std::exception&) {
+    }
+    throw InputError(path_, "row " + std::to_string(rows_[r].line) + "." + column, s, allowed);
+  }
+
+ private:
+  struct Row {
+    int line;
+    std::vector<std::string> cells;
+  };
+  std::string path_;
+  std::map<std::string, std::size_t> columns_;
+  std::vector<Row> rows_;
+};
+
+constexpr double kMaxMs = 1e9;        // a kernel of over 11 days is no measurement
+constexpr double kMaxGflop = 1e12;
+constexpr double kMaxBytes = 1e18;
+constexpr double kMaxCount = 1e9;     // batch, heads, tokens, head dim
+constexpr const char* kPositiveMs = "a number of milliseconds above 0 and at most 1e9";
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// An efficiency above the peak is a mistyped peak or a broken timing, not
+// a measurement to build on.
+void check_fraction(double f, const std::string& file, const std::string& what) {
+  if (!(f > 0 && f <= 1))
+    throw InputError(file, what, std::to_string(f),
+                     "a fraction of the device's peak in (0, 1]: is --base the GPU that was measured?");
+}
+
+void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements& out) {
+  const MeasurementTable t(path, {"dtype", "role", "gflop", "ms"});
+  const std::string dtype = d.has_bf16 ? "bf16" : "fp16";
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> decades;  // decade -> (gflop, efficiency)
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    if (t.text(r, "dtype") != dtype) continue;
+    const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");
+    const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
+    const double efficiency = gflop * 1e9 / (ms * 1e-3) / (d.peak_tflops * 1e12);
+    out.largest = std::max(out.largest, efficiency);
+    if (gflop < 10 || t.text(r, "role") == "square") continue;
+    auto& [sizes, efficiencies] = decades[static_cast<int>(std::floor(std::log10(gflop)))];
+    sizes.push_back(gflop);
+    efficiencies.push_back(efficiency);
+  }
+  check_fraction(out.largest, path, "largest " + dtype + " product's efficiency");
+  for (const auto& [decade, v] : decades) {
+    if (static_cast<int>(v.first.size()) < kMinProductsPerDecade) continue;
+    out.gemm.push_back({median(v.first), median(v.second)});
+    out.gemm_products += static_cast<int>(v.first.size());
+  }
+  if (out.gemm.empty())
+    throw InputError(path, "dtype", dtype,
+                     "at least " + std::to_string(kMinProductsPerDecade) + " transformer-shaped " + dtype +
+                         " products (role other than square) of one size decade from 10 GFLOP up");
+  // The catalog's convention: the largest product at the top of the curve,
+  // each decade's median relative to the largest decade's beneath it.
+  const double top = out.gemm.back().efficiency;
+  for (EfficiencyPoint& p : out.gemm) p.efficiency = std::min(1.0, p.efficiency * out.largest / top);
+}
+
+void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurements& out) {
+  const MeasurementTable t(
+      path, {"backend", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "forward_ms", "backward_ms"});
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_backend;
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    const std::string& backend = t.text(r, "backend");
+    if (backend != "flash" && backend != "cudnn") continue;
+    auto count = [&](const char* c) { return t.number(r, c, 0, kMaxCount, "a count above 0 and at most 1e9"); };
+    const double batch = count("batch"), heads = count("heads"), kv = count("kv_heads"), seq = count("seq"),
+                 head_dim = count("head_dim");
+    if (t.text(r, "causal") != "1" || head_dim != 128 || seq < 2048 || kv != heads) continue;
+    const double fwd = t.number(r, "forward_ms", 0, kMaxMs, kPositiveMs);
+    const double bwd = t.number(r, "backward_ms", 0, kMaxMs, kPositiveMs);
+    const double executed = 0.5 * 4 * batch * seq * seq * heads * head_dim;  // causal: half the dense count
+    auto& [f, b] = by_backend[backend];
+    f.push_back(executed / (fwd * 1e-3) / (d.peak_tflops * 1e12));
+    b.push_back(kFusedAttentionBackwardRatio * executed / (bwd * 1e-3) / (d.peak_tflops * 1e12));
+  }
+  for (const auto& [backend, v] : by_backend) {
+    const double f = median(v.first), b = median(v.second);
+    check_fraction(f, path, backend + " forward");
+    check_fraction(b, path, backend + " backward");
+    (backend == "flash" ? out.flash2_forward : out.flash3_forward) = f;
+    (backend == "flash" ? out.flash2_backward : out.flash3_backward) = b;
+  }
+}
+
+void read_elementwise(const std::string& path, const DeviceSpec& d, DeviceMeasurements& out) {
+  const MeasurementTable t(path, {"kernel", "bytes", "ms"});
+  std::vector<double> fractions;
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    const double bytes = t.number(r, "bytes", 0, kMaxBytes, "a byte count above 0 and at most 1e18");
+    fractions.push_back(bytes / (t.number(r, "ms", 0, kMaxMs, kPositiveMs) * 1e-3) / (d.hbm_GBps * 1e9));
+  }
+  if (fractions.empty()) return;
+  out.memory_efficiency = median(fractions);
+  check_fraction(out.memory_efficiency, path, "median fraction of hbm_GBps");
+}
+
+}  // namespace
+
+DeviceMeasurements read_device_measurements(const std::string& folder, const DeviceSpec& device) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError(folder, "", folder, "a folder written by scripts/device/measure.sh (gemm.csv, attention.csv, "
+                                         "elementwise.csv)");
+  DeviceMeasurements m;
+  read_gemm((fs::path(folder) / "gemm.csv").string(), device, m);
+  for (const auto& [file, read] : {std::pair{"attention.csv", &read_attention}, std::pair{"elementwise.csv", &read_elementwise}}) {
+    const fs::path path = fs::path(folder) / file;
+    if (fs::exists(path, ec)) read(path.string(), device, m);
+  }
+  return m;
+}
+
+DeviceSpec calibrated_device(const DeviceSpec& base, const DeviceMeasurements& measured, const std::string& name) {
+  DeviceSpec d = base;
+  d.name = name;
+  const double share = training_over_isolated();
+  // Below the smallest measured size: the base curve's shape, scaled to
+  // meet the measurement there.
+  const EfficiencyPoint& first = measured.gemm.front();
+  const double scale = first.efficiency * share / gemm_efficiency(base, first.gemm_gflop);
+  std::vector<EfficiencyPoint> curve;
+  for (const EfficiencyPoint& p : base.gemm_efficiency)
+    if (p.gemm_gflop < first.gemm_gflop) curve.push_back({p.gemm_gflop, std::min(1.0, p.efficiency * scale)});
+  for (const EfficiencyPoint& p : measured.gemm) curve.push_back({p.gemm_gflop, p.efficiency * share});
+  d.gemm_efficiency = std::move(curve);
+  if (measured.flash2_forward > 0) {
+    d.attention_forward_efficiency = measured.flash2_forward * share;
+    d.attention_backward_efficiency = measured.flash2_backward * share;
+  }
+  if (measured.flash3_forward > 0) {
+    d.flash3_forward_efficiency = measured.flash3_forward * share;
+    d.flash3_backward_efficiency = measured.flash3_backward * share;
+  }
+  if (measured.memory_efficiency > 0) d.memory_efficiency = measured.memory_efficiency;
+  check_device(d, "calibrated device " + name);
+  return d;
+}
+
+void write_device_file(const DeviceSpec& device, const std::string& path) {
+  write_file_atomically(path, detail::yaml_document([&](detail::DocumentWriter& out) { detail::write_device(out, device); }));
+}
+
+}  // namespace autohaap
