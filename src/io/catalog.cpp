@@ -44,7 +44,7 @@ namespace {
 // - MI250X is listed per module (two GCDs; software sees two devices of
 //   64 GB and half the peak each).
 // - architecture: the GPU generation, which sets the efficiency figures
-//   (kArchitectures below).
+//   (architectures() below).
 // - nic_GBps: the per-GPU share of the NICs of the node the device usually
 //   comes in, per direction: DGX A100 8 x 200 Gb/s HDR -> 25; DGX/HGX H100
 //   and H200 8 x 400 Gb/s NDR -> 50 (GH200: one 400 Gb/s NIC per superchip);
@@ -104,10 +104,11 @@ constexpr DeviceRow kDevices[] = {
 //   turing  T4         plateau of the sweep, power-limited      -> 0.64
 //   ampere  A100 SXM   best shape 271.2 of 312                  -> 0.87
 //   ada     L40S       best square 269.2 of 362                 -> 0.74
-//   hopper  H100 SXM   best shape 794.5 of 989.4 (H200: 790.3)  -> 0.80
-//           (measured here on an H200, tests/data/device/h200: 8192^3
-//           712-793 by data and run; transformer-shaped products a median
-//           0.93 of it above 100 GFLOP)
+//   hopper  H100 SXM   best shape 794.5 of 989.4 (H200: 790.3), a best
+//           case: measured on an H200 (tests/data/device/h200) the same
+//           8192^3 product spans 712-793 by data and run; the largest of
+//           the measured sweep the curve comes from (measured_gemm below)
+//           729.6                                          -> 0.737
 //   cdna2   MI250X     best shape 147.0 of 191.5 per GCD        -> 0.77
 //   cdna3   MI300X     568-782 of 1307 by ROCm version          -> 0.56
 // attention_*_efficiency: FlashAttention-2 (head dim 128, causal, 2k-8k
@@ -135,21 +136,40 @@ constexpr DeviceRow kDevices[] = {
 // both measured figures NeMo's and Megatron-Bridge's H100 runs and
 // llm-foundry's FA2 and Triton H100 runs all move toward their measured
 // times (tests/data/measured_runs.csv)                         -> 0.61 / 0.50
-constexpr ArchitectureProfile kArchitectures[] = {
-    // architecture           name     gemm   attn fwd  attn bwd  fa3 fwd  fa3 bwd
-    {Architecture::volta,  "volta",  0.77, 0.30, 0.22, 0, 0},
-    {Architecture::turing, "turing", 0.64, 0.35, 0.25, 0, 0},
-    {Architecture::ampere, "ampere", 0.87, 0.65, 0.52, 0, 0},
-    {Architecture::ada,    "ada",    0.74, 0.55, 0.42, 0, 0},
-    {Architecture::hopper, "hopper", 0.80, 0.33, 0.27, 0.61, 0.50},
-    {Architecture::cdna2,  "cdna2",  0.77, 0.35, 0.25, 0, 0},
-    {Architecture::cdna3,  "cdna3",  0.56, 0.40, 0.30, 0, 0},
-};
+// measured_gemm: Hopper's GEMMs measured on an H200 (tests/data/device/
+// h200/gemm.csv: 909 cuBLASLt products, 162 of them transformer-shaped
+// BF16 from 10 GFLOP up), read as io/device_measurements.hpp reads them:
+// the largest product (729.6 TFLOP/s, 0.737) at the top, each decade's
+// median relative to the largest decade's beneath it. The same GH100
+// compute at the same clocks in every Hopper part; a part with another
+// peak reads the curve shifted by the peak ratio. With it the 89 published
+// H100 runs of tests/data/measured_runs.csv come out at a median of +0.7%
+// (llm-foundry's 77: -5.0 -> +0.3%; NeMo's 9 FP8 runs +0.5% either way)
+// where the reference curve scaled to the published best shape (0.80)
+// gave -3.9%;
+// the best shape is a best case (the same 8192^3 product spans 0.72-0.80
+// by data and run here). DeviceMeasurements.TheCatalogsHopperCurveIs-
+// TheH200Measurement keeps these numbers equal to the reader's.
+const std::vector<ArchitectureProfile>& architectures() {
+  static const std::vector<ArchitectureProfile> rows = {
+      // architecture           name     gemm   attn fwd  attn bwd  fa3 fwd  fa3 bwd
+      {Architecture::volta,  "volta",  0.77, 0.30, 0.22, 0, 0, {}, 0},
+      {Architecture::turing, "turing", 0.64, 0.35, 0.25, 0, 0, {}, 0},
+      {Architecture::ampere, "ampere", 0.87, 0.65, 0.52, 0, 0, {}, 0},
+      {Architecture::ada,    "ada",    0.74, 0.55, 0.42, 0, 0, {}, 0},
+      {Architecture::hopper, "hopper", 0.737, 0.33, 0.27, 0.61, 0.50,
+       {{34.359738, 0.689162}, {274.8779065, 0.728527}, {2199.023256, 0.726876}, {35184.372089, 0.737421}},
+       989.4},
+      {Architecture::cdna2,  "cdna2",  0.77, 0.35, 0.25, 0, 0, {}, 0},
+      {Architecture::cdna3,  "cdna3",  0.56, 0.40, 0.30, 0, 0, {}, 0},
+  };
+  return rows;
+}
 
 const ArchitectureProfile& profile_of(Architecture a) {
-  for (const auto& p : kArchitectures)
+  for (const auto& p : architectures())
     if (p.architecture == a) return p;
-  return kArchitectures[2];  // unreachable: every enumerator has a row
+  return architectures()[2];  // unreachable: every enumerator has a row
 }
 
 DeviceSpec to_device(const DeviceRow& r) {
@@ -346,22 +366,40 @@ double training_over_isolated() {
 
 std::vector<std::string> architecture_names() {
   std::vector<std::string> out;
-  for (const auto& p : kArchitectures) out.emplace_back(p.name);
+  for (const auto& p : architectures()) out.emplace_back(p.name);
   return out;
 }
 
 std::optional<Architecture> parse_architecture(const std::string& name) {
-  for (const auto& p : kArchitectures)
+  for (const auto& p : architectures())
     if (name == p.name) return p.architecture;
   return std::nullopt;
 }
 
 std::vector<EfficiencyPoint> architecture_gemm_curve(Architecture a, double peak_tflops) {
-  const double scale = profile_of(a).gemm_peak_fraction / profile_of(Architecture::ampere).gemm_peak_fraction;
+  const ArchitectureProfile& profile = profile_of(a);
+  const double scale = profile.gemm_peak_fraction / profile_of(Architecture::ampere).gemm_peak_fraction;
   const double shift = peak_tflops / kReferencePeakTflops;
   std::vector<EfficiencyPoint> curve;
   for (const EfficiencyPoint& p : kReferenceGemmEfficiency)
     curve.push_back({p.gemm_gflop * shift, std::min(1.0, p.efficiency * scale)});
+  if (profile.measured_gemm.empty()) return curve;
+  std::vector<EfficiencyPoint> measured = profile.measured_gemm;
+  for (EfficiencyPoint& p : measured) p.gemm_gflop *= peak_tflops / profile.measured_at_tflops;
+  return measured_gemm_curve(measured, curve);
+}
+
+std::vector<EfficiencyPoint> measured_gemm_curve(const std::vector<EfficiencyPoint>& isolated,
+                                                 const std::vector<EfficiencyPoint>& below) {
+  const double share = training_over_isolated();
+  const EfficiencyPoint& first = isolated.front();
+  DeviceSpec shape;
+  shape.gemm_efficiency = below;
+  const double scale = first.efficiency * share / gemm_efficiency(shape, first.gemm_gflop);
+  std::vector<EfficiencyPoint> curve;
+  for (const EfficiencyPoint& p : below)
+    if (p.gemm_gflop < first.gemm_gflop) curve.push_back({p.gemm_gflop, std::min(1.0, p.efficiency * scale)});
+  for (const EfficiencyPoint& p : isolated) curve.push_back({p.gemm_gflop, std::min(1.0, p.efficiency * share)});
   return curve;
 }
 

@@ -182,15 +182,7 @@ DeviceSpec calibrated_device(const DeviceSpec& base, const DeviceMeasurements& m
   DeviceSpec d = base;
   d.name = name;
   const double share = training_over_isolated();
-  // Below the smallest measured size: the base curve's shape, scaled to
-  // meet the measurement there.
-  const EfficiencyPoint& first = measured.gemm.front();
-  const double scale = first.efficiency * share / gemm_efficiency(base, first.gemm_gflop);
-  std::vector<EfficiencyPoint> curve;
-  for (const EfficiencyPoint& p : base.gemm_efficiency)
-    if (p.gemm_gflop < first.gemm_gflop) curve.push_back({p.gemm_gflop, std::min(1.0, p.efficiency * scale)});
-  for (const EfficiencyPoint& p : measured.gemm) curve.push_back({p.gemm_gflop, p.efficiency * share});
-  d.gemm_efficiency = std::move(curve);
+  d.gemm_efficiency = measured_gemm_curve(measured.gemm, base.gemm_efficiency);
   if (measured.flash2_forward > 0) {
     d.attention_forward_efficiency = measured.flash2_forward * share;
     d.attention_backward_efficiency = measured.flash2_backward * share;

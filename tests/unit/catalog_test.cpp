@@ -68,15 +68,27 @@ TEST(Catalog, ArchitectureCurvesDeriveFromTheReference) {
     EXPECT_DOUBLE_EQ(a100.gemm_efficiency[i].gemm_gflop, kReferenceGemmEfficiency[i].gemm_gflop);
     EXPECT_DOUBLE_EQ(a100.gemm_efficiency[i].efficiency, kReferenceGemmEfficiency[i].efficiency);
   }
-  // H100: the same duration reaches the same fraction, so a GEMM 989.4/312
+  // L40S: the same duration reaches the same fraction, so a GEMM 362.05/312
   // times larger sits where the A100's did, scaled by the ratio of the
   // generations' largest-GEMM fractions.
-  const DeviceSpec h100 = catalog_device("h100-sxm");
-  const double k = 989.4 / 312;
-  const double ratio = architecture_profile(Architecture::hopper).gemm_peak_fraction /
+  const DeviceSpec l40s = catalog_device("l40s");
+  const double k = 362.05 / 312;
+  const double ratio = architecture_profile(Architecture::ada).gemm_peak_fraction /
                        architecture_profile(Architecture::ampere).gemm_peak_fraction;
   for (double gflop : {0.05, 3.0, 40.0, 2000.0})
-    EXPECT_NEAR(gemm_efficiency(h100, gflop * k), gemm_efficiency(a100, gflop) * ratio, 1e-12) << gflop;
+    EXPECT_NEAR(gemm_efficiency(l40s, gflop * k), gemm_efficiency(a100, gflop) * ratio, 1e-12) << gflop;
+  // Hopper was measured: from the smallest measured size up its curve is
+  // the measured points times the training share; below, the derived
+  // curve's shape scaled to meet them; a Hopper part with another peak
+  // (H100 PCIe) reads the same curve shifted by the peak ratio.
+  const DeviceSpec h100 = catalog_device("h100-sxm");
+  const ArchitectureProfile& hopper = architecture_profile(Architecture::hopper);
+  ASSERT_FALSE(hopper.measured_gemm.empty());
+  for (const EfficiencyPoint& p : hopper.measured_gemm)
+    EXPECT_NEAR(gemm_efficiency(h100, p.gemm_gflop), p.efficiency * training_over_isolated(), 1e-12) << p.gemm_gflop;
+  const DeviceSpec pcie = catalog_device("h100-pcie");
+  for (double gflop : {0.05, 3.0, 40.0, 2000.0, 1e5})
+    EXPECT_NEAR(gemm_efficiency(pcie, gflop * 756 / 989.4), gemm_efficiency(h100, gflop), 1e-12) << gflop;
   // At one size the faster device is less efficient (shorter kernel).
   EXPECT_LT(gemm_efficiency(h100, 10), gemm_efficiency(a100, 10));
   EXPECT_EQ(parse_architecture("hopper"), Architecture::hopper);

@@ -80,10 +80,11 @@ constexpr int kFirstDecade = 1;
 
 // The cost model prices a training GEMM on the architecture's curve, which
 // is the isolated product's efficiency times what end-to-end training keeps
-// of it (training_over_isolated, fitted on A100 runs). Measured alone on an
-// H200, transformer-shaped products reach a median of 0.55 of the BF16
-// peak at 10-100 GFLOP and 0.66-0.70 above: the priced curve sits at
-// 0.84-0.93 of that, never above. The same holds for TF32.
+// of it (training_over_isolated, fitted on A100 runs). Hopper's curve is
+// this sweep (catalog.cpp measured_gemm): transformer-shaped BF16 products
+// reach a median of 0.65 of the peak at 30 GFLOP and 0.68-0.69 above, and
+// the priced curve sits at 0.86 of each decade, never above. The same
+// holds for FP16 and TF32, read on the BF16 curve by their peaks.
 TEST(DeviceMeasurements, H200TrainingGemmsArePricedBelowTheSameProductsMeasuredAlone) {
   const DeviceSpec h200 = catalog_device("h200");
   std::printf("%-5s %9s %5s %10s %10s %8s\n", "dtype", "GFLOP", "n", "measured", "priced", "ratio");
@@ -100,11 +101,12 @@ TEST(DeviceMeasurements, H200TrainingGemmsArePricedBelowTheSameProductsMeasuredA
         // FP8 products reach 0.90-0.93 of BF16's fraction of their peak
         // here (median 0.62 against 0.69 at 1-10 TFLOP; 8192^3: 0.67
         // against 0.73), where the catalog reads FP8 on the BF16 curve
-        // (device.hpp, gemm_efficiency_at). Applying the measured 0.92 moves
-        // NeMo's nine FP8 Llama runs (tests/data/measured_runs.csv) from a
-        // median error of +0.7% to +6.5% and Megatron-Bridge's from +13.6%
-        // to +18.6%: Transformer Engine's FP8 linears in training do not
-        // lose what an isolated cuBLASLt product does, so it is not applied.
+        // (device.hpp, gemm_efficiency_at). Applying the measured 0.92
+        // (tried on the catalog's earlier Hopper curve) moved NeMo's nine
+        // FP8 Llama runs (tests/data/measured_runs.csv) from a median error
+        // of +0.7% to +6.5% and Megatron-Bridge's from +13.6% to +18.6%:
+        // Transformer Engine's FP8 linears in training do not lose what an
+        // isolated cuBLASLt product does, so it is not applied.
         // What is held: the priced FP8 curve is within 15% of the isolated
         // products and at least 75% of them.
         EXPECT_LE(ratio, 1.15) << dtype << " " << g << " GFLOP";
@@ -117,13 +119,12 @@ TEST(DeviceMeasurements, H200TrainingGemmsArePricedBelowTheSameProductsMeasuredA
 }
 
 // The architecture's GEMM ceiling is the largest dense BF16 product over
-// the peak (catalog.cpp: 794.5 of 989.4 on H100, 790.3 on H200, best of a
-// shape sweep). Here the largest of every BF16 product measured, through
-// cuBLASLt and through PyTorch, with normal and uniform data, is within 5%
-// of it. Run to run and by data the same 8192^3 product spans 712-793
-// TFLOP/s (0.72-0.80): the ceiling is a best case, the typical transformer
-// product 0.93 of it (the test above).
-TEST(DeviceMeasurements, HopperGemmCeilingIsTheLargestBf16ProductMeasured) {
+// the peak of the sweep its curve comes from (0.737, catalog.cpp); the
+// published best shape (794.5 of 989.4 on H100) is a best case: here the
+// same 8192^3 product spans 712-793 TFLOP/s by data and run, and every
+// BF16 product measured, through cuBLASLt and through PyTorch, with normal
+// and uniform data, lies within 0.72-0.81 of peak at its best.
+TEST(DeviceMeasurements, HopperGemmCeilingIsTheLargestProductOfItsSweep) {
   const DeviceSpec h200 = catalog_device("h200");
   double best = 0;
   for (const char* file : {"device/h200/gemm.csv", "device/h200/gemm_bf16_repeat.csv"})
@@ -132,9 +133,27 @@ TEST(DeviceMeasurements, HopperGemmCeilingIsTheLargestBf16ProductMeasured) {
   for (const CsvRow& r : read_csv("device/h200/matmul_crosscheck.csv"))
     if (r.at("dtype") == "bf16") best = std::max(best, num(r, "tflops"));
   const double ceiling = architecture_profile(Architecture::hopper).gemm_peak_fraction;
-  std::printf("largest BF16 product %.1f TFLOP/s = %.3f of %.1f; hopper ceiling %.2f\n", best, best / h200.peak_tflops,
-              h200.peak_tflops, ceiling);
-  EXPECT_NEAR(best / h200.peak_tflops / ceiling, 1.0, 0.05);
+  const DeviceMeasurements sweep = read_device_measurements(std::string(AUTOHAAP_TEST_DATA_DIR) + "/device/h200", h200);
+  std::printf("largest BF16 product of the sweep %.3f, of every run %.3f (%.1f TFLOP/s); hopper ceiling %.3f\n",
+              sweep.largest, best / h200.peak_tflops, best, ceiling);
+  EXPECT_NEAR(ceiling, sweep.largest, 0.001);
+  EXPECT_GE(best / h200.peak_tflops, 0.72);
+  EXPECT_LE(best / h200.peak_tflops, 0.81);
+}
+
+// The catalog's Hopper curve is the H200 folder as `autohaap device
+// --measured` reads it (the catalog cannot read tests/data at run time, so
+// it holds the numbers; this keeps them equal).
+TEST(DeviceMeasurements, TheCatalogsHopperCurveIsTheH200Measurement) {
+  const DeviceMeasurements m =
+      read_device_measurements(std::string(AUTOHAAP_TEST_DATA_DIR) + "/device/h200", catalog_device("h200"));
+  const ArchitectureProfile& hopper = architecture_profile(Architecture::hopper);
+  EXPECT_EQ(hopper.measured_at_tflops, catalog_device("h200").peak_tflops);
+  ASSERT_EQ(hopper.measured_gemm.size(), m.gemm.size());
+  for (std::size_t i = 0; i < m.gemm.size(); ++i) {
+    EXPECT_NEAR(hopper.measured_gemm[i].gemm_gflop, m.gemm[i].gemm_gflop, 1e-6) << i;
+    EXPECT_NEAR(hopper.measured_gemm[i].efficiency, m.gemm[i].efficiency, 1e-6) << i;
+  }
 }
 
 // Fused attention, causal, head dim 128, 2k-16k tokens a sequence: the
@@ -215,10 +234,10 @@ TEST(DeviceMeasurements, RuntimeMemoryOnH200IsBelowTheContextTheModelReserves) {
 // against the cost model's layer time for the same shapes under runtime
 // fsdp (plain PyTorch) with attention_kernel flash2. A layer inside a
 // training step is never faster than the same layer timed alone: the model
-// prices it at 1.10-1.24 times the measurement, most at micro-batch 1,
-// which is the GEMM curve's training_over_isolated share (the first test:
-// 0.83-0.86 of the isolated product at 30-300 GFLOP, 0.93 above). Held:
-// at least the measurement and within 30% of it.
+// prices it at 1.17-1.27 times the measurement, which is the GEMM curve's
+// training_over_isolated share (the first test: 0.86 of the isolated
+// product) and the attention kernels' alike. Held: at least the
+// measurement and within 30% of it.
 TEST(DeviceMeasurements, EagerTransformerLayersOnH200AgainstTheModel) {
   struct Shape {
     std::string name;

@@ -54,6 +54,12 @@ struct ArchitectureProfile {
   double attention_backward_efficiency;
   double flash3_forward_efficiency;
   double flash3_backward_efficiency;
+  // Where the generation's GEMMs were measured across sizes (isolated
+  // efficiency per size decade, in the convention of io/
+  // device_measurements.hpp, at peak `measured_at_tflops`): the curve's
+  // shape and level from 10 GFLOP up. Empty: the reference curve's shape.
+  std::vector<EfficiencyPoint> measured_gemm;
+  double measured_at_tflops = 0;
 };
 const ArchitectureProfile& architecture_profile(Architecture a);
 std::vector<std::string> architecture_names();
@@ -65,8 +71,15 @@ std::optional<Architecture> parse_architecture(const std::string& name);
 // limits a small GEMM is its duration (launch latency, one partial wave of
 // tiles), so a GEMM that takes t on the reference reaches the same
 // efficiency as one that takes t on a device k times faster, i.e. k times
-// the FLOPs.
+// the FLOPs. Where the architecture was measured (measured_gemm), the
+// measured points, shifted from the peak they were measured at, replace
+// it from the smallest measured size up (measured_gemm_curve).
 std::vector<EfficiencyPoint> architecture_gemm_curve(Architecture a, double peak_tflops);
+// A training GEMM curve from isolated measured points (sorted by size):
+// each point times training_over_isolated(); below the smallest, the shape
+// of `below` (a training curve), scaled to meet it there.
+std::vector<EfficiencyPoint> measured_gemm_curve(const std::vector<EfficiencyPoint>& isolated,
+                                                 const std::vector<EfficiencyPoint>& below);
 // Sets every efficiency figure of `d` to its architecture's defaults.
 void apply_architecture_defaults(DeviceSpec& d);
 // What a kernel keeps of its isolated efficiency inside a training step:
