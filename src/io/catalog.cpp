@@ -132,10 +132,9 @@ constexpr DeviceRow kDevices[] = {
 // forward 595-648 TFLOP/s at 2k-16k tokens (0.60-0.65), backward 1.5-1.75x
 // FlashAttention-2's (Shah et al. 2024, Fig. 5 and 6); cuDNN 9.19's, the
 // kernel Transformer Engine runs, measured on an H200 as above: forward
-// 0.61, backward 0.50 (taken; the paper's FA3 backward gave 0.45). With
-// both measured figures NeMo's and Megatron-Bridge's H100 runs and
-// llm-foundry's FA2 and Triton H100 runs all move toward their measured
-// times (tests/data/measured_runs.csv)                         -> 0.61 / 0.50
+// 0.61, backward 0.50 (taken; the paper's FA3 backward gave 0.45); with
+// both measured attention figures NeMo's H100 runs' median |error| went
+// 5.3 -> 4.3% (tests/data/measured_runs.csv)                  -> 0.61 / 0.50
 // measured_gemm: Hopper's GEMMs measured on an H200 (tests/data/device/
 // h200/gemm.csv: 909 cuBLASLt products, 162 of them transformer-shaped
 // BF16 from 10 GFLOP up), read as io/device_measurements.hpp reads them:
@@ -146,10 +145,10 @@ constexpr DeviceRow kDevices[] = {
 // H100 runs of tests/data/measured_runs.csv come out at a median of +0.7%
 // (llm-foundry's 77: -5.0 -> +0.3%; NeMo's 9 FP8 runs +0.5% either way)
 // where the reference curve scaled to the published best shape (0.80)
-// gave -3.9%;
-// the best shape is a best case (the same 8192^3 product spans 0.72-0.80
-// by data and run here). DeviceMeasurements.TheCatalogsHopperCurveIs-
-// TheH200Measurement keeps these numbers equal to the reader's.
+// gave -3.9%: the best shape is a best case (the same 8192^3 product spans
+// 0.72-0.80 by data and run here). The test
+// DeviceMeasurements.TheCatalogsHopperCurveIsTheH200Measurement keeps these
+// numbers equal to the reader's.
 const std::vector<ArchitectureProfile>& architectures() {
   static const std::vector<ArchitectureProfile> rows = {
       // architecture           name     gemm   attn fwd  attn bwd  fa3 fwd  fa3 bwd
@@ -393,7 +392,7 @@ std::vector<EfficiencyPoint> measured_gemm_curve(const std::vector<EfficiencyPoi
                                                  const std::vector<EfficiencyPoint>& below) {
   const double share = training_over_isolated();
   const EfficiencyPoint& first = isolated.front();
-  DeviceSpec shape;
+  DeviceSpec shape;  // `below` read as gemm_efficiency reads any device's curve
   shape.gemm_efficiency = below;
   const double scale = first.efficiency * share / gemm_efficiency(shape, first.gemm_gflop);
   std::vector<EfficiencyPoint> curve;

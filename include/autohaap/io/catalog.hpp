@@ -28,7 +28,9 @@ namespace autohaap {
 // training reaches, not an isolated cuBLAS GEMM: fitted once to the 12
 // complete Megatron-LM runs on A100 (tests/unit/calibration_test.cpp). Every
 // other device's curve is derived from it by its architecture
-// (architecture_gemm_curve). The one place to retune it.
+// (architecture_gemm_curve), or, where the architecture was measured
+// across sizes (Hopper), from that measurement above its smallest size.
+// The one place to retune it.
 inline constexpr std::array<EfficiencyPoint, 6> kReferenceGemmEfficiency = {{
     {0.01, 0.10},
     {0.1, 0.25},
@@ -57,7 +59,8 @@ struct ArchitectureProfile {
   // Where the generation's GEMMs were measured across sizes (isolated
   // efficiency per size decade, in the convention of io/
   // device_measurements.hpp, at peak `measured_at_tflops`): the curve's
-  // shape and level from 10 GFLOP up. Empty: the reference curve's shape.
+  // shape and level from the smallest measured size up. Empty: the
+  // reference curve's shape throughout.
   std::vector<EfficiencyPoint> measured_gemm;
   double measured_at_tflops = 0;
 };
