@@ -22,10 +22,11 @@
 //   largest decade's. (Taken as bare medians the curve sits a typical
 //   product's share, 0.93 on the H200, under that convention: the 89
 //   published H100 runs of tests/data/measured_runs.csv, scored with the
-//   H200's figures, come out 5% slow at the median instead of +1.0%, and
-//   the catalog's Hopper figures give -3.9%.) Below 10 GFLOP a product lasts microseconds
-//   and back-to-back calls time the host's launch, which the cost model
-//   prices apart (CostParameters::per_layer_overhead_s).
+//   H200's figures, come out 5% slow at the median instead of +1.0%; the
+//   A100 curve's shape at the published best shape gave -3.9%.) Below 10
+//   GFLOP a product lasts microseconds and back-to-back calls time the
+//   host's launch, which the cost model prices apart
+//   (CostParameters::per_layer_overhead_s).
 // - Attention: causal rows of head dim 128, at least 2048 tokens, as many
 //   key/value heads as query heads; the forward executes half of the dense
 //   4·b·s²·h, the backward kFusedAttentionBackwardRatio times that; medians
