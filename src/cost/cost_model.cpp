@@ -497,6 +497,17 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   if (first) params += embedding_params(problem_.model);
   if (first) activations += embedding_activation_bytes(problem_.model, x);
   if (last) params += head_params(problem_.model, first);
+  // DeepSpeed's pipeline engine keeps each in-flight micro-batch's stage
+  // output in a pipe buffer until that micro-batch's backward starts from it
+  // (deepspeed/runtime/pipe/engine.py: _exec_forward_pass stores
+  // pipe_buffers['outputs'][buffer_id], _exec_backward_pass frees it), so a
+  // stage holds one more b·s·h tensor per micro-batch than the layers'
+  // checkpoints. The last stage's output is its logits, held as above
+  // (logits_held_by_runtime). Megatron-LM frees the output's data once sent
+  // and keeps only its autograd node (deallocate_output_tensor,
+  // megatron/core/pipeline_parallel/schedules.py); FSDP has no pipeline.
+  if (tr.runtime == Runtime::deepspeed && !last && layer_end > layer_begin)
+    activations += layer_output_bytes(problem_.model, layer_end - 1, x.sequences, x.seq_len / x.cp, x.element_bytes);
   // The word embedding and the output layer (its tied copy or its own) are
   // each one vocab x h tensor.
   if ((first || last) && problem_.model.family != ModelFamily::generic)

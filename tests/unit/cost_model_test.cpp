@@ -449,18 +449,53 @@ TEST(CostModel, TheLargestAccumulatedGradientIsATransientBesideTheActivations) {
   EXPECT_DOUBLE_EQ(activations(p, 1), held(p, 1) + 2 * embedding);
   // DeepSpeed lets autograd accumulate every weight's gradient; with its
   // bf16 optimizer (fp32 gradients) each one is also copied to fp32 before
-  // it is added into the fp32 buffer: 4 bytes an element.
+  // it is added into the fp32 buffer: 4 bytes an element. Its pipeline
+  // engine also keeps each in-flight micro-batch's stage output (4 x 512 x
+  // 1024 16-bit elements) on every stage but the last.
   p.training.runtime = Runtime::deepspeed;
+  const double output = 2.0 * 4 * 512 * 1024;
+  auto outputs = [&](int stage, int stages) { return output * CostModel::in_flight(stage, stages, 4); };
   p.training.grad_reduce_dtype = Precision::bf16;  // the ZeRO optimizer, 16-bit gradients
-  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + 2 * embedding);
+  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + outputs(0, 2) + 2 * embedding);
   p.training.grad_reduce_dtype = Precision::fp32;
-  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + 4 * embedding);
+  EXPECT_DOUBLE_EQ(activations(p, 0), held(p, 0) + outputs(0, 2) + 4 * embedding);
   // A stage without the embedding: its largest weight, the MLP input.
   Problem four = p;
   four.model.layers = 4;
   EXPECT_DOUBLE_EQ(CostModel(four).stage_memory(shape, 4, 1, 3, 1, 3, 4).activations,
                    2 * CostModel(four).layer_memory(shape, 4, 1).activation_bytes * CostModel::in_flight(1, 3, 4) +
-                       4 * mlp_in);
+                       outputs(1, 3) + 4 * mlp_in);
+}
+
+TEST(CostModel, DeepSpeedKeepsEachInFlightStageOutputUntilItsBackward) {
+  // gpt(6, 1024, 16) in 3 stages of 2 layers, full recompute, 8 micro-batches
+  // of 4 sequences of 512 tokens at tp 2. Under full recompute a layer keeps
+  // its 16-bit input (2·s·b·h = 4 MiB); DeepSpeed's pipeline engine also
+  // keeps each in-flight micro-batch's stage output, one more b·s·h tensor
+  // (4 MiB): the first stage holds min(3, 8) = 3 in flight, the middle 2;
+  // the last stage's output is its logits, counted with them. The working
+  // set of the replayed layer (well above 4 MiB) exceeds the largest
+  // accumulated gradient in both runtimes (a 1024-token vocabulary keeps the
+  // embedding's small), so the outputs are the whole difference.
+  Problem p;
+  p.model = gpt(6, 1024, 16);
+  p.model.vocab = 1024;
+  p.model.seq_len = 512;
+  p.model.dropout = false;
+  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 8)}, 12.5, 20};
+  p.training.global_batch = 32;
+  p.training.precision = Precision::bf16;
+  p.training.sequence_parallel = false;
+  const StageShape shape{0, 2, 1, Recompute::full};
+  auto activations = [&](Runtime runtime, int stage) {
+    Problem q = p;
+    q.training.runtime = runtime;
+    return CostModel(q).stage_memory(shape, 4, 2 * stage, 2 * stage + 2, stage, 3, 8).activations;
+  };
+  const double output = 2.0 * 4 * 512 * 1024;
+  EXPECT_DOUBLE_EQ(activations(Runtime::deepspeed, 0) - activations(Runtime::megatron, 0), 3 * output);
+  EXPECT_DOUBLE_EQ(activations(Runtime::deepspeed, 1) - activations(Runtime::megatron, 1), 2 * output);
+  EXPECT_DOUBLE_EQ(activations(Runtime::deepspeed, 2), activations(Runtime::megatron, 2));
 }
 
 TEST(LayerWork, TheEmbeddingKeepsItsDropoutMaskAndItsNormsInput) {
