@@ -99,6 +99,25 @@ double gradient_accumulation_s(double params, const TrainingSpec& t, int zero, c
 // pipeline buffers.
 int logits_held_by_runtime(const TrainingSpec& t) { return t.runtime == Runtime::deepspeed ? 2 : 0; }
 
+// Bytes a logit's loss holds beside the 16-bit logit at its peak, per
+// element of s·b·v/t.
+// - A fused loss writes the gradient into the logits in place: 0.
+// - Megatron-LM's vocab-parallel cross-entropy (DeepSpeed runs the same)
+//   takes an fp32 copy, computes its exp and softmax in place and keeps it
+//   for the gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t): 4.
+//   The forward holds the logits and the copy, the backward the fp32
+//   gradient and its 16-bit cast.
+// - PyTorch's cross_entropy on the fp32 upcast, as FSDP trainers call it
+//   (torchtitan's loss: cross_entropy(pred.float(), labels)): log_softmax
+//   writes a new fp32 tensor and keeps it for the backward, whose
+//   nll_loss gradient and input gradient are two more fp32 tensors of the
+//   same size. Forward peak: logits 2 + copy 4 + log-probabilities 4 = 10;
+//   backward: 3 x 4 = 12, i.e. 10 beside the 16-bit logits.
+double loss_bytes_per_logit(const TrainingSpec& t) {
+  if (t.fused_cross_entropy) return 0.0;
+  return t.runtime == Runtime::fsdp ? 10.0 : 4.0;
+}
+
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
 }
@@ -253,7 +272,10 @@ static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, 
     out.source = worse(out.source, source);
     out.forward += f;
     out.backward += b;
-    if (i == w.selective_op) out.selective_replay = f;
+    if (w.op_level)
+      out.selective_replay += w.op_level_replay[i] * f;
+    else if (i == w.selective_op)
+      out.selective_replay = f;
     if (i == 1) {
       out.attention_forward = f;
       out.attention_backward = b;
@@ -274,6 +296,7 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   x.sequence_parallel = pb.training.sequence_parallel && s.tp > 1;
   // A device without FP8 runs an fp8 plan's GEMMs in 16 bits.
   x.fp8 = gemms_in_fp8(pb.training.precision, pb.cluster.groups.at(s.group).device);
+  x.op_level_selective = pb.training.runtime == Runtime::fsdp;
   return x;
 }
 
@@ -455,7 +478,7 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   if (first) m.activation_bytes = embedding_activation_bytes(problem_.model, x);
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
-  m.working_bytes = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;
+  m.working_bytes = last ? logits_bytes(problem_.model, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
   return m;
 }
 
@@ -552,7 +575,7 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
     working = std::max(working, (bf16_optimizer ? 4.0 : x.element_bytes) * largest_accumulated);
   }
   m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches, vpp) + working;
-  m.logits = last ? logits_bytes(problem_.model, x, tr.fused_cross_entropy, logits_held_by_runtime(tr)) : 0.0;
+  m.logits = last ? logits_bytes(problem_.model, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
   const int communicators = (shape.tp > 1) + (shape.cp > 1) + (shape.replicas() > 1) + (num_stages > 1);
@@ -863,10 +886,15 @@ double CostModel::hardware_flops_per_iteration(const Plan& plan) const {
   double f = 3 * head_forward_flops(m, batch, s);
   for (const StagePlan& st : plan.stages) {
     for (int l = st.layer_begin; l < st.layer_end; ++l) {
-      const LayerWork w = layer_forward_work(m, l, BatchShape{batch, s, 1, 2, false});
+      BatchShape x{batch, s, 1, 2, false};
+      x.op_level_selective = problem_.training.runtime == Runtime::fsdp;
+      const LayerWork w = layer_forward_work(m, l, x);
       double replay = 0;
       if (st.recompute == Recompute::full) replay = w.total_flops();
-      if (st.recompute == Recompute::selective && w.selective_op >= 0) replay = w.ops[w.selective_op].flops;
+      if (st.recompute == Recompute::selective && w.op_level)
+        for (int i = 0; i < LayerWork::kOps; ++i) replay += w.op_level_replay[i] * w.ops[i].flops;
+      else if (st.recompute == Recompute::selective && w.selective_op >= 0)
+        replay = w.ops[w.selective_op].flops;
       f += 3 * w.total_flops() + replay;
     }
   }

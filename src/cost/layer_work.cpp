@@ -14,6 +14,33 @@ double kv_dim(const ModelSpec& m) { return static_cast<double>(m.kv_heads) * m.h
 // (gate, up, down; Shazeer 2020, "GLU Variants Improve Transformer").
 int mlp_matrices(const ModelSpec& m) { return m.family == ModelFamily::llama ? 3 : 2; }
 
+// Op-level selective activation checkpointing, as PyTorch FSDP trainers run
+// it (torchtitan's op policy: torch.utils.checkpoint with a policy that
+// saves the outputs of aten.mm, counting the layer's products in call order
+// and skipping every second one, and of the fused attention kernels; the
+// layer input is the checkpoint's own). In the order a layer calls its
+// products, Llama (separate projections): wq, wk, wv, [attention], wo, w1,
+// w3, w2, so wq, wv, w1 and w2 are kept and wk, wo and w3 replayed; GPT
+// (fused QKV): qkv, [attention], proj, fc1, fc2, so qkv and fc1 are kept.
+// Norms, activations and products that are not kept are replayed in the
+// backward from what is; math (unfused) attention is not on the list and is
+// replayed whole. Bytes of 16-bit elements per layer, this GPU's share: the
+// layer input and a row-parallel product's output are whole unless
+// sequence-parallel; column-parallel outputs and the attention output are
+// 1/tp.
+double op_level_saved_bytes(const ModelSpec& m, const BatchShape& x, bool flash) {
+  const double t = x.tp, s = static_cast<double>(x.seq_len) / x.cp, b = x.sequences;
+  const double h = m.hidden, f = m.ffn_hidden, kv = kv_dim(m);
+  const double sbh = s * b * h, whole = x.sequence_parallel ? t : 1.0;
+  double bytes = 2 * sbh / whole;  // the layer input
+  if (flash) bytes += 2 * sbh / t + 4.0 * b * (m.heads / t) * s;  // attention output, fp32 log-sum-exp
+  if (m.family == ModelFamily::llama)
+    bytes += 2 * sbh / t + 2 * s * b * kv / t + 2 * s * b * f / t + 2 * sbh / whole;  // wq, wv, w1, w2
+  else
+    bytes += 2 * s * b * (h + 2 * kv) / t + 2 * s * b * f / t;  // qkv, fc1
+  return bytes * x.element_bytes / 2.0;
+}
+
 }  // namespace
 
 bool attention_on_tensor_cores(const ModelSpec& m, const BatchShape& x) {
@@ -156,6 +183,15 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     if (x.fp8) bytes += 3 * tokens * (h + f) / t;
     w.ops[4] = {"elementwise", 0, bytes, 0};
   }
+  if (x.op_level_selective) {
+    // What op-level selective checkpointing replays (op_level_saved_bytes):
+    // Llama's wk of the QKV products, w3 of the MLP's three; GPT's second
+    // MLP product of two; the output projection and the element-wise work
+    // in both; the attention core unless a fused kernel kept its output.
+    w.op_level = true;
+    const bool llama = m.family == ModelFamily::llama;
+    w.op_level_replay = {llama ? kv / (h + 2 * kv) : 0.0, flash ? 0.0 : 1.0, 1.0, llama ? 1.0 / 3 : 0.5, 1.0};
+  }
   return w;
 }
 
@@ -234,6 +270,7 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
       // Only the layer input is kept (Korthikanti Table 2: 2·s·b·h).
       return 2 * sbh * element_scale;
     case Recompute::selective:
+      if (x.op_level_selective) return op_level_saved_bytes(m, x, flash);
       // The attention core is replayed: its s x s part is not stored.
       return linear_part / (x.sequence_parallel ? t : 1.0) * element_scale;
     case Recompute::none:
@@ -266,15 +303,9 @@ double layer_output_bytes(const ModelSpec& m, int layer, double sequences, int s
   return static_cast<double>(element_bytes) * sequences * seq_len * m.hidden;
 }
 
-double logits_bytes(const ModelSpec& m, const BatchShape& x, bool fused_cross_entropy, int held_outputs) {
+double logits_bytes(const ModelSpec& m, const BatchShape& x, double loss_bytes_per_logit, int held_outputs) {
   if (is_generic(m)) return 0;
-  // 16-bit logits plus the fp32 copy the cross-entropy keeps for its
-  // gradient (Korthikanti et al. 2022, Sec. 4.3: 4·s·b·v/t); a fused loss
-  // writes the gradient into the logits in place. Either way the peak is
-  // one 16-bit and one fp32 tensor of s·b·v/t: the forward holds the
-  // logits and their fp32 copy, the backward the fp32 gradient and its
-  // 16-bit cast.
-  const double per_element = x.element_bytes * (1.0 + held_outputs) + (fused_cross_entropy ? 0.0 : 4.0);
+  const double per_element = x.element_bytes * (1.0 + held_outputs) + loss_bytes_per_logit;
   return per_element * x.sequences * x.seq_len / x.cp * m.vocab / x.tp;
 }
 

@@ -137,6 +137,64 @@ TEST(LayerWork, ActivationMemoryFollowsKorthikanti) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::full), 2 * s * b * h);
 }
 
+TEST(LayerWork, OpLevelSelectiveCheckpointingKeepsEveryOtherProductAndTheAttentionOutput) {
+  // Llama 3 8B, 2 sequences of 8192 tokens, no tp: a layer calls wq, wk, wv,
+  // [flash attention], wo, w1, w3, w2; torchtitan's op policy keeps the
+  // 1st, 3rd, 5th and 7th products (wq: s·b·h, wv: s·b·kv, w1: s·b·f), the
+  // attention output (s·b·h) with its fp32 log-sum-exp (b·a·s), and the
+  // checkpoint keeps the layer input (s·b·h): 16-bit elements.
+  const ModelSpec m = llama(32, 4096, 14336, 32, 8);
+  const double s = 8192, b = 2, h = 4096, f = 14336, kv = 1024, a = 32;
+  BatchShape x{b, 8192, 1, 2, false};
+  x.op_level_selective = true;
+  const double kept = 2 * s * b * (h + h + kv + f + h + h) + 4 * b * a * s;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, x, Recompute::selective), kept);
+  // 15.5 of the 34 bytes a token and hidden unit the whole layer keeps.
+  EXPECT_NEAR(kept / layer_activation_bytes(m, 0, x, Recompute::none), 15.5 / 34, 0.01);
+  // The backward replays one layer's rest at a time.
+  EXPECT_DOUBLE_EQ(layer_working_bytes(m, 0, x, Recompute::selective),
+                   layer_activation_bytes(m, 0, x, Recompute::none) - kept);
+  // What it replays: wk of the QKV products (kv of h + 2kv), wo, w3 of the
+  // MLP's three, all element-wise work; not the attention kernel.
+  const LayerWork w = layer_forward_work(m, 0, x);
+  ASSERT_TRUE(w.op_level);
+  EXPECT_DOUBLE_EQ(w.op_level_replay[0], kv / (h + 2 * kv));
+  EXPECT_DOUBLE_EQ(w.op_level_replay[1], 0.0);
+  EXPECT_DOUBLE_EQ(w.op_level_replay[2], 1.0);
+  EXPECT_DOUBLE_EQ(w.op_level_replay[3], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(w.op_level_replay[4], 1.0);
+  // GPT (fused QKV: qkv, [attention], proj, fc1, fc2) without a fused
+  // attention kernel: qkv (3·s·b·h) and fc1 (4·s·b·h) are kept besides the
+  // input; the attention core and its s x s scores are replayed.
+  const ModelSpec g = gpt(2, 1024, 16);
+  BatchShape y{2, 2048, 1, 2, false};
+  y.op_level_selective = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(g, 0, y, Recompute::selective), 2.0 * 2048 * 2 * 1024 * (1 + 3 + 4));
+  EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[1], 1.0);
+  EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[3], 0.5);
+}
+
+TEST(CostModel, FsdpSelectiveReplaysPartOfTheForward) {
+  // Under FSDP, selective recompute is PyTorch's op-level policy: its
+  // backward replays wk, wo, w3 and the element-wise work, more than
+  // Megatron's selective recompute (with a fused kernel, nothing: the
+  // attention core keeps no s x s scores to drop) and less than the whole
+  // forward that full recompute replays.
+  Problem p;
+  p.model = llama(4, 4096, 14336, 32, 8);
+  p.cluster = ClusterSpec{"c", {group(flat_device(1000, 0.6), 1, 8)}, 12.5, 20};
+  p.training.global_batch = 16;
+  p.training.runtime = Runtime::fsdp;
+  auto backward = [&](Recompute r) {
+    return CostModel(p).layer_timing(StageShape{0, 1, 8, r}, 16, 0).backward_s;
+  };
+  const double none = backward(Recompute::none), selective = backward(Recompute::selective);
+  const double forward = CostModel(p).layer_timing(StageShape{0, 1, 8, Recompute::none}, 16, 0).forward_s;
+  EXPECT_GT(selective - none, 0.2 * forward);
+  EXPECT_LT(selective - none, 0.8 * forward);
+  EXPECT_NEAR(backward(Recompute::full) - none, forward, 1e-12 * forward);
+}
+
 TEST(Communication, RingCollectivesByHand) {
   const Link link{100, 0};  // 100 GB/s, no latency
   // All-reduce of 1 GB over 4 GPUs: 2·3/4·1 GB / 100 GB/s = 15 ms.
@@ -417,6 +475,12 @@ TEST(CostModel, LastStageLogitsAsEachRuntimeHoldsThem) {
   p.training.fused_cross_entropy = false;
   p.training.runtime = Runtime::deepspeed;
   EXPECT_DOUBLE_EQ(last_stage_logits(p), 10 * elements);
+  // PyTorch's cross_entropy on the fp32 upcast (FSDP trainers): in its
+  // backward the kept log-probabilities, their gradient and the input's
+  // gradient, 3 fp32 tensors: 12 bytes an element (its forward: 16-bit
+  // logits, fp32 copy, log-probabilities, 10).
+  p.training.runtime = Runtime::fsdp;
+  EXPECT_DOUBLE_EQ(last_stage_logits(p), 12 * elements);
 }
 
 TEST(CostModel, TheLargestAccumulatedGradientIsATransientBesideTheActivations) {

@@ -56,6 +56,11 @@ struct LayerWork {
   // Portion of the forward that selective recompute replays (the attention
   // core: softmax, dropout and the two batched GEMMs around them).
   int selective_op = 1;
+  // Under op-level selective checkpointing (BatchShape::op_level_selective)
+  // the fraction of each op's forward that the backward replays instead
+  // (every op's forward work scaled by it; selective_op is then unused).
+  std::array<double, kOps> op_level_replay{};
+  bool op_level = false;
   double total_flops() const {
     double f = 0;
     for (const auto& o : ops) f += o.flops;
@@ -87,6 +92,15 @@ struct BatchShape {
   // kept as their FP8 casts; the casts and their transposes are extra
   // memory-bound work. Set only where the stage's device has FP8.
   bool fp8 = false;
+  // What selective recompute keeps. Megatron-LM's (false): everything but
+  // the attention core, which it replays (Korthikanti et al. 2022, Sec. 5).
+  // PyTorch's op-level selective activation checkpointing as FSDP trainers
+  // run it (true; torchtitan's op policy, torch.utils.checkpoint
+  // create_selective_checkpoint_contexts): a layer keeps its input, the
+  // attention kernel's output and the output of every other matrix product
+  // in call order, and replays the rest from them (layer_work.cpp,
+  // op_level_saved_bytes).
+  bool op_level_selective = false;
 };
 
 // Tensor-core GEMM kernels read their operands in 16-byte vectors, so each
@@ -148,11 +162,12 @@ double context_parallel_kv_bytes(const ModelSpec& model, int layer, const BatchS
 // micro-batch of `sequences`, not split by tp.
 double layer_output_bytes(const ModelSpec& model, int layer, double sequences, int seq_len, int element_bytes);
 // Logits and loss buffers on the last stage, per GPU, at their peak: the
-// 16-bit logits, plus the fp32 copy the loss keeps unless it is fused,
-// plus `held_outputs` more 16-bit logits a runtime keeps alive from
+// 16-bit logits, plus `loss_bytes_per_logit` the loss holds beside them
+// (its fp32 tensors: loss_bytes_per_logit in cost_model.cpp), plus
+// `held_outputs` more 16-bit logits a runtime keeps alive from
 // micro-batches whose loss already ran (DeepSpeed's pipeline engine: see
 // logits_held_by_runtime in cost_model.cpp).
-double logits_bytes(const ModelSpec& model, const BatchShape& shape, bool fused_cross_entropy = false,
+double logits_bytes(const ModelSpec& model, const BatchShape& shape, double loss_bytes_per_logit = 4.0,
                     int held_outputs = 0);
 
 }  // namespace autohaap
