@@ -100,13 +100,13 @@ best_of() {
     echo -n "| run | cache exchange | wall s | CPU s | search wall s | bytes exchanged "
     echo "| exchange share | idle share | hit rate | peer hits |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for config in "0|" "1|" "2|" "4|" "2|--no-cache-exchange" "4|--no-cache-exchange"; do
+    for config in "0|" "1|" "2|--cache-exchange" "4|--cache-exchange" "2|" "4|"; do
       ranks=${config%%|*}
       flags=${config#*|}
       read -r wall cpu swall bytes exch idle search hits peer misses \
         <<<"$(best_of "$ranks" "$flags" "${args[@]}")"
       name=$([[ $ranks -eq 0 ]] && echo process || echo "$ranks rank$([[ $ranks -gt 1 ]] && echo s)")
-      exchange=$([[ $ranks -le 1 ]] && echo - || ([[ -n $flags ]] && echo off || echo on))
+      exchange=$([[ $ranks -le 1 ]] && echo - || ([[ -n $flags ]] && echo on || echo off))
       r=$((ranks > 0 ? ranks : 1))
       share() {
         awk -v a="$1" -v r="$r" -v w="$swall" 'BEGIN {printf "%.1f%%", (w > 0 ? 100 * a / (r * w) : 0)}'

@@ -1,6 +1,7 @@
 #include "autohaap/search/searcher.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -969,24 +970,56 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     list.erase(end, list.end());
     cut_at = 2 * std::max<std::size_t>(list.size(), probe_count);
   };
+  // What walking a task costs, relative to the others: the skeletons its
+  // layouts that pass the structural rules make (their product over the
+  // order's groups; what B allows changes it by orders of magnitude) times
+  // the orders its walk stands for, (n - 2)! when it walks every
+  // arrangement of its middle (SkeletonWalk::arrangements). An order
+  // another one walks costs its structural counts only: 1, as a task with
+  // nothing to walk.
+  auto task_weight = [&](std::size_t task) {
+    const int o = static_cast<int>(task / static_cast<std::size_t>(num_b));
+    const int b = static_cast<int>(task % static_cast<std::size_t>(num_b));
+    const std::vector<int>& order = orders[o];
+    const std::optional<bool> walks = walks_arrangements(order);
+    if (walks == false) return 1.0;
+    PruneReport scratch;
+    double weight = 1;
+    for (const std::vector<int>& ok : structural_layouts(space, o, b, scratch))
+      weight *= static_cast<double>(ok.size());
+    if (walks == true)
+      for (std::size_t k = 2; k + 2 <= order.size(); ++k) weight *= static_cast<double>(k);
+    return std::max(1.0, weight);
+  };
   // This participant's blocks of the round starting at task `round`.
   auto walk_round = [&](std::size_t round) {
     InitRound mine;
     catch_into(mine, [&] {
-      // Block b of a round: the round's tasks as rows of kBlocksPerRound,
-      // one of each row, on a diagonal (row k gives its (b - k)-th): a
-      // sample of the whole round that meets every micro-batch size, so
-      // the blocks cost about the same. This participant's blocks are
+      // The round's tasks dealt to its kBlocksPerRound blocks by weight,
+      // heaviest first, each to the block with the least weight so far
+      // (ties: the lower block), so the blocks cost about the same though a
+      // few tasks walk for many orders and most for none; each block keeps
+      // its tasks in task order. The deal depends on the round alone, not on
+      // the thread or participant count. This participant's blocks are
       // walked in one parallel loop, then balanced each.
-      std::vector<std::pair<std::uint32_t, std::size_t>> work;  // (block, task)
-      for (std::size_t b = static_cast<std::size_t>(options.participant); b < kBlocksPerRound;
-           b += static_cast<std::size_t>(std::max(1, options.participants))) {
-        for (std::size_t k = 0; k < kTasksPerBlock; ++k) {
-          const std::size_t task =
-              round + k * kBlocksPerRound + (b + kBlocksPerRound - k % kBlocksPerRound) % kBlocksPerRound;
-          if (task < tasks) work.emplace_back(static_cast<std::uint32_t>(b), task);
-        }
+      const std::size_t end = std::min(tasks, round + kTasksPerRound);
+      std::vector<std::pair<double, std::size_t>> by_weight;  // (weight, task)
+      for (std::size_t task = round; task < end; ++task) by_weight.emplace_back(task_weight(task), task);
+      std::stable_sort(by_weight.begin(), by_weight.end(),
+                       [](const auto& x, const auto& y) { return x.first > y.first; });
+      std::array<double, kBlocksPerRound> load{};
+      std::vector<std::pair<std::uint32_t, std::size_t>> dealt;  // (block, task)
+      for (const auto& [weight, task] : by_weight) {
+        const auto lightest = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        load[lightest] += weight;
+        dealt.emplace_back(static_cast<std::uint32_t>(lightest), task);
       }
+      std::sort(dealt.begin(), dealt.end());
+      std::vector<std::pair<std::uint32_t, std::size_t>> work;  // (block, task): this participant's
+      for (const auto& [block, task] : dealt)
+        if (block % static_cast<std::uint32_t>(std::max(1, options.participants)) ==
+            static_cast<std::uint32_t>(options.participant))
+          work.emplace_back(block, task);
       std::vector<Part> parts(work.size());
       parallel::for_each(parts.size(), [&](std::size_t k) { walk_task(work[k].second, parts[k]); });
       for (std::size_t k = 0; k < work.size(); ++k) {

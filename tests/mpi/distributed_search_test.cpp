@@ -76,7 +76,7 @@ TEST(DistributedSearch, AnswerDoesNotDependOnThreadsChunksOrExchange) {
       o.chunks_per_rank = 500;
       o.search.threads = 2;
     }
-    if (variant == 2) o.exchange_cache = false;
+    if (variant == 2) o.exchange_cache = true;
     const DistributedResult r = run_distributed_search(p, o, g_session);
     if (g_session->rank() == 0)
       EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected)) << "variant " << variant;
@@ -139,6 +139,7 @@ TEST(DistributedSearch, CacheEntriesReachPeers) {
   const Problem p = problem("llama3-8b", "mixed-h100-a100-v100.yaml");
   DistributedOptions o = options_for(20);
   o.exchange_interval_s = 0.001;
+  o.exchange_cache = true;
   const DistributedResult with = run_distributed_search(p, o, g_session);
   o.exchange_cache = false;
   const DistributedResult without = run_distributed_search(p, o, g_session);

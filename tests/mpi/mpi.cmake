@@ -46,7 +46,7 @@ foreach(ranks 2 4)
                     -m llama3-8b -c configs/clusters/mixed-h100-a100-v100.yaml --top 50 --exchange-interval 0.05)
 endforeach()
 autohaap_mpi_test(same_plan_gpt3_13b_threads same_plan.sh 2
-                  -m gpt3-13b -c configs/clusters/mixed-h100-a100.yaml --top 5 --threads 1 --no-cache-exchange)
+                  -m gpt3-13b -c configs/clusters/mixed-h100-a100.yaml --top 5 --threads 1 --cache-exchange)
 autohaap_mpi_test(default_command default_command.sh 2)
 
 # A search of a few seconds (top 5000 keeps most skeletons in play), killed

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/cost_model.hpp"
@@ -483,19 +484,26 @@ TEST(CostModel, LastStageLogitsAsEachRuntimeHoldsThem) {
   EXPECT_DOUBLE_EQ(last_stage_logits(p), 12 * elements);
 }
 
+// `model` at 512 tokens without dropout on one node of `gpus` flat GPUs,
+// bf16, no sequence parallelism: the memory tests' hand-sized setting.
+Problem short_sequences(ModelSpec model, int gpus, int global_batch) {
+  Problem p;
+  p.model = std::move(model);
+  p.model.seq_len = 512;
+  p.model.dropout = false;
+  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, gpus)}, 12.5, 20};
+  p.training.global_batch = global_batch;
+  p.training.precision = Precision::bf16;
+  p.training.sequence_parallel = false;
+  return p;
+}
+
 TEST(CostModel, TheLargestAccumulatedGradientIsATransientBesideTheActivations) {
   // gpt(2, 1024, 16): vocab 51200, so the word embedding is 52.4M elements,
   // 26.2M a GPU at tp 2; a layer's largest weight is its MLP input, h x 4h
   // = 4.19M (QKV is h x 3h), 2.10M a GPU. No recompute: no working set but
   // this transient. Two stages, 4 micro-batches of 4 sequences.
-  Problem p;
-  p.model = gpt(2, 1024, 16);
-  p.model.seq_len = 512;
-  p.model.dropout = false;
-  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 4)}, 12.5, 20};
-  p.training.global_batch = 16;
-  p.training.precision = Precision::bf16;
-  p.training.sequence_parallel = false;
+  Problem p = short_sequences(gpt(2, 1024, 16), 4, 16);
   const StageShape shape{0, 2, 1, Recompute::none};
   const double embedding = 51200.0 * 1024 / 2, mlp_in = 1024.0 * 4096 / 2;
   auto activations = [&](const Problem& q, int stage) {
@@ -541,15 +549,9 @@ TEST(CostModel, DeepSpeedKeepsEachInFlightStageOutputUntilItsBackward) {
   // set of the replayed layer (well above 4 MiB) exceeds the largest
   // accumulated gradient in both runtimes (a 1024-token vocabulary keeps the
   // embedding's small), so the outputs are the whole difference.
-  Problem p;
-  p.model = gpt(6, 1024, 16);
-  p.model.vocab = 1024;
-  p.model.seq_len = 512;
-  p.model.dropout = false;
-  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 8)}, 12.5, 20};
-  p.training.global_batch = 32;
-  p.training.precision = Precision::bf16;
-  p.training.sequence_parallel = false;
+  ModelSpec m = gpt(6, 1024, 16);
+  m.vocab = 1024;
+  const Problem p = short_sequences(m, 8, 32);
   const StageShape shape{0, 2, 1, Recompute::full};
   auto activations = [&](Runtime runtime, int stage) {
     Problem q = p;

@@ -64,7 +64,7 @@ TEST(SearchOptions, EveryOptionHasAFlagAndAManifestKey) {
   }
   // The names the README documents.
   for (const char* flag : {"--strategy", "--threads", "--top", "--time-limit", "--gap", "--max-skeletons", "--checkpoint",
-                           "--checkpoint-interval", "--exchange-interval", "--no-cache-exchange", "--no-mixed-stages"})
+                           "--checkpoint-interval", "--exchange-interval", "--cache-exchange", "--no-mixed-stages"})
     EXPECT_EQ(flags.count(flag), 1u) << flag;
   for (const char* key : {"strategy", "threads", "top", "time_limit_s", "gap", "max_skeletons", "mixed_stages"})
     EXPECT_EQ(keys.count(key), 1u) << key;

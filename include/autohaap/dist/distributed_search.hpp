@@ -12,7 +12,7 @@
 //    times with a key per skeleton, stop and failure flags; if another
 //    round follows, a second one of the latency-cache entries each rank
 //    computed since the last exchange, imported by the others as peer
-//    entries (unless exchange_cache is off). A rank out of work waits for
+//    entries (where exchange_cache is on). A rank out of work waits for
 //    the exchange without spinning;
 //  - at the end: each rank's top-K and report gathered on rank 0, and the
 //    outcome broadcast.

@@ -10,7 +10,7 @@
 // validate() reports. From it:
 //   flag          "--" + words joined by '-'  (--time-limit); a switch that
 //                 is on by default is turned off by "--no-" + that
-//                 (--no-cache-exchange); `short_flag` adds e.g. -k;
+//                 (--no-mixed-stages); `short_flag` adds e.g. -k;
 //   manifest key  words joined by '_', plus the unit suffix ("_s" for
 //                 seconds: time_limit_s), for options that apply to each
 //                 batch entry's one-process search (`in_manifest`).
@@ -65,7 +65,11 @@ namespace dist {
 // the search's own.
 struct DistributedSettings {
   double exchange_interval_s = 0.1;
-  bool exchange_cache = true;         // false: ranks exchange bounds only
+  // Ranks also ship the latency-cache entries they add. Off: measured, an
+  // analytic entry costs about as much to ship as to recompute, and the
+  // exchange took 18-30% of rank time for 4-7 points of hit rate (README,
+  // "Distributed search"); on where a stage estimate is expensive.
+  bool exchange_cache = false;
   std::string checkpoint_path;        // empty: no checkpoint
   double checkpoint_interval_s = 30;
   int chunks_per_rank = 64;           // granularity of shares and rebalancing
@@ -141,7 +145,9 @@ inline constexpr std::array kSearchOptions{
                  "a number of seconds > 0", "seconds between exchanges of bounds and cache entries among MPI ranks",
                  false},
     SearchOption{"cache exchange", "", "", &dist::DistributedSettings::exchange_cache, {}, "on or off",
-                 "MPI ranks exchange bounds only, not cache entries", false},
+                 "MPI ranks also exchange the latency-cache entries they add, not only bounds (pays where a stage "
+                 "estimate costs more to compute than to ship)",
+                 false},
 };
 
 // The value a member pointer of the table names, within `config`.
@@ -162,7 +168,7 @@ const T& setting(const SearchConfig& config, T dist::DistributedSettings::*membe
   return config.distributed.*member;
 }
 
-// "--time-limit"; "--no-cache-exchange" for a switch on by default.
+// "--time-limit"; "--no-mixed-stages" for a switch on by default.
 std::string flag_name(const SearchOption& option);
 // "time_limit_s".
 std::string manifest_key(const SearchOption& option);
