@@ -112,7 +112,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
       // Not recorded: a partial answer must not be mistaken for the answer.
     } else if (has_plan(result.status)) {
       // The plans `autohaap search` answers with for the same inputs.
-      const std::vector<Plan> top = finish_plans(CostModel(entry.problem), result, so);
+      const Stopwatch refining;
+      const std::vector<Plan> top = finish_plans(CostModel(entry.problem), result, so,
+                                                 refinement_stop(so.cancel, so.time_limit_s, result.stats.wall_s, refining));
       const Plan& best = top.front();
       write_plan(best, plan_file, entry.problem);
       r.status = r.outcome = EntryStatus::found;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "autohaap/batch/manifest.hpp"
 #include "autohaap/batch/runner.hpp"
@@ -23,9 +24,9 @@ namespace {
 struct BatchArgs {
   std::string manifest;
   std::string out;
-  long long index = -1;
+  std::optional<long long> index;  // not given: every entry (or --shard's)
   std::string shard;
-  int threads = -1;
+  std::optional<int> threads;      // not given: the manifest's
   std::string cache;
   bool count = false;
   bool list = false;
@@ -53,8 +54,8 @@ std::string entry_line(const EntryResult& r, std::size_t position, std::size_t s
 
 int run_batch_command(const BatchArgs& a) {
   const std::atomic<bool>& stop = install_stop_signals();
-  if (a.threads < -1 || a.threads > kMaxThreads)
-    throw InputError("command line", "--threads", std::to_string(a.threads), "0 (all cores) to 4096");
+  if (a.threads && (*a.threads < 0 || *a.threads > kMaxThreads))
+    throw InputError("command line", "--threads", std::to_string(*a.threads), "0 (all cores) to 4096");
   const Manifest manifest = load_manifest(a.manifest);
   if (a.count) {
     std::cout << manifest.entries.size() << "\n";
@@ -68,10 +69,14 @@ int run_batch_command(const BatchArgs& a) {
   if (a.out.empty()) throw InputError("command line", "--out", "(missing)", "an output folder (or --count / --list)");
 
   EntrySelection selection = EntrySelection::all();
-  if (a.index >= 0 || !a.shard.empty()) {
-    if (a.index >= 0 && !a.shard.empty())
+  if (a.index || !a.shard.empty()) {
+    if (a.index && !a.shard.empty())
       throw InputError("command line", "--index / --shard", "both", "at most one of --index and --shard");
-    selection = a.shard.empty() ? EntrySelection::one(a.index) : parse_shard(a.shard);
+    if (a.index && *a.index < 0)
+      throw InputError("command line", "--index", std::to_string(*a.index),
+                       "an entry index from 0 (the manifest has " + std::to_string(manifest.entries.size()) +
+                           " entries; --list shows them)");
+    selection = a.shard.empty() ? EntrySelection::one(*a.index) : parse_shard(a.shard);
   }
   const std::vector<std::size_t> selected = select_entries(manifest.entries.size(), selection);
 
@@ -83,7 +88,7 @@ int run_batch_command(const BatchArgs& a) {
   BatchRunOptions options;
   options.out_dir = a.out;
   options.cache_dir = a.cache;
-  options.threads = a.threads;
+  options.threads = a.threads.value_or(-1);
   options.cancel = &stop;
   options.on_entry = [](const EntryResult& r, std::size_t position, std::size_t count) {
     std::cout << entry_line(r, position, count) << "\n" << std::flush;

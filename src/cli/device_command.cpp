@@ -56,7 +56,8 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
       ->required();
   cmd->add_option("--name", a->name, "name of the new device (default: BASE-measured)");
   cmd->add_option("-o,--out", a->out, "device YAML file to write");
-  action = [a] {
+  action = [a, cmd] {
+    if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, false);
     if (!a->out.empty()) check_writable(a->out);
     const DeviceSpec base = load_device(a->base);
     const DeviceMeasurements measured = read_device_measurements(a->measured, base);

@@ -1,5 +1,6 @@
 #include "plan_problem.hpp"
 
+#include "autohaap/error.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "autohaap/specs/spec_fingerprint.hpp"
@@ -44,6 +45,23 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
       out.notes += differs("training", "--train " + args.train, p.training, embedded->training, plan_file);
   }
   check_plan_against(out.plan, out.problem.model, out.problem.cluster, plan_file);
+  // The plan's micro-batches are cut from its global batch, so it is scored
+  // at that batch whatever a training file given says (its other settings
+  // apply), and the note says so. A plan whose own specs disagree with it is
+  // damaged.
+  const int batch = out.problem.training.global_batch;
+  if (batch != out.plan.global_batch) {
+    if (!args.train.empty()) {
+      out.notes += "note: --train " + args.train + " has global_batch " + std::to_string(batch) + "; the plan's " +
+                   std::to_string(out.plan.global_batch) + " is kept (" + std::to_string(out.plan.num_micro_batches) +
+                   " micro-batches of " + std::to_string(out.plan.micro_batch_size) +
+                   "); search again for another batch\n";
+      out.problem.training.global_batch = out.plan.global_batch;
+    } else if (embedded) {
+      throw InputError(plan_file, "specs.training.global_batch", std::to_string(batch),
+                       "the plan's global_batch, " + std::to_string(out.plan.global_batch));
+    }
+  }
   return out;
 }
 

@@ -47,8 +47,10 @@ ProfileTable load_profiles_arg(const std::string& profiles, const Problem& probl
   // A directory is Metis's layout (one JSON file per device, tp and
   // micro-batch); a file is AutoHAAP's own CSV table.
   std::error_code ec;
-  return std::filesystem::is_directory(profiles, ec) ? load_metis_profiles(profiles, problem)
-                                                     : load_profile_csv(profiles);
+  if (std::filesystem::is_directory(profiles, ec)) return load_metis_profiles(profiles, problem);
+  ProfileTable table = load_profile_csv(profiles);
+  check_profile_fits(table, problem, profiles);
+  return table;
 }
 
 Problem load_problem_args(const ProblemArgs& a) {

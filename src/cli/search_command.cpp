@@ -196,7 +196,10 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // Interleaving, context parallelism and the uniform plans on the plans
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
-  const std::vector<Plan> top = finish_plans(model, result, a.settings.search);
+  const Stopwatch refining;
+  const std::vector<Plan> top =
+      finish_plans(model, result, a.settings.search,
+                   refinement_stop(options.cancel, a.settings.search.time_limit_s, result.stats.wall_s, refining));
   if (!result.stop_reason.empty()) std::cout << "\nsearch stopped early: " << result.stop_reason << "\n";
   std::vector<std::pair<std::string, std::string>> extra;
   std::string price_table;

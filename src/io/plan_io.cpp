@@ -296,9 +296,11 @@ class FileReader {
     if (!v->is_map()) fail(*v, expected_kind<T>());
     visit(*v, member);
   }
+  // Not read back (the writer derives it), but a value of it must still be
+  // what the writer writes: a positive count.
   void informational(const char* key) {
     if (refused_by_) return refuse(key);
-    find(key);
+    if (const auto v = find(key); v && get<int>(*v) < 1) fail(*v, "a positive count (nodes the stage touches)");
   }
   // The list where the mapping has its key (then the other keys are
   // refused: the list says where the stage runs), else the other keys.

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -26,7 +27,8 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
       (header.size() == 7 && header[6] != "layer") || header.size() > 7) {
     throw InputError(path, "header", line, "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
   }
-  int row = 1;
+  int row = 1, rows = 0;
+  std::map<ProfileKey, int> row_of;  // the row that gave each key
   while (std::getline(in, line)) {
     ++row;
     if (line.empty() || line[0] == '#') continue;
@@ -67,8 +69,30 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
                        "a number of milliseconds above 0 and at most " + std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)));
     }
     key.layer = (c.size() == 7 && !c[6].empty()) ? (c[6] == "-1" ? -1 : integer(6, 0)) : -1;
+    if (const auto [earlier, fresh] = row_of.emplace(key, row); !fresh)
+      throw InputError(path, where, line,
+                       "one row per device, op, tp, micro_batch, seq_len and layer (row " +
+                           std::to_string(earlier->second) + " already gave this one)");
     table.add(key, ms * 1e-3);
+    ++rows;
   }
+  if (rows == 0) throw InputError(path, "rows", "(none)", "at least one measurement row after the header");
+}
+
+void check_profile_fits(const ProfileTable& table, const Problem& problem, const std::string& path) {
+  bool at_seq_len = false;
+  for (const auto& [key, latency] : table.entries()) {
+    (void)latency;
+    if (key.layer >= problem.model.layers)
+      throw InputError(path, "layer", std::to_string(key.layer),
+                       "a layer index of " + problem.model.name + ": 0 to " + std::to_string(problem.model.layers - 1) +
+                           ", or -1 (every layer)");
+    at_seq_len = at_seq_len || key.seq_len == problem.seq_len();
+  }
+  if (!at_seq_len)
+    throw InputError(path, "seq_len", "no row at " + std::to_string(problem.seq_len()),
+                     "rows measured at the training's sequence length, " + std::to_string(problem.seq_len()) +
+                         " tokens (the others can time nothing here)");
 }
 
 ProfileTable load_profile_csv(const std::string& path) {

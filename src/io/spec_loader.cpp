@@ -437,12 +437,34 @@ std::string validate_file(const std::string& path) {
 
 // ------------------------------------------------------------- invariants
 
+void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word) {
+  bool blank = true, control = false, space = false;
+  std::string shown;
+  for (const char ch : name) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      control = true;
+      static const char* kHex = "0123456789abcdef";
+      shown += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      continue;
+    }
+    shown += ch;
+    if (c == ' ') space = true;
+    else blank = false;
+  }
+  if (blank || control || (one_word && space))
+    throw InputError(file, key, shown,
+                     one_word ? "a name of printable characters without spaces (it prefixes host names)"
+                              : "a name of printable characters, not blank");
+}
+
+
 void check_model(const ModelSpec& m, const std::string& file) {
   using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
     if (!ok) throw InputError(file, key, number_text(value), allowed);
   };
-  require(!m.name.empty(), "name", 0, "a non-empty name");
+  check_name(file, "name", m.name, false);
   require_int(file, "seq_len", m.seq_len, 1, kMaxSeqLen);
   if (m.family == ModelFamily::generic) {
     require(m.layers > 0 && static_cast<std::size_t>(m.layers) == m.generic_layers.size(), "layers", m.layers,
@@ -482,7 +504,7 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
   auto range = [&](const char* key, double value, double lo, double hi) {
     require_number(file, under(path, key), value, lo, hi);
   };
-  require(!d.name.empty(), "name", 0, "a non-empty name");
+  check_name(file, under(path, "name"), d.name, false);
   range("memory_GiB", d.memory_GiB, kMinMemoryGiB, kMaxMemoryGiB);
   range("peak_tflops", d.peak_tflops, kMinTflops, kMaxTflops);
   range("peak_fp32_tflops", d.peak_fp32_tflops, kMinTflops, kMaxTflops);
@@ -521,11 +543,13 @@ void check_cluster(const ClusterSpec& c, const std::string& file) {
   using namespace limits;
   require_number(file, "inter_group_GBps", c.inter_group_GBps, kMinGBps, kMaxGBps);
   require_number(file, "inter_group_latency_us", c.inter_group_latency_us, 0.0, kMaxLatencyUs);
+  check_name(file, "name", c.name, false);
   if (c.groups.empty()) throw InputError(file, "groups", "[]", "a non-empty list of node groups");
   long long total = 0;
   for (std::size_t i = 0; i < c.groups.size(); ++i) {
     const NodeGroup& g = c.groups[i];
     const std::string at = "groups[" + std::to_string(i) + "].";
+    check_name(file, at + "name", g.name, true);
     require_int(file, at + "gpus_per_node", g.gpus_per_node, 1, kMaxGpusPerNode);
     // GPU counts are ints throughout: the whole cluster's must fit with room.
     const long long room = (kMaxClusterGpus - total) / g.gpus_per_node;  // nodes this group may have

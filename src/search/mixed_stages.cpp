@@ -155,7 +155,7 @@ int most_replicas(const Problem& problem, const StagePlan& s, const FreeRange& r
 
 }  // namespace
 
-Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
+Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopCondition& stop) {
   const Problem& problem = model.problem();
   Plan best = plan;
   double best_time = candidate_time(model, best);
@@ -164,12 +164,13 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan) {
   const int listed_most = largest_listed_micro_batch(problem);
   const std::vector<int> batch_divisors = divisors_of(plan.global_batch);
 
-  for (bool improved = true; improved;) {
+  for (bool improved = true; improved && !stop();) {
     improved = false;
     Plan round_best;
     double round_time = best_time;
     const std::vector<FreeRange> ranges = free_ranges(best, problem.cluster);
     for (int i = 0; i < static_cast<int>(best.stages.size()); ++i) {
+      if (stop()) return best;  // the round unfinished: what the last whole round made
       for (const FreeRange& range : ranges) {
         for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
           Plan moved = best;

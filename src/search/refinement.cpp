@@ -138,14 +138,15 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   return best;
 }
 
-void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages) {
+void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages, const StopCondition& stop) {
   // A Megatron-runnable search keeps one cp and vpp for every stage, and
   // one device type per stage.
   const bool uniform = uniform_stages_required(model.problem().runnable_by);
   for (Plan& plan : plans) {
+    if (stop()) break;
     const SearchStats stats = plan.search;
     plan = uniform ? refine_uniform_plan(model, plan) : refine_plan(model, plan);
-    if (mixed_stages && !uniform) plan = add_idle_replica_sets(model, plan);
+    if (mixed_stages && !uniform) plan = add_idle_replica_sets(model, plan, stop);
     plan.search = stats;
   }
   // With profiles, a plan scored on measured or corrected times ranks
@@ -159,12 +160,19 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_s
   });
 }
 
-std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings) {
+StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
+                              const Stopwatch& watch) {
+  const double left = time_limit_s > 0 ? std::max(1.0, time_limit_s - searched_s) : 0.0;
+  return StopCondition::of(cancel, left, watch);
+}
+
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
+                               const StopCondition& stop) {
   std::vector<Plan> top = result.top;
   if (top.empty()) return top;
   if (settings.strategy == "autohaap") {
     std::int64_t evaluated = 0;
-    for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true)) {
+    for (Plan& u : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true, stop)) {
       const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
       if (!known) {
         u.search = result.stats;
@@ -172,7 +180,7 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
       }
     }
   }
-  refine_plans(model, top, settings.mixed_stages);
+  refine_plans(model, top, settings.mixed_stages, stop);
   for (std::size_t i = 1; i < top.size();)
     if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
     else ++i;

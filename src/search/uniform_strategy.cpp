@@ -4,7 +4,9 @@
 // its best context-parallel degree and interleaving (search/refinement.hpp).
 // Every such plan is estimated; the best that fit are kept.
 #include <algorithm>
+#include <cstdint>
 
+#include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "strategies.hpp"
@@ -17,51 +19,81 @@ struct UniformCandidate {
   Recompute recompute;
 };
 
-std::vector<UniformCandidate> uniform_candidates(const Problem& problem, bool context_parallel) {
+// The sets of groups a uniform plan may use, as lists of group indices in
+// cluster order (uniform_plans, searcher.hpp): every subset of the groups
+// when there are few; else every subset of the kinds of group; else the
+// whole cluster and each kind alone. Kinds: groups the cost model cannot
+// tell apart (same device and links; identical_groups, cluster_merge.hpp).
+std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
+  const int n = static_cast<int>(cluster.groups.size());
+  std::vector<std::vector<int>> units;  // each a set of groups used together
+  if (n <= kUniformSubsetGroups) {
+    for (int g = 0; g < n; ++g) units.push_back({g});
+  } else {
+    for (int g = 0; g < n; ++g) {
+      auto kind = std::find_if(units.begin(), units.end(),
+                               [&](const std::vector<int>& u) { return identical_groups(cluster.groups[u.front()], cluster.groups[g]); });
+      if (kind == units.end()) units.push_back({g});
+      else kind->push_back(g);
+    }
+  }
+  std::vector<std::vector<int>> sets;
+  auto add = [&](std::uint32_t mask) {
+    std::vector<int> used;
+    for (std::size_t u = 0; u < units.size(); ++u)
+      if (mask & (1u << u)) used.insert(used.end(), units[u].begin(), units[u].end());
+    std::sort(used.begin(), used.end());
+    sets.push_back(std::move(used));
+  };
+  if (units.size() <= static_cast<std::size_t>(kUniformSubsetGroups)) {
+    for (std::uint32_t mask = 1; mask < (1u << units.size()); ++mask) add(mask);
+  } else {
+    std::vector<int> all(static_cast<std::size_t>(n));
+    for (int g = 0; g < n; ++g) all[static_cast<std::size_t>(g)] = g;
+    sets.push_back(std::move(all));
+    for (const std::vector<int>& u : units) sets.push_back(u);
+  }
+  return sets;
+}
+
+// Every uniform candidate on the groups `used` (cluster order).
+std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const std::vector<int>& used,
+                                                 bool context_parallel) {
   const auto& groups = problem.cluster.groups;
-  const int n = static_cast<int>(groups.size());
   const int layers = problem.model.layers;
   const std::vector<int> batches = searched_micro_batches(problem);
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};
 
   std::vector<UniformCandidate> out;
-  // Every non-empty subset of groups, kept in cluster order (a bit mask;
-  // clusters have a handful of groups).
-  const int subsets = n < 24 ? 1 << n : 0;
-  for (int mask = 1; mask < subsets; ++mask) {
-    std::vector<int> used;
-    int total = 0, smallest = 0;
-    for (int g = 0; g < n; ++g) {
-      if (!(mask & (1 << g))) continue;
-      used.push_back(g);
-      total += groups[g].gpus();
-      smallest = smallest == 0 ? groups[g].gpus() : std::min(smallest, groups[g].gpus());
-    }
-    for (int size = 1; size <= smallest; ++size) {
-      const bool fits_every_group = std::all_of(used.begin(), used.end(), [&](int g) {
-        return groups[g].gpus() % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
-      });
-      if (!fits_every_group || total / size > layers) continue;
-      for (int tp = 1; tp <= size; ++tp) {
-        if (size % tp != 0) continue;
-        for (int b : batches) {
-          if (b <= 0 || problem.training.global_batch % b != 0) continue;
-          // B need not divide over all size / tp replicas: context
-          // parallelism may group them (refine_uniform_plan checks B over
-          // the replicas left).
-          const bool valid = std::all_of(used.begin(), used.end(), [&](int g) {
-            const auto rule = layout_rule(problem, GroupLayout{g, groups[g].gpus() / size, size, tp, size / tp}, b);
-            return !rule || (context_parallel && *rule == PruneRule::dp_not_dividing_micro_batch);
-          });
-          if (!valid) continue;
-          Skeleton s;
-          s.micro_batch = b;
-          for (int g : used) {
-            for (int k = 0; k < groups[g].gpus() / size; ++k) s.stages.push_back({g, k * size, size, tp, size / tp});
-          }
-          for (Recompute r : modes) out.push_back({s, r});
+  int total = 0, smallest = 0;
+  for (int g : used) {
+    total += groups[g].gpus();
+    smallest = smallest == 0 ? groups[g].gpus() : std::min(smallest, groups[g].gpus());
+  }
+  for (int size = 1; size <= smallest; ++size) {
+    const bool fits_every_group = std::all_of(used.begin(), used.end(), [&](int g) {
+      return groups[g].gpus() % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
+    });
+    if (!fits_every_group || total / size > layers) continue;
+    for (int tp = 1; tp <= size; ++tp) {
+      if (size % tp != 0) continue;
+      for (int b : batches) {
+        if (b <= 0 || problem.training.global_batch % b != 0) continue;
+        // B need not divide over all size / tp replicas: context
+        // parallelism may group them (refine_uniform_plan checks B over
+        // the replicas left).
+        const bool valid = std::all_of(used.begin(), used.end(), [&](int g) {
+          const auto rule = layout_rule(problem, GroupLayout{g, groups[g].gpus() / size, size, tp, size / tp}, b);
+          return !rule || (context_parallel && *rule == PruneRule::dp_not_dividing_micro_batch);
+        });
+        if (!valid) continue;
+        Skeleton s;
+        s.micro_batch = b;
+        for (int g : used) {
+          for (int k = 0; k < groups[g].gpus() / size; ++k) s.stages.push_back({g, k * size, size, tp, size / tp});
         }
+        for (Recompute r : modes) out.push_back({s, r});
       }
     }
   }
@@ -71,32 +103,35 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, bool co
 }  // namespace
 
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
-                                bool context_and_interleaving) {
+                                bool context_and_interleaving, const StopCondition& stop) {
   const Problem& problem = cost.problem();
-  const std::vector<UniformCandidate> candidates = uniform_candidates(problem, context_and_interleaving);
   Incumbent best(top_k);
-  parallel::for_each(candidates.size(), [&](std::size_t i) {
-    const UniformCandidate& c = candidates[i];
-    const int p = c.skeleton.num_stages();
-    Plan plan =
-        make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
-    if (context_and_interleaving) {
-      plan = refine_uniform_plan(cost, plan);
-    } else {
-      plan.predicted = cost.estimate(plan);
-    }
-    best.offer(plan);
-  });
-  evaluated += static_cast<std::int64_t>(candidates.size());
+  for (const std::vector<int>& used : uniform_group_sets(problem.cluster)) {
+    if (stop()) break;
+    const std::vector<UniformCandidate> candidates = uniform_candidates(problem, used, context_and_interleaving);
+    parallel::for_each(candidates.size(), [&](std::size_t i) {
+      const UniformCandidate& c = candidates[i];
+      const int p = c.skeleton.num_stages();
+      Plan plan =
+          make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
+      if (context_and_interleaving) {
+        plan = refine_uniform_plan(cost, plan);
+      } else {
+        plan.predicted = cost.estimate(plan);
+      }
+      best.offer(plan);
+    });
+    evaluated += static_cast<std::int64_t>(candidates.size());
+  }
   return best.plans();
 }
 
 namespace strategy {
 
-bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition&, ProgressReporter& progress,
-                 SearchResult& result) {
+bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
+                 ProgressReporter& progress, SearchResult& result) {
   std::int64_t evaluated = 0;
-  result.top = uniform_plans(cost, options.top_k, evaluated);
+  result.top = uniform_plans(cost, options.top_k, evaluated, false, stop);
   result.candidates = evaluated;
   result.stats.evaluated = evaluated;
   progress.set_total(evaluated);
@@ -104,7 +139,7 @@ bool run_uniform(const CostModel& cost, const SearchOptions& options, const Stop
   progress.add_evaluated(evaluated);
   if (result.top.empty()) result.prune.add(PruneRule::no_feasible_split, evaluated);
   result.prune.considered = evaluated;
-  return false;  // never stops early: a few hundred estimates
+  return stop();  // stopped: the best of the group sets tried
 }
 
 }  // namespace strategy

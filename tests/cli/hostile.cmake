@@ -36,6 +36,30 @@ set(_devices h100-sxm a100-80gb a100-40gb v100-32gb l40s h200 a800 mi300x h800 v
 list(SUBLIST _devices 0 8 _eight)
 autohaap_write_groups(eight_groups.yaml ${_eight})
 autohaap_write_groups(eleven_groups.yaml ${_devices})
+# Many groups of few kinds: the uniform plans added after the search once
+# listed every subset of 20 groups (bad_alloc at 7 GB); 200 identical
+# groups: the mixed stages' rounds once ran 27 s past a 3 s time limit.
+set(_twenty "groups:\n")
+set(_two_hundred "groups:\n")
+foreach(i RANGE 0 199)
+  math(EXPR _kind "${i} % 4")
+  list(GET _devices ${_kind} _d)
+  if(i LESS 20)
+    string(APPEND _twenty "  - {device: ${_d}, name: g${i}, nodes: 1, gpus_per_node: 8}\n")
+  endif()
+  string(APPEND _two_hundred "  - {device: a100-80gb, name: g${i}, nodes: 1, gpus_per_node: 8}\n")
+endforeach()
+file(WRITE ${_hostile}/twenty_groups.yaml "${_twenty}")
+file(WRITE ${_hostile}/two_hundred_groups.yaml "${_two_hundred}")
+# Names that would break a hostfile or a line of Megatron arguments.
+file(WRITE ${_hostile}/newline_group.yaml
+     "groups:\n  - {device: a100-80gb, name: \"rack 1\\nrack 2\", nodes: 1, gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/newline_model.yaml
+     "name: \"evil\\n--inject 1\"\nfamily: gpt\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
+file(WRITE ${_hostile}/repeated_row.csv
+     "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,1\na100-40gb,layer,1,1,2048,5\n")
+file(WRITE ${_hostile}/far_layer.csv "device,op,tp,micro_batch,seq_len,latency_ms,layer\na100-40gb,layer,1,1,2048,1,99999\n")
+file(WRITE ${_hostile}/blank_device.yaml "name: \"   \"\nbase: h100-sxm\n")
 # 4,194,304 micro-batches: once a 500 MB picture, or bad_alloc.
 file(READ ${CMAKE_CURRENT_SOURCE_DIR}/data/report/uniform_4stage.yaml _plan)
 string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
@@ -64,7 +88,7 @@ set(_hostile_cases
   "hostile_tiny_bandwidth|2|tiny_bandwidth.yaml: groups.0..intra_node_GBps: got '1e-308'. allowed: a number from 0.001 to 1000000|search|-m|llama3-8b|-c|${_hostile}/tiny_bandwidth.yaml"
   "hostile_huge_nodes|2|huge_nodes.yaml: groups.0..nodes: got '2147483647'. allowed: an integer from 1 to 524288 .at most 4194304 GPUs|search|-m|gpt3-125m|-c|${_hostile}/huge_nodes.yaml"
   "hostile_wide_hidden|2|wide_hidden.yaml: hidden: got '1000000000'. allowed: an integer from 1 to 1048576|validate|${_hostile}/wide_hidden.yaml"
-  "hostile_deep_model|2|deep_model.yaml: layers: got '2147483647'. allowed: an integer from 1 to 10000|estimate|-m|${_hostile}/deep_model.yaml|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "hostile_deep_model|2|deep_model.yaml: layers: got '2147483647'. allowed: an integer from 1 to 1024|estimate|-m|${_hostile}/deep_model.yaml|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_huge_batch|2|huge_batch.yaml: global_batch: got '1000000000'. allowed: an integer from 1 to 16777216|search|-m|gpt3-125m|-c|a100x8|-t|${_hostile}/huge_batch.yaml"
   "hostile_huge_dp|2|--dp: got '2147483647'. allowed: at most the cluster's 8 GPUs|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|2147483647|--micro-batch|1"
   "hostile_profile_inf_latency|2|inf_latency.csv: row 2.latency_ms: got 'inf'. allowed: a number of milliseconds above 0|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/inf_latency.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
@@ -78,6 +102,15 @@ set(_hostile_cases
   "hostile_damaged_checkpoint_before_search|2|damaged.checkpoint: checkpoint: got 'a damaged or truncated checkpoint|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|--checkpoint|${_hostile}/damaged.checkpoint"
   "hostile_report_long_iteration|0|report written to .*long.svg .svg: 4 stages, 4194304 micro-batches|report|${_hostile}/long_iteration.yaml|-o|${_hostile}/long.svg"
   "hostile_startup_time_limit|4|== AutoHAAP summary ==\nstatus +: (interrupted-no-plan)?(time-limit-best-so-far)?\n|search|-m|llama3-8b|-c|${_hostile}/eight_groups.yaml|--time-limit|2"
+  "hostile_twenty_groups|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/twenty_groups.yaml|--threads|2"
+  "hostile_two_hundred_groups_time_limit|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/two_hundred_groups.yaml|--time-limit|3|--threads|2"
+  "hostile_group_name_newline|2|newline_group.yaml: groups.0..name: got 'rack 1.x0arack 2'. allowed: a name of printable characters without spaces|validate|${_hostile}/newline_group.yaml"
+  "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters, not blank|validate|${_hostile}/newline_model.yaml"
+  "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of printable characters, not blank|validate|${_hostile}/blank_device.yaml"
+  "hostile_batch_index_negative|2|command line: --index: got '-1'. allowed: an entry index from 0 .the manifest has 6 entries|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|--index|-1"
+  "hostile_batch_threads_negative|2|command line: --threads: got '-1'. allowed: 0 .all cores. to 4096|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|-j|-1"
+  "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
+  "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
 )
@@ -86,6 +119,9 @@ set_tests_properties(cli_hostile_unwritable_out_before_search cli_hostile_damage
                      cli_hostile_report_long_iteration PROPERTIES TIMEOUT 30)
 # Initialization honours --time-limit and SIGTERM within about a second.
 set_tests_properties(cli_hostile_startup_time_limit PROPERTIES TIMEOUT 15)
+# And so does the refinement after the search (3 s limit, 1 s at least for
+# refining); the twenty groups merge into four kinds and finish at once.
+set_tests_properties(cli_hostile_two_hundred_groups_time_limit cli_hostile_twenty_groups PROPERTIES TIMEOUT 20)
 add_test(NAME cli_hostile_sigterm_during_startup
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/sigterm_during_startup.sh $<TARGET_FILE:autohaap>
                  ${_hostile}/eight_groups.yaml ${_hostile}/sigterm)

@@ -30,6 +30,7 @@ set(_sc_cases
   "elsewhere|export_searched_elsewhere|0|GPUs on v100-32gb \\(stage 0\\), a100-40gb \\(stage 1\\).*interleaved 1F1B: 3 model chunks.*--pipeline-model-parallel-size 2 .*--global-batch-size 32.*--fp16|export|${_searched}/plan.json|--to|megatron"
   "elsewhere|nodelist_searched_elsewhere|0|\nv100-32gb-node0 +v100-32gb +v100-32gb +4 +0,1,2,3 +0 +0 +3\na100-40gb-node0 +a100-40gb +a100-40gb +4 +0,1,2,3 +1 +4 +7\n|export|${_searched}/plan.json|--to|nodelist"
   "elsewhere|estimate_elsewhere_other_training|0|note: the training given .--train default. is not the one .*plan.json was made for|estimate|--plan|${_searched}/plan.json|-t|default"
+  "elsewhere|estimate_elsewhere_other_batch|0|note: --train default has global_batch 512. the plan's 32 is kept .8 micro-batches of 4.|estimate|--plan|${_searched}/plan.json|-t|default"
 )
 foreach(case ${_sc_cases})
   string(REPLACE "|" ";" fields "${case}")

@@ -57,5 +57,49 @@ TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
   }
 }
 
+TEST_F(ProfileLoader, ASecondRowForOneMeasurementAndAnEmptyTableAreRefused) {
+  // A repeated key once loaded with the last row's latency winning.
+  const fs::path twice = dir_ / "twice.csv";
+  std::ofstream(twice) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                       << "a100-40gb,layer,1,2,2048,1\n"
+                       << "a100-40gb,layer,1,2,2048,5\n";
+  try {
+    load_profile_csv(twice.string());
+    ADD_FAILURE() << "a repeated row accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "row 3");
+    EXPECT_NE(e.allowed().find("row 2 already gave this one"), std::string::npos) << e.allowed();
+  }
+  const fs::path empty = dir_ / "empty.csv";
+  std::ofstream(empty) << "device,op,tp,micro_batch,seq_len,latency_ms\n";
+  EXPECT_THROW(load_profile_csv(empty.string()), InputError);
+}
+
+TEST_F(ProfileLoader, ATableMustTimeTheModelItIsGivenWith) {
+  Problem p;
+  p.model.name = "m";
+  p.model.layers = 12;
+  p.model.seq_len = 2048;
+  // Layer 99999 of a 12-layer model: once accepted and never read.
+  const fs::path far = dir_ / "far.csv";
+  std::ofstream(far) << "device,op,tp,micro_batch,seq_len,latency_ms,layer\n"
+                     << "a100-40gb,layer,1,1,2048,1,99999\n";
+  try {
+    check_profile_fits(load_profile_csv(far.string()), p, far.string());
+    ADD_FAILURE() << "layer 99999 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "layer");
+    EXPECT_EQ(e.value(), "99999");
+  }
+  // Nothing at the training's 2048 tokens: nothing could be used.
+  const fs::path other = dir_ / "other.csv";
+  std::ofstream(other) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                       << "a100-40gb,layer,1,1,7,1\n";
+  EXPECT_THROW(check_profile_fits(load_profile_csv(other.string()), p, other.string()), InputError);
+  // One row at 2048 is enough; another device's rows are kept.
+  std::ofstream(other, std::ios::app) << "v100-32gb,layer,1,1,2048,1\n";
+  EXPECT_NO_THROW(check_profile_fits(load_profile_csv(other.string()), p, other.string()));
+}
+
 }  // namespace
 }  // namespace autohaap

@@ -68,9 +68,12 @@ std::string validate_file(const std::string& path);
 // bound is checked by the validator of its spec below (and by check_plan for
 // the same quantity in a plan file).
 namespace limits {
-// The deepest trained transformers have under 200 layers; the split search
-// is quadratic in layers.
-inline constexpr int kMaxLayers = 10'000;
+// The deepest trained transformers have under 200 layers (GPT-3 96, PaLM
+// 118, Llama 3 405B 126); the split search grows about as the cube of the
+// layers (a 1000-layer toy model on 8 GPUs: about 30 s, 2000: over a
+// minute), so a model far beyond real ones is refused rather than left to
+// run for hours.
+inline constexpr int kMaxLayers = 1024;
 // Widest trained: 25,600 (hidden); the default GPT MLP is 4x that.
 inline constexpr int kMaxHidden = 1 << 20;
 inline constexpr int kMaxFfnHidden = 1 << 22;
@@ -111,6 +114,12 @@ inline constexpr double kMaxLayerMB = 1e9;
 // entries, specs embedded in other files). `file` names the source in the
 // error; key paths are those of the YAML form, under `path` (e.g.
 // "groups[1].device" for a device written inline in a cluster).
+// A name goes into plan files, tables, hostfiles and Megatron arguments as
+// it is: InputError(file, key, name with its control characters escaped,
+// ...) when it is blank or holds a control character (a newline would
+// start a line of its own there) and, `one_word` (a group's name, which
+// prefixes its hosts' names in a hostfile), when it holds a space.
+void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word);
 void check_model(const ModelSpec& model, const std::string& file);
 void check_device(const DeviceSpec& device, const std::string& file, const std::string& path = "");
 void check_cluster(const ClusterSpec& cluster, const std::string& file);

@@ -42,11 +42,14 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/search/stop_condition.hpp"
 
 namespace autohaap {
 
 // `plan` with idle GPUs added as replica sets where that makes it faster;
-// `plan` itself (re-estimated) otherwise.
-Plan add_idle_replica_sets(const CostModel& model, const Plan& plan);
+// `plan` itself (re-estimated) otherwise. `stop` (the search's time limit
+// or a signal) ends the greedy rounds early with the best plan so far: on
+// hundreds of node groups a round prices thousands of plans.
+Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopCondition& stop = {});
 
 }  // namespace autohaap

@@ -26,6 +26,7 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/search/stop_condition.hpp"
 
 namespace autohaap {
 
@@ -52,19 +53,30 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan);
 struct SearchResult;
 struct SearchSettings;
 
+// When the refinement after a search stops: on `cancel` (a signal), and
+// once what `time_limit_s` left after the search's `searched_s` is spent on
+// `watch`, at least a second of it, so a search stopped at its limit still
+// gets its cp and vpp; no deadline without a time limit.
+StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
+                              const Stopwatch& watch);
+
 // The plans a search answers with: its top plans, plus (autohaap strategy)
 // the best uniform plans with their own cp and vpp — cp can make fit what
 // the search pruned for memory —, each refined (refine_plans), duplicates
 // dropped, at most `settings.top_k`, fastest first. Empty when the search
 // found none. One place for one process, MPI ranks, batch entries and the
-// runtime comparison, so each answers the same plans.
-std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings);
+// runtime comparison, so each answers the same plans. `stop` ends the
+// refinement early (refine_plans).
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
+                               const StopCondition& stop = {});
 
 // Refines each plan (refine_plan; refine_uniform_plan when the problem asks
 // for Megatron-runnable plans, specs/runnable_by.hpp), then, with
 // `mixed_stages` and plans that may mix device types, puts idle GPUs to
 // work as replica sets (search/mixed_stages.hpp), and orders them fastest
-// first again (stable, so ties keep the search's order).
-void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages);
+// first again (stable, so ties keep the search's order). Once `stop` says
+// so, the plans not yet refined stay as they are and the mixed stages'
+// greedy rounds end with what they made.
+void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_stages, const StopCondition& stop = {});
 
 }  // namespace autohaap

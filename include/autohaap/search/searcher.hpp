@@ -188,9 +188,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // Incumbent or to compare with. Adds the plans estimated to `evaluated`.
 // With `context_and_interleaving`, each uniform plan also takes its best
 // cp and vpp (refine_uniform_plan), and B need only divide over the
-// replicas cp leaves; without, the space the exact search covers.
+// replicas cp leaves; without, the space the exact search covers. The
+// groups a plan uses are any subset of the cluster's up to
+// kUniformSubsetGroups groups; beyond, any subset of its kinds of group
+// (identical device and shape: a uniform plan uses every group of a kind
+// or none), and beyond that many kinds, the whole cluster or one kind.
+// `stop` ends the enumeration between subsets with the best so far.
+inline constexpr int kUniformSubsetGroups = 12;
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
-                                bool context_and_interleaving = false);
+                                bool context_and_interleaving = false, const StopCondition& stop = {});
 
 struct ShareControl {
   StopCondition stop;  // asked before and inside every skeleton
