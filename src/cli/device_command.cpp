@@ -59,7 +59,16 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
   action = [a, cmd] {
     if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, false);
     if (!a->out.empty()) check_writable(a->out);
-    const DeviceSpec base = load_device(a->base);
+    // The base is named on the command line: a name that is neither a
+    // catalog device nor a file is refused as --base's.
+    const DeviceSpec base = [&] {
+      try {
+        return load_device(a->base);
+      } catch (const InputError& e) {
+        if (!e.file().empty()) throw;
+        throw InputError("command line", "--base", e.value(), e.allowed());
+      }
+    }();
     const DeviceMeasurements measured = read_device_measurements(a->measured, base);
     const DeviceSpec calibrated =
         calibrated_device(base, measured, a->name.empty() ? base.name + "-measured" : a->name);

@@ -44,6 +44,16 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Every option that takes a value names a file, a name or a number: an
+    // empty one (`-o ''`) would silently mean "none" or "the default".
+    for (auto& [cmd, action] : commands) {
+      if (!cmd->parsed()) continue;
+      for (const CLI::Option* option : cmd->get_options()) {
+        if (option->get_expected_min() == 0 || option->count() == 0) continue;
+        for (const std::string& value : option->results())
+          if (value.empty()) throw InputError("command line", option->get_name(), "", "a non-empty value");
+      }
+    }
     for (auto& [cmd, action] : commands) {
       if (cmd->parsed()) return action();
     }

@@ -133,3 +133,12 @@ add_test(NAME cli_hostile_batch_result_setup
                  ${_hostile}/batch/results/gpt3-1.3b__a100x8__default.json)
 set_tests_properties(cli_hostile_batch_result_setup PROPERTIES FIXTURES_SETUP hostile_batch LABELS "cli")
 set_tests_properties(cli_hostile_batch_result_nesting PROPERTIES FIXTURES_REQUIRED hostile_batch)
+# An empty value given to an option (`-o ''`) once meant "no plan file"
+# without a word; CMake passes the empty argument as it is.
+add_test(NAME cli_hostile_empty_out COMMAND $<TARGET_FILE:autohaap> search -m gpt3-125m -c a100x8 -o "")
+set_tests_properties(cli_hostile_empty_out PROPERTIES LABELS "cli" TIMEOUT 30
+                     PASS_REGULAR_EXPRESSION "error: command line: --out: got ''. allowed: a non-empty value")
+add_test(NAME cli_hostile_device_base_unknown
+         COMMAND $<TARGET_FILE:autohaap> device --measured ${PROJECT_SOURCE_DIR}/tests/data/device/h200 --base nope)
+set_tests_properties(cli_hostile_device_base_unknown PROPERTIES LABELS "cli" TIMEOUT 30
+                     PASS_REGULAR_EXPRESSION "error: command line: --base: got 'nope'. allowed: a YAML file path or a catalog device")
