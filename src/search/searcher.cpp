@@ -217,7 +217,8 @@ void keep_best(std::vector<Skeleton>& list, std::size_t count) {
 // Tasks per block: fixed, not per thread or participant, so what is done
 // between blocks happens at the same points whatever the thread and rank
 // count (the kept list must not depend on them). The initialization's keep
-// pass runs kBlocksPerRound blocks a round (prepare_search).
+// pass runs rounds of kTasksPerRound tasks dealt to kBlocksPerRound blocks
+// by weight, not by count (prepare_search).
 constexpr std::size_t kTasksPerBlock = 64;
 constexpr std::size_t kBlocksPerRound = 8;
 constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
@@ -899,8 +900,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // are merged in block order, so the threshold tightens while the pass
   // runs: later rounds skip more, the list is cut to the new threshold as
   // it grows, and a search stopped during initialization answers with the
-  // best plan balanced so far rather than the first probes'. Blocks are a
-  // fixed number of tasks and their skeletons are chosen by (bound, id), so
+  // best plan balanced so far rather than the first probes'. A round is a
+  // fixed number of tasks, dealt to its blocks by the round alone
+  // (walk_round), and the blocks' skeletons are chosen by (bound, id), so
   // the thresholds, and with them the list, depend neither on the thread
   // count nor on how many participants share the rounds: participant i of
   // n walks the blocks b of each round with b % n == i, and exchange()
