@@ -316,11 +316,17 @@ TEST(PlanIo, HandWrittenJsonNeedsOnlyTheInputs) {
   expect_hand_written(plan_from_string(kHandWrittenJson, true, "hand.json"));
 }
 
-TEST(PlanIo, NodesKeyIsAcceptedAndIgnored) {
+TEST(PlanIo, NodesKeyIsIgnoredButMustBeAPositiveCount) {
   const std::string yaml = replaced(kHandWrittenYaml, "    gpus: 16\n", "    nodes: 99\n    gpus: 16\n");
   expect_hand_written(plan_from_string(yaml, false, "hand.yaml"));
   const std::string json = replaced(kHandWrittenJson, R"("gpus": 16,)", R"("nodes": 99, "gpus": 16,)");
   expect_hand_written(plan_from_string(json, true, "hand.json"));
+  // Ignored, but not any value: what the writer writes, a positive count.
+  for (const char* bad : {"abc", "-1", "0"}) {
+    const std::string yaml_bad =
+        replaced(kHandWrittenYaml, "    gpus: 16\n", std::string("    nodes: ") + bad + "\n    gpus: 16\n");
+    EXPECT_THROW(plan_from_string(yaml_bad, false, "hand.yaml"), InputError) << bad;
+  }
 }
 
 TEST(PlanIo, AStageOfNoTransformerLayerIsAPipelineStage) {
