@@ -16,14 +16,23 @@ CLI::App* register_validate_command(CLI::App& app, CommandAction& action) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand("validate", "check input files (model, device, cluster, training, plan, launch manifest)");
   cmd->add_option("files", *files, "files to check")->required();
+  // Every file is checked, each reported on a line of its own (a fleet's
+  // specs checked at once show all their faults, not the first); exit 2
+  // when any was refused.
   action = [files] {
+    int refused = 0;
     for (const std::string& f : *files) {
-      const std::string kind = validate_file(f);
-      if (kind == "plan") read_plan(f);
-      if (kind == "launch manifest") read_launch_manifest(f);
-      std::cout << f << ": valid " << kind << "\n";
+      try {
+        const std::string kind = validate_file(f);
+        if (kind == "plan") read_plan(f);
+        if (kind == "launch manifest") read_launch_manifest(f);
+        std::cout << f << ": valid " << kind << "\n";
+      } catch (const InputError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        ++refused;
+      }
     }
-    return int{kExitOk};
+    return refused == 0 ? int{kExitOk} : int{kExitInvalidInput};
   };
   return cmd;
 }

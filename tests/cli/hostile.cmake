@@ -106,6 +106,7 @@ set(_hostile_cases
   "hostile_two_hundred_groups_time_limit|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/two_hundred_groups.yaml|--time-limit|3|--threads|2"
   "hostile_group_name_newline|2|newline_group.yaml: groups.0..name: got 'rack 1.x0arack 2'. allowed: a name of printable characters without spaces|validate|${_hostile}/newline_group.yaml"
   "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters, not blank|validate|${_hostile}/newline_model.yaml"
+  "hostile_validate_every_file|2|newline_model.yaml: name: got 'evil.x0a--inject 1'|validate|${_hostile}/newline_group.yaml|${_hostile}/newline_model.yaml"
   "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of printable characters, not blank|validate|${_hostile}/blank_device.yaml"
   "hostile_batch_index_negative|2|command line: --index: got '-1'. allowed: an entry index from 0 .the manifest has 6 entries|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|--index|-1"
   "hostile_batch_threads_negative|2|command line: --threads: got '-1'. allowed: 0 .all cores. to 4096|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|-j|-1"
