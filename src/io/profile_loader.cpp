@@ -27,7 +27,7 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
       (header.size() == 7 && header[6] != "layer") || header.size() > 7) {
     throw InputError(path, "header", line, "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
   }
-  int row = 1, rows = 0;
+  int row = 1;
   std::map<ProfileKey, int> row_of;  // the row that gave each key
   while (std::getline(in, line)) {
     ++row;
@@ -74,9 +74,8 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
                        "one row per device, op, tp, micro_batch, seq_len and layer (row " +
                            std::to_string(earlier->second) + " already gave this one)");
     table.add(key, ms * 1e-3);
-    ++rows;
   }
-  if (rows == 0) throw InputError(path, "rows", "(none)", "at least one measurement row after the header");
+  if (row_of.empty()) throw InputError(path, "rows", "(none)", "at least one measurement row after the header");
 }
 
 void check_profile_fits(const ProfileTable& table, const Problem& problem, const std::string& path) {

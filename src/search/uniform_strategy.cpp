@@ -22,20 +22,15 @@ struct UniformCandidate {
 // The sets of groups a uniform plan may use, as lists of group indices in
 // cluster order (uniform_plans, searcher.hpp): every subset of the groups
 // when there are few; else every subset of the kinds of group; else the
-// whole cluster and each kind alone. Kinds: groups the cost model cannot
-// tell apart (same device and links; identical_groups, cluster_merge.hpp).
+// whole cluster and each kind alone. Kinds: the groups the search merges
+// as one (merge_identical_groups, cluster_merge.hpp).
 std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
   const int n = static_cast<int>(cluster.groups.size());
   std::vector<std::vector<int>> units;  // each a set of groups used together
   if (n <= kUniformSubsetGroups) {
     for (int g = 0; g < n; ++g) units.push_back({g});
   } else {
-    for (int g = 0; g < n; ++g) {
-      auto kind = std::find_if(units.begin(), units.end(),
-                               [&](const std::vector<int>& u) { return identical_groups(cluster.groups[u.front()], cluster.groups[g]); });
-      if (kind == units.end()) units.push_back({g});
-      else kind->push_back(g);
-    }
+    units = merge_identical_groups(cluster).members;
   }
   std::vector<std::vector<int>> sets;
   auto add = [&](std::uint32_t mask) {
@@ -103,11 +98,15 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
 }  // namespace
 
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
-                                bool context_and_interleaving, const StopCondition& stop) {
+                                bool context_and_interleaving, const StopCondition& stop, bool* stopped) {
   const Problem& problem = cost.problem();
   Incumbent best(top_k);
+  if (stopped) *stopped = false;
   for (const std::vector<int>& used : uniform_group_sets(problem.cluster)) {
-    if (stop()) break;
+    if (stop()) {
+      if (stopped) *stopped = true;
+      break;
+    }
     const std::vector<UniformCandidate> candidates = uniform_candidates(problem, used, context_and_interleaving);
     parallel::for_each(candidates.size(), [&](std::size_t i) {
       const UniformCandidate& c = candidates[i];
@@ -131,7 +130,8 @@ namespace strategy {
 bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                  ProgressReporter& progress, SearchResult& result) {
   std::int64_t evaluated = 0;
-  result.top = uniform_plans(cost, options.top_k, evaluated, false, stop);
+  bool stopped = false;
+  result.top = uniform_plans(cost, options.top_k, evaluated, false, stop, &stopped);
   result.candidates = evaluated;
   result.stats.evaluated = evaluated;
   progress.set_total(evaluated);
@@ -139,7 +139,7 @@ bool run_uniform(const CostModel& cost, const SearchOptions& options, const Stop
   progress.add_evaluated(evaluated);
   if (result.top.empty()) result.prune.add(PruneRule::no_feasible_split, evaluated);
   result.prune.considered = evaluated;
-  return stop();  // stopped: the best of the group sets tried
+  return stopped;  // the best of the group sets tried before the stop
 }
 
 }  // namespace strategy

@@ -193,10 +193,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // kUniformSubsetGroups groups; beyond, any subset of its kinds of group
 // (identical device and shape: a uniform plan uses every group of a kind
 // or none), and beyond that many kinds, the whole cluster or one kind.
-// `stop` ends the enumeration between subsets with the best so far.
+// `stop` ends the enumeration between subsets with the best so far (and
+// sets `*stopped`, where given).
 inline constexpr int kUniformSubsetGroups = 12;
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
-                                bool context_and_interleaving = false, const StopCondition& stop = {});
+                                bool context_and_interleaving = false, const StopCondition& stop = {},
+                                bool* stopped = nullptr);
 
 struct ShareControl {
   StopCondition stop;  // asked before and inside every skeleton
