@@ -8,5 +8,7 @@ namespace autohaap {
 
 // Bytes in one GiB (2^30).
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Bytes in one MiB (2^20): what PyTorch's allocator and nvidia-smi report.
+inline constexpr double kMiB = 1024.0 * 1024.0;
 
 }  // namespace autohaap

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cuda_timing import bench_ms
+from layers import GptLayer, LlamaLayer, rope_tables
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 dev = torch.device("cuda")
@@ -176,63 +177,12 @@ write("elementwise.csv", ["kernel", "bytes", "ms"], elementwise_rows)
 
 
 # ---------------------------------------------------------------- layers
-def rope(t, cos, sin):
-    t1, t2 = t[..., ::2], t[..., 1::2]
-    return torch.stack((t1 * cos - t2 * sin, t1 * sin + t2 * cos), dim=-1).flatten(-2)
-
-
-class LlamaLayer(torch.nn.Module):
-    def __init__(self, h, ffn, heads, kv):
-        super().__init__()
-        self.heads, self.kv, self.d = heads, kv, h // heads
-        self.n1 = torch.nn.RMSNorm(h)
-        self.n2 = torch.nn.RMSNorm(h)
-        self.qkv = torch.nn.Linear(h, (heads + 2 * kv) * self.d, bias=False)
-        self.o = torch.nn.Linear(h, h, bias=False)
-        self.gate_up = torch.nn.Linear(h, 2 * ffn, bias=False)
-        self.down = torch.nn.Linear(ffn, h, bias=False)
-
-    def forward(self, x, cos, sin):
-        b, s, h = x.shape
-        q, k, v = self.qkv(self.n1(x)).split([self.heads * self.d, self.kv * self.d, self.kv * self.d], -1)
-        q = rope(q.view(b, s, self.heads, self.d).transpose(1, 2), cos, sin)
-        k = rope(k.view(b, s, self.kv, self.d).transpose(1, 2), cos, sin)
-        v = v.view(b, s, self.kv, self.d).transpose(1, 2)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + self.o(a.transpose(1, 2).reshape(b, s, h))
-        g, u = self.gate_up(self.n2(x)).chunk(2, -1)
-        return x + self.down(F.silu(g) * u)
-
-
-class GptLayer(torch.nn.Module):
-    def __init__(self, h, heads):
-        super().__init__()
-        self.heads, self.d = heads, h // heads
-        self.n1 = torch.nn.LayerNorm(h)
-        self.n2 = torch.nn.LayerNorm(h)
-        self.qkv = torch.nn.Linear(h, 3 * h)
-        self.o = torch.nn.Linear(h, h)
-        self.fc1 = torch.nn.Linear(h, 4 * h)
-        self.fc2 = torch.nn.Linear(4 * h, h)
-
-    def forward(self, x, cos, sin):
-        b, s, h = x.shape
-        q, k, v = self.qkv(self.n1(x)).view(b, s, 3, self.heads, self.d).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + F.dropout(self.o(a.transpose(1, 2).reshape(b, s, h)), 0.1)
-        return x + F.dropout(self.fc2(F.gelu(self.fc1(self.n2(x)), approximate="tanh")), 0.1)
-
-
 layer_rows = []
 layer_cases = [("llama3-8b", LlamaLayer(4096, 14336, 32, 8), 4096, 8192, 32, (1, 2)),
                ("gpt-h4096", GptLayer(4096, 32), 4096, 2048, 32, (1, 4, 8))]
 for name, layer, h, seq, heads, micro_batches in layer_cases:
     layer = layer.to(dev, torch.bfloat16)
-    d = h // heads
-    pos = torch.arange(seq, device=dev, dtype=torch.float32)
-    freq = 1.0 / (500000 ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d))
-    ang = torch.outer(pos, freq)
-    cos, sin = ang.cos().to(torch.bfloat16), ang.sin().to(torch.bfloat16)
+    cos, sin = rope_tables(seq, h // heads, dev)
     for mb in micro_batches:
         x = torch.randn(mb, seq, h, device=dev, dtype=torch.bfloat16, requires_grad=True)
         grad = torch.randn(mb, seq, h, device=dev, dtype=torch.bfloat16)

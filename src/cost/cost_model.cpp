@@ -118,9 +118,10 @@ double loss_bytes_per_logit(const TrainingSpec& t) {
   return t.runtime == Runtime::fsdp ? 10.0 : 4.0;
 }
 
-// Whether `selective` recompute is PyTorch's op-level checkpointing
-// (BatchShape::op_level_selective): under the FSDP trainers, which run it.
-bool op_level_selective(const TrainingSpec& t) { return t.runtime == Runtime::fsdp; }
+// Whether the layers are PyTorch's eager modules (BatchShape::eager_modules:
+// what they keep, and `selective` as op-level checkpointing): under the
+// FSDP trainers, which run them.
+bool eager_modules(const TrainingSpec& t) { return t.runtime == Runtime::fsdp; }
 
 bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
@@ -300,7 +301,7 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   x.sequence_parallel = pb.training.sequence_parallel && s.tp > 1;
   // A device without FP8 runs an fp8 plan's GEMMs in 16 bits.
   x.fp8 = gemms_in_fp8(pb.training.precision, pb.cluster.groups.at(s.group).device);
-  x.op_level_selective = op_level_selective(pb.training);
+  x.eager_modules = eager_modules(pb.training);
   return x;
 }
 
@@ -891,7 +892,7 @@ double CostModel::hardware_flops_per_iteration(const Plan& plan) const {
   for (const StagePlan& st : plan.stages) {
     for (int l = st.layer_begin; l < st.layer_end; ++l) {
       BatchShape x{batch, s, 1, 2, false};
-      x.op_level_selective = op_level_selective(problem_.training);
+      x.eager_modules = eager_modules(problem_.training);
       const LayerWork w = layer_forward_work(m, l, x);
       double replay = 0;
       if (st.recompute == Recompute::full) replay = w.total_flops();

@@ -19,9 +19,12 @@ int mlp_matrices(const ModelSpec& m) { return m.family == ModelFamily::llama ? 3
 // saves the outputs of aten.mm, counting the layer's products in call order
 // and skipping every second one, and of the fused attention kernels; the
 // layer input is the checkpoint's own). In the order a layer calls its
-// products, Llama (separate projections): wq, wk, wv, [attention], wo, w1,
-// w3, w2, so wq, wv, w1 and w2 are kept and wk, wo and w3 replayed; GPT
-// (fused QKV): qkv, [attention], proj, fc1, fc2, so qkv and fc1 are kept.
+// products, Llama (separate bias-free projections): wq, wk, wv, [attention],
+// wo, w1, w3, w2, so wq, wv, w1 and w2 are kept and wk, wo and w3 replayed.
+// GPT's linears carry biases: PyTorch runs them as aten.addmm, which the
+// policy does not keep, so only the input and the attention output are
+// (measured on an H200: 4.0 bytes a token and hidden unit for a GPT layer,
+// 15.5 for Llama 3 8B's, tests/data/device/h200/training_memory.csv).
 // Norms, activations and products that are not kept are replayed in the
 // backward from what is; math (unfused) attention is not on the list and is
 // replayed whole. Bytes of 16-bit elements per layer, this GPU's share: the
@@ -36,8 +39,6 @@ double op_level_saved_bytes(const ModelSpec& m, const BatchShape& x, bool flash)
   if (flash) bytes += 2 * sbh / t + 4.0 * b * (m.heads / t) * s;  // attention output, fp32 log-sum-exp
   if (m.family == ModelFamily::llama)
     bytes += 2 * sbh / t + 2 * s * b * kv / t + 2 * s * b * f / t + 2 * sbh / whole;  // wq, wv, w1, w2
-  else
-    bytes += 2 * s * b * (h + 2 * kv) / t + 2 * s * b * f / t;  // qkv, fc1
   return bytes * x.element_bytes / 2.0;
 }
 
@@ -183,14 +184,15 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
     if (x.fp8) bytes += 3 * tokens * (h + f) / t;
     w.ops[4] = {"elementwise", 0, bytes, 0};
   }
-  if (x.op_level_selective) {
+  if (x.eager_modules) {
     // What op-level selective checkpointing replays (op_level_saved_bytes):
-    // Llama's wk of the QKV products, w3 of the MLP's three; GPT's second
-    // MLP product of two; the output projection and the element-wise work
-    // in both; the attention core unless a fused kernel kept its output.
+    // Llama's wk of the QKV products, w3 of the MLP's three; every product
+    // of GPT's (biased: none kept); the output projection and the
+    // element-wise work in both; the attention core unless a fused kernel
+    // kept its output.
     w.op_level = true;
     const bool llama = m.family == ModelFamily::llama;
-    w.op_level_replay = {llama ? kv / (h + 2 * kv) : 0.0, flash ? 0.0 : 1.0, 1.0, llama ? 1.0 / 3 : 0.5, 1.0};
+    w.op_level_replay = {llama ? kv / (h + 2 * kv) : 1.0, flash ? 0.0 : 1.0, 1.0, llama ? 1.0 / 3 : 1.0, 1.0};
   }
   return w;
 }
@@ -255,12 +257,21 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   //  With FP8 linear layers the four GEMM inputs (QKV, projection, MLP
   //  input, second MLP GEMM's input) are saved as 1-byte casts.
   //  With cp, s is this GPU's s/cp tokens; its scores are (s/cp) x s.
+  //  PyTorch's eager modules (BatchShape::eager_modules) keep two more
+  //  tensors in a Llama layer: silu's output (2·f/h), and K and V repeated
+  //  to all heads (2 each in place of 2·kv/h). Measured on an H200, Llama 3
+  //  8B's layer as torchtitan writes it keeps 44.0 bytes a token and hidden
+  //  unit (this accounting: 34 + 7 + 3 = 44) and a GPT layer with dropout
+  //  34.0 (tests/data/device/h200/training_memory.csv).
   const bool dropout = m.dropout;
-  const double kv_ratio = kv_dim(m) / h;
+  const bool llama = m.family == ModelFamily::llama;
+  const double kv_ratio = x.eager_modules && llama ? 1.0 : kv_dim(m) / h;
   const double linear_input = x.fp8 ? 1 : 2;
   const double attn = 2 + linear_input + 2 + 2 * 2 * kv_ratio + linear_input + (dropout ? 1 : 0);
-  const double ffn_tensors = m.family == ModelFamily::llama ? 3 : 2;
-  const double mlp = 2 + linear_input + 2 * (ffn_tensors - 1) * f / h + linear_input * f / h + (dropout ? 1 : 0);
+  // ffn-wide tensors kept besides the second GEMM's input: GeLU's input;
+  // SwiGLU's two inputs, and silu's output in eager PyTorch.
+  const double ffn_kept = llama ? (x.eager_modules ? 3 : 2) : 1;
+  const double mlp = 2 + linear_input + 2 * ffn_kept * f / h + linear_input * f / h + (dropout ? 1 : 0);
   const double linear_part = (attn + mlp) * sbh;                    // 34·sbh for GPT
   const bool flash = fused_attention_possible(m, x);
   const double score_part = flash ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * x.seq_len * b;
@@ -270,7 +281,7 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
       // Only the layer input is kept (Korthikanti Table 2: 2·s·b·h).
       return 2 * sbh * element_scale;
     case Recompute::selective:
-      if (x.op_level_selective) return op_level_saved_bytes(m, x, flash);
+      if (x.eager_modules) return op_level_saved_bytes(m, x, flash);
       // The attention core is replayed: its s x s part is not stored.
       return linear_part / (x.sequence_parallel ? t : 1.0) * element_scale;
     case Recompute::none:

@@ -147,11 +147,17 @@ TEST(LayerWork, OpLevelSelectiveCheckpointingKeepsEveryOtherProductAndTheAttenti
   const ModelSpec m = llama(32, 4096, 14336, 32, 8);
   const double s = 8192, b = 2, h = 4096, f = 14336, kv = 1024, a = 32;
   BatchShape x{b, 8192, 1, 2, false};
-  x.op_level_selective = true;
+  x.eager_modules = true;
   const double kept = 2 * s * b * (h + h + kv + f + h + h) + 4 * b * a * s;
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, x, Recompute::selective), kept);
-  // 15.5 of the 34 bytes a token and hidden unit the whole layer keeps.
-  EXPECT_NEAR(kept / layer_activation_bytes(m, 0, x, Recompute::none), 15.5 / 34, 0.01);
+  // 15.5 of the 44 bytes a token and hidden unit the whole eager layer
+  // keeps (Megatron's fused layer: 34; eager adds silu's output, 7, and K
+  // and V repeated to all 32 heads, 2 + 2 in place of 0.5 + 0.5).
+  EXPECT_NEAR(kept / layer_activation_bytes(m, 0, x, Recompute::none), 15.5 / 44, 0.01);
+  BatchShape fused = x;
+  fused.eager_modules = false;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, fused, Recompute::none), 34 * s * b * h);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, x, Recompute::none), 44 * s * b * h);
   // The backward replays one layer's rest at a time.
   EXPECT_DOUBLE_EQ(layer_working_bytes(m, 0, x, Recompute::selective),
                    layer_activation_bytes(m, 0, x, Recompute::none) - kept);
@@ -164,15 +170,15 @@ TEST(LayerWork, OpLevelSelectiveCheckpointingKeepsEveryOtherProductAndTheAttenti
   EXPECT_DOUBLE_EQ(w.op_level_replay[2], 1.0);
   EXPECT_DOUBLE_EQ(w.op_level_replay[3], 1.0 / 3);
   EXPECT_DOUBLE_EQ(w.op_level_replay[4], 1.0);
-  // GPT (fused QKV: qkv, [attention], proj, fc1, fc2) without a fused
-  // attention kernel: qkv (3·s·b·h) and fc1 (4·s·b·h) are kept besides the
-  // input; the attention core and its s x s scores are replayed.
+  // GPT's linears carry biases: PyTorch runs them as aten.addmm, which the
+  // policy does not keep. Without a fused attention kernel only the layer
+  // input is kept; every product and the attention core (with its s x s
+  // scores) are replayed.
   const ModelSpec g = gpt(2, 1024, 16);
   BatchShape y{2, 2048, 1, 2, false};
-  y.op_level_selective = true;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(g, 0, y, Recompute::selective), 2.0 * 2048 * 2 * 1024 * (1 + 3 + 4));
-  EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[1], 1.0);
-  EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[3], 0.5);
+  y.eager_modules = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(g, 0, y, Recompute::selective), 2.0 * 2048 * 2 * 1024);
+  for (int op = 0; op < LayerWork::kOps; ++op) EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[op], 1.0);
 }
 
 TEST(CostModel, FsdpSelectiveReplaysPartOfTheForward) {

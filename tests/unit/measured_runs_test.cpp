@@ -365,6 +365,7 @@ TEST(MeasuredRuns, TorchtitanOpLevelCheckpointingHoldsWhatItReserved) {
     ++seen;
     EXPECT_TRUE(s.predicted_fits) << s.id;
     const double predicted = s.predicted_GiB - s.fullest.runtime / kGiB;  // torch's reserve leaves the context out
+    std::printf("%s: %.1f GiB reserved, predicted %.1f\n", s.id.c_str(), s.measured_GiB, predicted);
     EXPECT_NEAR(predicted / s.measured_GiB, 1.0, 0.06) << s.id;
   }
   EXPECT_EQ(seen, 2);

@@ -56,7 +56,7 @@ struct LayerWork {
   // Portion of the forward that selective recompute replays (the attention
   // core: softmax, dropout and the two batched GEMMs around them).
   int selective_op = 1;
-  // Under op-level selective checkpointing (BatchShape::op_level_selective)
+  // Under op-level selective checkpointing (BatchShape::eager_modules)
   // the fraction of each op's forward that the backward replays instead
   // (every op's forward work scaled by it; selective_op is then unused).
   std::array<double, kOps> op_level_replay{};
@@ -92,15 +92,22 @@ struct BatchShape {
   // kept as their FP8 casts; the casts and their transposes are extra
   // memory-bound work. Set only where the stage's device has FP8.
   bool fp8 = false;
-  // What selective recompute keeps. Megatron-LM's (false): everything but
-  // the attention core, which it replays (Korthikanti et al. 2022, Sec. 5).
-  // PyTorch's op-level selective activation checkpointing as FSDP trainers
-  // run it (true; torchtitan's op policy, torch.utils.checkpoint
-  // create_selective_checkpoint_contexts): a layer keeps its input, the
-  // attention kernel's output and the output of every other matrix product
-  // in call order, and replays the rest from them (layer_work.cpp,
-  // op_level_saved_bytes).
-  bool op_level_selective = false;
+  // The layer is PyTorch's eager modules as FSDP trainers write them
+  // (torchtitan, Hugging Face models under llm-foundry), not Megatron-LM's
+  // fused kernels (false). Three things follow, each measured on an H200
+  // (tests/data/device/h200/training_memory.csv, memory_sweep.py):
+  //  - selective recompute is PyTorch's op-level selective activation
+  //    checkpointing (torchtitan's op policy, torch.utils.checkpoint
+  //    create_selective_checkpoint_contexts): a layer keeps its input, the
+  //    attention kernel's output and the output of every other bias-free
+  //    matrix product in call order, and replays the rest from them
+  //    (layer_work.cpp, op_level_saved_bytes). Megatron-LM's keeps
+  //    everything but the attention core (Korthikanti et al. 2022, Sec. 5);
+  //  - SwiGLU keeps silu's output beside its two inputs (Megatron's fused
+  //    kernel recomputes it in the backward);
+  //  - grouped-query attention repeats the key/value heads to the query
+  //    heads before the attention kernel, which keeps the repeated copies.
+  bool eager_modules = false;
 };
 
 // Tensor-core GEMM kernels read their operands in 16-byte vectors, so each
