@@ -33,6 +33,8 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"capacity_below_layers", "the stages together cannot hold all layers"},
     {"lower_bound_above_best", "lower bound on iteration time above the best plan found"},
     {"no_feasible_split", "no layer split fits every stage's memory"},
+    {"beyond_skeleton_limit",
+     "lower bound above the --max-skeletons best skeletons kept; the proven gap covers them"},
 }};
 
 // Rank of the first structural rule a group layout breaks; kNone if none.
@@ -89,7 +91,8 @@ std::int64_t PruneReport::removed_initially() const {
 }
 
 std::int64_t PruneReport::skipped_in_search() const {
-  return count(PruneRule::lower_bound_above_best) + count(PruneRule::no_feasible_split);
+  return count(PruneRule::lower_bound_above_best) + count(PruneRule::no_feasible_split) +
+         count(PruneRule::beyond_skeleton_limit);
 }
 
 void PruneReport::merge(const PruneReport& other) {

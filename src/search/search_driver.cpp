@@ -458,7 +458,7 @@ class SearchDriver {
       if (!r.top_times.empty()) job_best_ = std::min(job_best_, r.top_times.front());
       open = std::min(open, r.open_bound);
     }
-    job_bound_ = std::min(job_best_, open);
+    job_bound_ = std::min({job_best_, open, prepared_.dropped_bound_s});
   }
 
   // Rank 0, after each exchange: the job's totals (live progress reports
@@ -539,14 +539,16 @@ class SearchDriver {
   // plan (gap 0); stopped in initialization, the per-layer rate bound
   // (prepare_search; 0 if stopped before it); stopped in the rounds, the
   // last exchange's open bounds with the merged best.
+  // Whatever the skeleton limit dropped is at least its least bound.
   void set_bound(const std::vector<Plan>& top, SearchStats& stats) const {
     const double best = top.empty() ? kInf : top.front().predicted.iteration_time_s;
     if (!stopped_) {
-      stats.bound_s = top.empty() ? 0 : best;
-      stats.gap = 0;
+      const double bound = std::min(best, prepared_.dropped_bound_s);
+      stats.bound_s = top.empty() ? 0 : bound;
+      stats.gap = top.empty() ? 0 : search_gap(best, bound);
       return;
     }
-    double bound = best;
+    double bound = std::min(best, prepared_.dropped_bound_s);
     if (init_stopped_) {
       // Part of the space was never listed: only the rate bound holds.
       bound = std::min(bound, prepared_.rate_bound_s);
@@ -564,7 +566,9 @@ class SearchDriver {
     // listed skeletons too, and may beat what the search had reached (say,
     // stopped inside its first long balance). Run to the end they are found
     // again, so this never changes a finished answer.
-    if (stopped_ && !init_stopped_ && !prepared_.probes.empty())
+    // The skeleton limit may have dropped a probe's skeleton from the list
+    // (its bound above the list's last): its plan is kept here alike.
+    if ((stopped_ || limited()) && !init_stopped_ && !prepared_.probes.empty())
       final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
     result.top = std::move(*final_top_);
     if (merge_.merged())
@@ -591,11 +595,20 @@ class SearchDriver {
     stats.wall_s = clock_.seconds();
     set_bound(result.top, stats);
     for (Plan& plan : result.top) plan.search = stats;
-    result.status = search_status(!result.top.empty(), stopped_, stopped_ && goal_.load());
+    // Limited and not proven optimal: the answer is the best of the kept
+    // skeletons, short of the optimum by at most the gap printed.
+    const bool short_of_proof = limited() && stats.gap > 0;
+    const bool within_gap = search_.gap > 0 && stats.gap <= search_.gap;
+    result.status = search_status(!result.top.empty(), stopped_ || short_of_proof,
+                                  (stopped_ && goal_.load()) || (short_of_proof && within_gap));
     if (prepared_.skeleton_limit)
+      result.stop_reason = "too many skeletons in one round of memory-aware initialization (4 x --max-skeletons, "
+                           "at least a million): the best plan the probes found, proven only by the per-layer rate "
+                           "bound";
+    else if (short_of_proof && !stopped_)
       result.stop_reason = "more than " + std::to_string(search_.max_skeletons) +
-                           " skeletons left after memory-aware initialization (--max-skeletons): the best plan the "
-                           "probes found, proven only by the per-layer rate bound";
+                           " skeletons left after memory-aware initialization (--max-skeletons): the best plan of "
+                           "those with the least lower bounds, proven within the gap below";
     if (result.top.empty()) {
       result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan that "
                                             "fits memory was found"
@@ -653,6 +666,8 @@ class SearchDriver {
   std::uint64_t mark_ = 0;
   double last_checkpoint_s_ = 0;
   std::optional<SearchFailure> pending_failure_;
+  // The skeleton limit dropped part of the list (PreparedSearch::dropped_bound_s).
+  bool limited() const { return std::isfinite(prepared_.dropped_bound_s); }
   bool stopped_ = false;                        // initialization, or the rounds with chunks left, ended on a stop
   bool init_stopped_ = false;                   // initialization itself was stopped
   bool plans_gathered_ = false;                 // the last checkpoint gathered the final plans (everywhere)

@@ -227,6 +227,13 @@ constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
 // can beat it). Llama 3 70B on 6 groups of 64 GPUs: one dive stalls 6%
 // above the optimum, the best of eight 1%.
 constexpr std::size_t kDives = 8;
+// The most skeletons one round of the initialization may hold under a
+// skeleton limit before it stops (at least; 4 x the limit when that is
+// more): its tasks keep a quarter of the limit each, so only a round whose
+// tasks all fill their share reaches it (about 1.7 GB). Where it stops
+// depends on which tasks ran first: the one place a limited search may
+// answer differently on another thread count, and only on such a space.
+constexpr std::size_t kRoundGuard = 1'000'000;
 constexpr int kDiveSteps = 32;
 
 // run(task, part) for tasks [0, n) in parallel, a block at a time, each
@@ -604,6 +611,17 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   PreparedSearch prepared;
   constexpr double kInf = std::numeric_limits<double>::infinity();
 
+  // The skeleton limit (PrepareOptions::max_skeletons): the list keeps
+  // list_cap skeletons of least (bound, id) after each round, a task
+  // task_cap of its own once it holds twice that, and the rounds after a
+  // cut drop what lies above the list's last bound (limit_cutoff, changed
+  // between rounds only); prepared.dropped_bound_s is the least bound ever
+  // dropped. `kept` counts what a round holds: past kRoundGuard (the
+  // memory guard) the initialization stops as before the limit had a proof.
+  const std::size_t list_cap = options.max_skeletons > 0 ? static_cast<std::size_t>(options.max_skeletons) : 0;
+  const std::size_t task_cap = list_cap > 0 ? std::max<std::size_t>(1, list_cap / 4) : 0;
+  const auto round_guard = static_cast<std::int64_t>(std::max<std::size_t>(4 * list_cap, kRoundGuard));
+  double limit_cutoff = kInf;
   std::atomic<std::int64_t> kept{0};
   std::atomic<bool> overflow{false}, stopped{false};
   // Asked in every loop of the initialization (per task, per probe, every
@@ -658,6 +676,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   struct Part {
     std::vector<Skeleton> kept;
     PruneReport report;
+    double dropped_bound = std::numeric_limits<double>::infinity();  // least bound the limit dropped
   };
   // One pass over the space: each memory-valid skeleton whose bound can
   // beat `threshold` goes to keep(part, skeleton). Subtree test: the
@@ -676,8 +695,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       stopped.store(true);
       return;
     }
-    // The threshold changes between rounds only, never while tasks run.
-    const double keep_below = threshold * (1 + kBoundSlack);
+    // The threshold and the limit's cutoff change between rounds only, never
+    // while tasks run; a task's own cut (visit) lowers its keep_below.
+    const double above_best = threshold * (1 + kBoundSlack);
+    double keep_below = std::min(threshold, limit_cutoff) * (1 + kBoundSlack);
     const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
     // An order that only rearranges another's middle groups is walked with
     // it (SkeletonWalk::arrangements): its structural counts alone, what
@@ -738,7 +759,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // first and last and the open groups as a set.
     walk.arrangements = true;
     const bool arranged = walks_arrangements(space.group_orders()[o]).has_value();
-    if (t.rated && threshold < kInf && m > 1 && every_position_open) {
+    if (t.rated && keep_below < kInf && m > 1 && every_position_open) {
       for (std::size_t j = n; j-- > 0;) {
         if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
       }
@@ -876,15 +897,33 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       };
     }
     walk.visit = [&](Skeleton&& s) {
-      s.lower_bound_s = balancer.lower_bound(s, threshold < kInf ? keep_below : kInf);
-      if (threshold < kInf && !(s.lower_bound_s <= keep_below)) {
-        part.report.add(PruneRule::lower_bound_above_best, 1);
+      s.lower_bound_s = balancer.lower_bound(s, keep_below);
+      if (!(s.lower_bound_s <= keep_below)) {
+        if (s.lower_bound_s <= above_best) {
+          part.report.add(PruneRule::beyond_skeleton_limit, 1);
+          part.dropped_bound = std::min(part.dropped_bound, s.lower_bound_s);
+        } else {
+          part.report.add(PruneRule::lower_bound_above_best, 1);
+        }
         return;
       }
       s.work = skeleton_work(s, layers);
       part.kept.push_back(std::move(s));
-      if (options.max_skeletons > 0 && kept.fetch_add(1, std::memory_order_relaxed) + 1 > options.max_skeletons)
-        overflow.store(true);
+      if (list_cap == 0) return;
+      if (kept.fetch_add(1, std::memory_order_relaxed) + 1 > round_guard) overflow.store(true);
+      if (part.kept.size() >= 2 * task_cap) {
+        // Keep this task's task_cap best; from here on it skips what could
+        // only be dropped again.
+        std::nth_element(part.kept.begin(), part.kept.begin() + static_cast<std::ptrdiff_t>(task_cap),
+                         part.kept.end(), by_bound);
+        const double cut = part.kept[task_cap].lower_bound_s;
+        const auto dropped = static_cast<std::int64_t>(part.kept.size() - task_cap);
+        part.report.add(PruneRule::beyond_skeleton_limit, dropped);
+        kept.fetch_sub(dropped, std::memory_order_relaxed);
+        part.kept.resize(task_cap);
+        part.dropped_bound = std::min(part.dropped_bound, cut);
+        keep_below = std::min(keep_below, cut * (1 + kBoundSlack));
+      }
     };
     walk.stop = must_stop;
     if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
@@ -944,6 +983,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       list = r.kept;
       cut_at = static_cast<std::size_t>(r.cut_at);
       first_task = static_cast<std::size_t>(r.next_task);
+      prepared.dropped_bound_s = r.dropped_bound_s;
+      limit_cutoff = r.limit_cutoff_s;
     } else if (options.top_k > 0) {
       std::vector<Plan> probe_plans =
           balanced_plans(probe_skeletons(space, memory, balancer, probe_count, must_stop, stopped));
@@ -1031,6 +1072,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         }
         InitBlock& block = mine.blocks.back();
         block.prune.merge(parts[k].report);
+        block.dropped_bound_s = std::min(block.dropped_bound_s, parts[k].dropped_bound);
         for (auto& s : parts[k].kept) block.kept.push_back(std::move(s));
       }
       for (InitBlock& block : mine.blocks) {
@@ -1054,7 +1096,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // exchange, as every one would.
   if (first_task >= tasks) rethrow(pending);
   for (std::size_t round = first_task; round < tasks; round += kTasksPerRound) {
-    kept.store(static_cast<std::int64_t>(list.size()));
+    kept.store(0);
     InitRound mine = pending.failure_code != 0 ? std::move(pending) : walk_round(round);
     std::vector<InitRound> all;
     if (options.exchange)
@@ -1074,12 +1116,21 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     const double before = prepared.threshold_s;
     for (InitBlock* block : blocks) {
       prepared.prune.merge(block->prune);
+      prepared.dropped_bound_s = std::min(prepared.dropped_bound_s, block->dropped_bound_s);
       for (Skeleton& s : block->kept) list.push_back(std::move(s));
       offer(block->plans);
     }
-    if (options.max_skeletons > 0 && static_cast<std::int64_t>(list.size()) > options.max_skeletons)
-      overflow.store(true);
     if (stopped.load() || overflow.load()) break;
+    if (list_cap > 0 && list.size() > list_cap) {
+      // The list's list_cap best stay; the rounds after skip what lies
+      // above the last of them.
+      std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list_cap), list.end(), by_bound);
+      const double cut = list[list_cap].lower_bound_s;
+      prepared.prune.add(PruneRule::beyond_skeleton_limit, static_cast<std::int64_t>(list.size() - list_cap));
+      list.resize(list_cap);
+      prepared.dropped_bound_s = std::min(prepared.dropped_bound_s, cut);
+      limit_cutoff = std::min(limit_cutoff, cut);
+    }
     if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
     // A whole round done, not the last: the progress a resumed
     // initialization goes on from, when it is time to save it or a stop was
@@ -1095,21 +1146,23 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       progress.threshold_s = prepared.threshold_s;
       progress.prune = prepared.prune;
       progress.cut_at = cut_at;
+      progress.dropped_bound_s = prepared.dropped_bound_s;
+      progress.limit_cutoff_s = limit_cutoff;
       catch_into(pending, [&] { options.save(progress); });
     }
   }
   if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 
   if (overflow.load()) {
-    // With a plan in hand, the limit ends the initialization as a stop
-    // does: the probes' best is the answer and the rate bound its proof
-    // (every participant agrees: the overflow travels in the rounds).
-    // Without one there is nothing to answer with, and the limit is the
+    // With a plan in hand, the memory guard ends the initialization as a
+    // stop does: the probes' best is the answer and the rate bound its
+    // proof (every participant agrees: the overflow travels in the rounds).
+    // Without one there is nothing to answer with, and the guard is the
     // error.
     if (prepared.probes.empty())
       throw InputError("", "search space",
-                       "more than " + std::to_string(options.max_skeletons) +
-                           " skeletons left after memory-aware initialization and the probes' bound",
+                       "more than " + std::to_string(round_guard) +
+                           " skeletons kept in one round of memory-aware initialization",
                        "at most max_skeletons (raise it, or describe fewer node groups or micro-batch sizes)");
     stopped.store(true);
     prepared.skeleton_limit = true;

@@ -613,31 +613,57 @@ TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoun
   EXPECT_GE(checked, 1);
 }
 
-// The skeleton limit guards memory: once the list passes it, the
-// initialization ends as a stop does, answering with the probes' best plan
-// and the per-layer rate bound as its proof, never a plan better than the
-// whole search's, on any thread count.
-TEST(Search, SkeletonLimitEndsTheInitializationWithTheBestPlanSoFar) {
-  const Problem problem = random_problem(411);
-  SearchOptions options;
-  options.max_skeletons = 0;  // no limit
-  const SearchResult full = run_search(problem, options);
-  ASSERT_FALSE(full.top.empty());
-  EXPECT_EQ(full.status, PlanStatus::found);
-  EXPECT_TRUE(full.stop_reason.empty());
-  for (int threads : {1, 2}) {
-    options.threads = threads;
-    options.max_skeletons = 1;
-    const SearchResult limited = run_search(problem, options);
-    ASSERT_FALSE(limited.top.empty()) << threads;
-    EXPECT_EQ(limited.status, PlanStatus::stopped_with_plan) << threads;
-    EXPECT_NE(limited.stop_reason.find("--max-skeletons"), std::string::npos) << limited.stop_reason;
-    const double best = limited.top.front().predicted.iteration_time_s;
-    EXPECT_GE(best, best_time(full) * (1 - 1e-12)) << threads;
-    // The bound proves what it says: at most the whole search's optimum.
-    EXPECT_LE(limited.stats.bound_s, best_time(full) * (1 + 1e-12)) << threads;
-    EXPECT_GT(limited.stats.gap, 0) << threads;
+// The skeleton limit bounds memory with a proof: past it the list keeps
+// the skeletons of least lower bound, the search runs on them, and the
+// least bound it dropped joins the proven bound. Checked against the whole
+// search on random problems: the limited plan is never faster than the
+// optimum, its bound never above it, a zero gap means the optimum itself,
+// and the answer is the same on 1 and 2 threads. A limit the list never
+// reaches changes nothing.
+TEST(Search, SkeletonLimitSearchesTheBestBoundsAndProvesItsGap) {
+  int limited_cases = 0, gaps = 0;
+  for (const std::uint64_t seed : {411u, 412u, 413u, 414u, 415u, 416u}) {
+    const Problem problem = random_problem(seed);
+    SearchOptions options;
+    options.max_skeletons = 0;  // no limit
+    const SearchResult full = run_search(problem, options);
+    if (full.top.empty()) continue;
+    EXPECT_EQ(full.status, PlanStatus::found);
+    EXPECT_TRUE(full.stop_reason.empty());
+    const double optimum = best_time(full);
+    for (const std::int64_t limit : {1, 3}) {
+      std::vector<double> answers;
+      for (int threads : {1, 2}) {
+        options.threads = threads;
+        options.max_skeletons = limit;
+        const SearchResult limited = run_search(problem, options);
+        ASSERT_FALSE(limited.top.empty()) << seed << " " << threads;
+        const double best = limited.top.front().predicted.iteration_time_s;
+        answers.push_back(best);
+        EXPECT_GE(best, optimum * (1 - 1e-12)) << seed;
+        EXPECT_LE(limited.stats.bound_s, optimum * (1 + 1e-12)) << seed;
+        EXPECT_NEAR(limited.stats.gap, search_gap(best, limited.stats.bound_s), 1e-12) << seed;
+        if (limited.stats.gap == 0) {
+          EXPECT_DOUBLE_EQ(best, optimum) << seed;
+          EXPECT_EQ(limited.status, PlanStatus::found) << seed;
+        } else {
+          ++gaps;
+          EXPECT_EQ(limited.status, PlanStatus::stopped_with_plan) << seed;
+          EXPECT_NE(limited.stop_reason.find("--max-skeletons"), std::string::npos) << limited.stop_reason;
+        }
+        if (limited.prune.count(PruneRule::beyond_skeleton_limit) > 0) ++limited_cases;
+      }
+      EXPECT_EQ(answers[0], answers[1]) << seed << " limit " << limit;
+    }
+    options.threads = 0;
+    options.max_skeletons = 1'000'000'000;
+    const SearchResult roomy = run_search(problem, options);
+    EXPECT_EQ(roomy.prune.count(PruneRule::beyond_skeleton_limit), 0) << seed;
+    EXPECT_EQ(best_time(roomy), optimum) << seed;
+    EXPECT_EQ(roomy.stats.gap, 0) << seed;
   }
+  EXPECT_GT(limited_cases, 0);
+  EXPECT_GT(gaps, 0);
 }
 
 TEST(Search, InitializationHonoursTheDeadline) {
@@ -745,15 +771,23 @@ TEST(Search, AnInitializationResumedAfterAnyRoundListsWhatOneNeverStoppedLists) 
   EXPECT_THROW(prepare_search(cost, memory, cache, refused), InputError);
 }
 
+// With and without a skeleton limit (5: the list is cut in every round,
+// and tasks cut their own): the same list, threshold and dropped bound.
 TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
   const Problem problem = five_small_groups();
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
+  for (const std::int64_t limit : {0, 5}) {
+  SCOPED_TRACE("max_skeletons " + std::to_string(limit));
   PrepareOptions alone;
   alone.top_k = 2;
+  alone.max_skeletons = limit;
   LatencyCache cache;
   const PreparedSearch one = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, alone); });
   ASSERT_FALSE(one.skeletons.empty());
+  EXPECT_EQ(std::isfinite(one.dropped_bound_s), limit > 0);
+  if (limit > 0) EXPECT_LE(one.skeletons.size(), static_cast<std::size_t>(limit));
+  EXPECT_FALSE(one.stopped);
   for (const int n : {2, 3}) {
     // n participants on threads of their own; the exchange is an all-gather
     // between two barriers (what the MPI ranks do with a collective).
@@ -786,7 +820,9 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
       EXPECT_EQ(ids(results[i].skeletons), ids(one.skeletons));
       EXPECT_EQ(results[i].threshold_s, one.threshold_s);
       EXPECT_EQ(results[i].prune.removed, one.prune.removed);
+      EXPECT_EQ(results[i].dropped_bound_s, one.dropped_bound_s);
     }
+  }
   }
 }
 

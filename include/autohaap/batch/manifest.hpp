@@ -11,7 +11,7 @@
 //     threads: 0                # per search; 0 = all cores
 //     top: 1                    # plans kept per search
 //     time_limit_s: 0           # per search; 0 = none
-//     max_skeletons: 1000000    # per search; 0 = no limit
+//     max_skeletons: 250000     # per search; 0 = no limit
 //   (the keys are the option table's: search/search_options.hpp)
 //   # then exactly one of the three forms:
 //   models: [gpt3-1.3b, ../configs/models/gpt3-2.7b.yaml]   # product form:

@@ -72,12 +72,12 @@ void serialize(Archive& ar, Skeleton& s) {
 // writes this must include.
 template <class Archive>
 void serialize(Archive& ar, InitProgress& p) {
-  ar(p.next_task, p.tasks, p.kept, p.probes, p.threshold_s, p.prune, p.cut_at);
+  ar(p.next_task, p.tasks, p.kept, p.probes, p.threshold_s, p.prune, p.cut_at, p.dropped_bound_s, p.limit_cutoff_s);
 }
 
 template <class Archive>
 void serialize(Archive& ar, InitBlock& b) {
-  ar(b.index, b.kept, b.prune, b.plans);
+  ar(b.index, b.kept, b.prune, b.plans, b.dropped_bound_s);
 }
 
 template <class Archive>

@@ -28,6 +28,10 @@ struct InitProgress {
   double threshold_s = std::numeric_limits<double>::infinity();
   PruneReport prune;             // removals counted so far
   std::uint64_t cut_at = 0;      // list size at which the pass next cuts the list to the threshold
+  // What the skeleton limit dropped so far (PreparedSearch::dropped_bound_s)
+  // and the bound above which the next rounds drop (the list's, when cut).
+  double dropped_bound_s = std::numeric_limits<double>::infinity();
+  double limit_cutoff_s = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace autohaap

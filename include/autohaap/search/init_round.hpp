@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,15 @@ struct InitBlock {
   std::vector<Skeleton> kept;   // in task order
   PruneReport prune;
   std::vector<Plan> plans;      // its best bounds balanced: the plans that fit
+  // The least bound of a skeleton its tasks dropped to stay within their
+  // share of max_skeletons (infinity: none dropped).
+  double dropped_bound_s = std::numeric_limits<double>::infinity();
 };
 
 struct InitRound {
   std::vector<InitBlock> blocks;
   bool stopped = false;   // a stop was seen: the blocks may be partial
-  bool overflow = false;  // more skeletons than max_skeletons
+  bool overflow = false;  // more skeletons in the round than the memory guard allows
   // Non-zero: the walk failed here (2: an InputError of these parts; 1:
   // another error, `value` its message).
   std::int32_t failure_code = 0;

@@ -66,8 +66,11 @@ enum class PruneRule : int {
   capacity_below_layers,
   lower_bound_above_best,
   no_feasible_split,
+  // Lower bound above the --max-skeletons best kept by initialization: the
+  // search's proven bound covers them (PreparedSearch::dropped_bound_s).
+  beyond_skeleton_limit,
 };
-inline constexpr int kPruneRuleCount = 11;
+inline constexpr int kPruneRuleCount = 12;
 
 // Stable snake_case name (what --explain and result files print).
 const char* to_string(PruneRule rule);

@@ -49,10 +49,10 @@ struct SearchSettings {
   double gap = 0;
   std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
   // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
-  // count); beyond it the search stops instead of exhausting memory, with
-  // the probes' best plan as its answer (an InputError when there is none
-  // yet). 0: no limit.
-  std::int64_t max_skeletons = 1'000'000;
+  // count); beyond it the list keeps those of least lower bound, the search
+  // runs on them, and the least bound dropped is part of the proven gap
+  // (PrepareOptions::max_skeletons). 0: no limit.
+  std::int64_t max_skeletons = 250'000;
   double progress_interval_s = 0.2;
   // autohaap: a found plan's idle GPUs may join its stages as replica sets
   // of their own device type (search/mixed_stages.hpp); false keeps every
@@ -133,7 +133,8 @@ inline constexpr std::array kSearchOptions{
                  "own type, each with its share of the micro-batch)",
                  true},
     SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
-                 "most skeletons kept after initialization (about 1.7 KB each); bounds memory: past it, the best plan so far", true},
+                 "most skeletons kept after initialization (about 1.7 KB each); bounds memory: past it, those of least lower "
+                 "bound are searched and the rest bound the proven gap", true},
     SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},
                  "a file path (only with strategy autohaap)",
                  "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "

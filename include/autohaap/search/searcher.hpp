@@ -30,7 +30,8 @@
 // that pass the structural rules, whole subtrees skipped by a bound from
 // per-layer rates and capacities, shared by the participants of a
 // distributed search; memory O(skeletons kept), capped
-// by max_skeletons) and the skeletons whose lower bound beats the incumbent; exhaustive by its
+// by max_skeletons: past it the best bounds are kept and the rest bound
+// the gap) and the skeletons whose lower bound beats the incumbent; exhaustive by its
 // candidate count; metis by one balanced plan per (order, counts, B) and
 // overflow step. The progress callback is called from one worker
 // at a time (never concurrently), at most every progress_interval_s, and
@@ -131,8 +132,15 @@ struct PrepareOptions {
   // at most top_k plans: the probes stay in the list, so that search finds
   // K plans at least as good. 0: keep every skeleton that fits memory.
   int top_k = 0;
-  // Kept skeletons beyond which prepare_search throws InputError rather
-  // than exhaust memory; 0: no limit.
+  // The most skeletons the list keeps; 0: no limit. Past it, the list
+  // keeps the max_skeletons of least (bound, id) and drops the rest, whose
+  // least bound (PreparedSearch::dropped_bound_s) then proves how far the
+  // search's answer can be from the optimum. A task (one group order and B)
+  // keeps at most max_skeletons / 2 itself, cutting to a quarter when it
+  // reaches that; a round that still holds more than 4 x max_skeletons
+  // (at least a million) stops the initialization as a stop does
+  // (skeleton_limit), with the probes' plan as the answer, or InputError
+  // when there is none.
   std::int64_t max_skeletons = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
@@ -170,9 +178,15 @@ struct PreparedSearch {
   // search stopped during initialization can still prove.
   double rate_bound_s = 0;
   bool stopped = false;  // cancel, deadline or skeleton limit: `skeletons` is incomplete
-  // Stopped because the list passed max_skeletons while a probe plan was
-  // in hand (without one, prepare_search throws InputError instead).
+  // Stopped because a round passed the memory guard (max_skeletons above)
+  // while a probe plan was in hand (without one, prepare_search throws
+  // InputError instead).
   bool skeleton_limit = false;
+  // The least lower bound of any skeleton dropped to keep the list within
+  // max_skeletons (infinity: none dropped). Every plan outside the list is
+  // at least this slow, so the optimum is at least min(the best plan of the
+  // list, dropped_bound_s): the proof a limited search reports.
+  double dropped_bound_s = std::numeric_limits<double>::infinity();
 };
 
 // Streams the space (enumerate_skeletons): memory is O(kept skeletons), and
