@@ -3,6 +3,7 @@
 // the input without reading code. The CLI turns it into exit code 2.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -20,11 +21,30 @@ class InputError : public std::runtime_error {
   const std::string& allowed() const { return allowed_; }
 
  private:
+  // The message keeps to one line whatever the input held: control
+  // characters are escaped (\n, \xNN) and a value past kShownValueBytes is
+  // cut, saying how long it was (a binary file given as YAML would
+  // otherwise be quoted into the terminal).
+  static constexpr std::size_t kShownValueBytes = 200;
+  static std::string printable(const std::string& text, std::size_t most = std::string::npos) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < text.size() && i < most; ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else if (c < 0x20 || c == 0x7f) out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      else out += static_cast<char>(c);
+    }
+    if (text.size() > most) out += "... (" + std::to_string(text.size()) + " bytes)";
+    return out;
+  }
   static std::string compose(const std::string& file, const std::string& key, const std::string& value,
                              const std::string& allowed) {
-    std::string m = file.empty() ? std::string("<input>") : file;
-    if (!key.empty()) m += ": " + key;
-    m += ": got '" + value + "'";
+    std::string m = file.empty() ? std::string("<input>") : printable(file);
+    if (!key.empty()) m += ": " + printable(key);
+    m += ": got '" + printable(value, kShownValueBytes) + "'";
     if (!allowed.empty()) m += "; allowed: " + allowed;
     return m;
   }

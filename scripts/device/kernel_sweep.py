@@ -19,7 +19,6 @@ Times are medians of five blocks of ~10 ms after warm-up, with CUDA events.
 Raw times only: the project's tests derive efficiencies from them with the
 cost model's own FLOP counts (tests/unit/device_measurement_test.cpp).
 """
-import csv
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from csv_out import write_csv
 from cuda_timing import bench_ms
 from layers import GptLayer, LlamaLayer, rope_tables
 
@@ -36,14 +36,7 @@ dev = torch.device("cuda")
 
 
 def write(name, header, rows):
-    with open(os.path.join(out_dir, name), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-    print(f"== {name}")
-    for r in rows:
-        print(",".join(str(x) for x in r))
-    sys.stdout.flush()
+    write_csv(out_dir, name, header, rows)
 
 
 def used_mib():

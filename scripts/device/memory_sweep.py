@@ -23,8 +23,6 @@ argument:
 Raw bytes only; tests/unit/device_measurement_test.cpp compares them with
 the cost model's accounting.
 """
-import csv
-import os
 import sys
 from collections import defaultdict
 
@@ -32,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
+from csv_out import write_csv
 from cuda_timing import bench_ms
 from layers import GptLayer, TorchtitanLlamaLayer, complex_rope_table, rope_tables
 
@@ -41,15 +40,7 @@ MiB = 2**20
 
 
 def write(name, header, rows):
-    with open(os.path.join(out_dir, name), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-    print(f"== {name}")
-    print(",".join(header))
-    for r in rows:
-        print(",".join(str(x) for x in r))
-    sys.stdout.flush()
+    write_csv(out_dir, name, header, rows)
 
 
 # torchtitan's op-level policy: keep the outputs of the matrix products

@@ -23,7 +23,7 @@ struct ReportArgs {
 
 int run_report(const ReportArgs& a) {
   // A wrong extension is reported before the plan is even read.
-  const ReportFormat format = report_format_for(a.out);
+  const ReportFormat format = report_format_for(a.out, "--out");
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cout << pp.notes;
   const CostModel model(pp.problem);

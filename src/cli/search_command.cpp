@@ -119,7 +119,7 @@ Problem load_search_problem(const SearchArgs& a) {
   if (problem.runnable_by != RunnableBy::any && a.settings.search.strategy == "metis")
     throw InputError("command line", "--runnable", to_string(problem.runnable_by),
                      "any with --strategy metis (the Metis baseline searches its own space)");
-  if (!a.report.empty()) report_format_for(a.report);  // a bad extension fails before the search
+  if (!a.report.empty()) report_format_for(a.report, "--report");  // a bad extension fails before the search
   // What is written after the search must be writable before it starts.
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
     if (!path->empty()) check_writable(*path);

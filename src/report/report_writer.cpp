@@ -10,14 +10,16 @@
 
 namespace autohaap {
 
-ReportFormat report_format_for(const std::string& path) {
+ReportFormat report_format_for(const std::string& path, const std::string& flag) {
   const std::size_t dot = path.find_last_of('.');
   const std::size_t slash = path.find_last_of('/');
   std::string ext = (dot == std::string::npos || (slash != std::string::npos && dot < slash)) ? "" : path.substr(dot);
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ext == ".svg") return ReportFormat::svg;
   if (ext == ".html" || ext == ".htm") return ReportFormat::html;
-  throw InputError(path, "report file extension", ext.empty() ? "(none)" : ext, ".svg or .html");
+  const char* allowed = ".svg, .html or .htm";
+  if (!flag.empty()) throw InputError("command line", flag, path, std::string("a file name ending ") + allowed);
+  throw InputError(path, "report file extension", ext.empty() ? "(none)" : ext, allowed);
 }
 
 void write_report(const CostModel& model, const Plan& plan, const std::string& path,

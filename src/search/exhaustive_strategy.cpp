@@ -39,7 +39,7 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   const std::int64_t candidates = exhaustive_candidates(problem);
   result.candidates = candidates;
   if (candidates > options.exhaustive_limit) {
-    throw InputError("", "strategy", "exhaustive",
+    throw InputError("search options", "strategy", "exhaustive",
                      "at most " + std::to_string(options.exhaustive_limit) + " candidates; this problem has " +
                          (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
                                                                                  : std::to_string(candidates)) +

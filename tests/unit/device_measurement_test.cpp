@@ -395,9 +395,9 @@ TEST(DeviceMeasurements, UnfusedCrossEntropyPeakOnH200IsTheModels) {
 // replay builds no autograd graph); the model's share, from the same
 // layer_timing the search uses, is asserted within 25% of it.
 // torchtitan's op-level policy is printed, not asserted: it replayed 0.46
-// of a forward here and 7.9 ms (about 0.28) in another run of the same
-// script, a spread the three timed steps cannot settle; the model's 0.32
-// lies between.
+// of a forward here, 0.47 in a third run of the same script and 7.9 ms
+// (about 0.28) in the first, a spread the three timed steps cannot
+// settle. The model's 0.32 is under the two runs that agree: open.
 TEST(DeviceMeasurements, RecomputeReplaysTheShareOfTheForwardMeasuredOnH200) {
   std::map<std::string, CsvRow> rows;
   for (const CsvRow& r : read_csv("device/h200/training_memory.csv"))

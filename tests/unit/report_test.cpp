@@ -372,10 +372,19 @@ TEST_F(ReportWriter, RejectsOtherExtensionsNamingPathAndChoices) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), png);
     EXPECT_EQ(e.value(), ".png");
-    EXPECT_EQ(e.allowed(), ".svg or .html");
+    EXPECT_EQ(e.allowed(), ".svg, .html or .htm");
   }
   EXPECT_FALSE(fs::exists(png));
   EXPECT_THROW(report_format_for("dir.svg/report"), InputError);
+  // Named by a flag, the error names the flag and the path.
+  try {
+    report_format_for("plan.png", "--report");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "command line");
+    EXPECT_EQ(e.key(), "--report");
+    EXPECT_EQ(e.value(), "plan.png");
+  }
 }
 
 TEST_F(ReportWriter, UnwritablePathIsInputError) {

@@ -177,6 +177,25 @@ TEST_F(SpecLoader, MalformedYamlNamesTheLine) {
   EXPECT_EQ(e.allowed(), "well-formed YAML");
 }
 
+// A binary file given where YAML is expected: the message stays one line,
+// names the file, escapes what is not printable and cuts a long value
+// (the InputError keeps the value whole for code that reads it).
+TEST_F(SpecLoader, BinaryInputIsQuotedOnOneLine) {
+  std::string binary = "\x7f" "ELF\x02\x01\x01";
+  for (int i = 0; i < 600; ++i) binary += static_cast<char>(i % 32);
+  const std::string path = write("device.yaml", binary);
+  const InputError e = error_of([&] { load_device(path); });
+  const std::string what = e.what();
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  EXPECT_EQ(what.rfind(path, 0), 0u) << what;
+  for (const char c : what) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << what;
+  const InputError long_value("f.yaml", "name", std::string(1000, 'x') + "\n", "a short name");
+  EXPECT_NE(std::string(long_value.what()).find("... (1001 bytes)"), std::string::npos);
+  EXPECT_EQ(long_value.value().size(), 1001u);
+  EXPECT_NE(std::string(InputError("f.yaml", "name", "a\tb\x01", "").what()).find("got 'a\\tb\\x01'"),
+            std::string::npos);
+}
+
 TEST_F(SpecLoader, DuplicateKeyIsRejected) {
   EXPECT_INPUT_ERROR(load_training(write("t.yaml", "global_batch: 8\nglobal_batch: 16\n")), "global_batch",
                      "global_batch");

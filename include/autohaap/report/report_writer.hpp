@@ -30,8 +30,10 @@ struct ComparedPlan {
   std::string pipeline;    // one line
 };
 
-// The format a path asks for, by its extension (any letter case).
-ReportFormat report_format_for(const std::string& path);
+// The format a path asks for, by its extension (any letter case). Another
+// extension is an InputError naming the path, or, given `flag`, the
+// command-line flag that named it.
+ReportFormat report_format_for(const std::string& path, const std::string& flag = "");
 
 // Renders `plan` (scored by `model`), with `compared` beside it in HTML,
 // and writes it to `path`.
