@@ -542,13 +542,12 @@ class SearchDriver {
   // Whatever the skeleton limit dropped is at least its least bound.
   void set_bound(const std::vector<Plan>& top, SearchStats& stats) const {
     const double best = top.empty() ? kInf : top.front().predicted.iteration_time_s;
+    double bound = std::min(best, prepared_.dropped_bound_s);
     if (!stopped_) {
-      const double bound = std::min(best, prepared_.dropped_bound_s);
       stats.bound_s = top.empty() ? 0 : bound;
       stats.gap = top.empty() ? 0 : search_gap(best, bound);
       return;
     }
-    double bound = std::min(best, prepared_.dropped_bound_s);
     if (init_stopped_) {
       // Part of the space was never listed: only the rate bound holds.
       bound = std::min(bound, prepared_.rate_bound_s);
@@ -602,8 +601,8 @@ class SearchDriver {
     result.status = search_status(!result.top.empty(), stopped_ || short_of_proof,
                                   (stopped_ && goal_.load()) || (short_of_proof && within_gap));
     if (prepared_.skeleton_limit)
-      result.stop_reason = "too many skeletons in one round of memory-aware initialization (4 x --max-skeletons, "
-                           "at least a million): the best plan the probes found, proven only by the per-layer rate "
+      result.stop_reason = "too many skeletons in one round of memory-aware initialization (the memory guard of "
+                           "--max-skeletons): the best plan the probes found, proven only by the per-layer rate "
                            "bound";
     else if (short_of_proof && !stopped_)
       result.stop_reason = "more than " + std::to_string(search_.max_skeletons) +

@@ -205,13 +205,20 @@ bool by_bound(const Skeleton& a, const Skeleton& b) {
   return a.lower_bound_s != b.lower_bound_s ? a.lower_bound_s < b.lower_bound_s : a.id < b.id;
 }
 
+// Keeps the `count` skeletons of least (bound, id) in `list`, which must
+// hold more, and returns the least bound of those dropped.
+double cut_to_best(std::vector<Skeleton>& list, std::size_t count) {
+  std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(count), list.end(), by_bound);
+  const double least_dropped = list[count].lower_bound_s;
+  list.resize(count);
+  return least_dropped;
+}
+
 // Keeps the `count` skeletons of least (bound, id) in `list` once it holds
 // twice that many: the best `count` of everything ever added stay, in any
 // order of adding.
 void keep_best(std::vector<Skeleton>& list, std::size_t count) {
-  if (list.size() < 2 * count) return;
-  std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(count), list.end(), by_bound);
-  list.resize(count);
+  if (list.size() > count && list.size() >= 2 * count) cut_to_best(list, count);
 }
 
 // Tasks per block: fixed, not per thread or participant, so what is done
@@ -227,6 +234,7 @@ constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
 // can beat it). Llama 3 70B on 6 groups of 64 GPUs: one dive stalls 6%
 // above the optimum, the best of eight 1%.
 constexpr std::size_t kDives = 8;
+constexpr int kDiveSteps = 32;
 // The most skeletons one round of the initialization may hold under a
 // skeleton limit before it stops (at least; 4 x the limit when that is
 // more): its tasks keep a quarter of the limit each, so only a round whose
@@ -234,7 +242,6 @@ constexpr std::size_t kDives = 8;
 // depends on which tasks ran first: the one place a limited search may
 // answer differently on another thread count, and only on such a space.
 constexpr std::size_t kRoundGuard = 1'000'000;
-constexpr int kDiveSteps = 32;
 
 // run(task, part) for tasks [0, n) in parallel, a block at a time, each
 // task with a Part of its own; after each block, merge(part) in task order.
@@ -914,13 +921,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       if (part.kept.size() >= 2 * task_cap) {
         // Keep this task's task_cap best; from here on it skips what could
         // only be dropped again.
-        std::nth_element(part.kept.begin(), part.kept.begin() + static_cast<std::ptrdiff_t>(task_cap),
-                         part.kept.end(), by_bound);
-        const double cut = part.kept[task_cap].lower_bound_s;
         const auto dropped = static_cast<std::int64_t>(part.kept.size() - task_cap);
+        const double cut = cut_to_best(part.kept, task_cap);
         part.report.add(PruneRule::beyond_skeleton_limit, dropped);
         kept.fetch_sub(dropped, std::memory_order_relaxed);
-        part.kept.resize(task_cap);
         part.dropped_bound = std::min(part.dropped_bound, cut);
         keep_below = std::min(keep_below, cut * (1 + kBoundSlack));
       }
@@ -1124,10 +1128,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (list_cap > 0 && list.size() > list_cap) {
       // The list's list_cap best stay; the rounds after skip what lies
       // above the last of them.
-      std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list_cap), list.end(), by_bound);
-      const double cut = list[list_cap].lower_bound_s;
       prepared.prune.add(PruneRule::beyond_skeleton_limit, static_cast<std::int64_t>(list.size() - list_cap));
-      list.resize(list_cap);
+      const double cut = cut_to_best(list, list_cap);
       prepared.dropped_bound_s = std::min(prepared.dropped_bound_s, cut);
       limit_cutoff = std::min(limit_cutoff, cut);
     }

@@ -249,6 +249,21 @@ ModelSpec measured_layer_model(const std::string& name) {
   return gpt;
 }
 
+// Eager PyTorch (runtime fsdp, FlashAttention-2, bf16) on one H200, as the
+// device scripts ran `model` at `seq_len` tokens, `batch` sequences a step.
+Problem eager_run_on_one_h200(ModelSpec model, int seq_len, int batch) {
+  Problem p;
+  p.model = std::move(model);
+  p.model.seq_len = seq_len;
+  p.cluster = ClusterSpec{"one-h200", {make_node_group(catalog_device("h200"), 1, 1)}, 12.5, 20};
+  p.training.seq_len = seq_len;
+  p.training.precision = Precision::bf16;
+  p.training.runtime = Runtime::fsdp;
+  p.training.attention_kernel = AttentionKernel::flash2;
+  p.training.global_batch = batch;
+  return p;
+}
+
 // Whole layers in eager PyTorch (RMSNorm, RoPE, SwiGLU and residuals as
 // separate kernels; FlashAttention-2 through scaled_dot_product_attention)
 // against the cost model's layer time for the same shapes under runtime
@@ -262,15 +277,8 @@ TEST(DeviceMeasurements, EagerTransformerLayersOnH200AgainstTheModel) {
   int compared = 0;
   std::printf("%-10s %3s %10s %10s %10s %10s\n", "layer", "b", "fwd ms", "model", "bwd ms", "model");
   for (const CsvRow& r : read_csv("device/h200/layer.csv")) {
-    Problem p;
-    p.model = measured_layer_model(r.at("layer"));
-    p.model.seq_len = static_cast<int>(num(r, "seq"));
-    p.cluster = ClusterSpec{"one-h200", {make_node_group(catalog_device("h200"), 1, 1)}, 12.5, 20};
-    p.training.seq_len = p.model.seq_len;
-    p.training.precision = Precision::bf16;
-    p.training.runtime = Runtime::fsdp;
-    p.training.attention_kernel = AttentionKernel::flash2;
-    p.training.global_batch = static_cast<int>(num(r, "micro_batch"));
+    const Problem p = eager_run_on_one_h200(measured_layer_model(r.at("layer")), static_cast<int>(num(r, "seq")),
+                                            static_cast<int>(num(r, "micro_batch")));
     const Timing t = CostModel(p).layer_timing(StageShape{0, 1, 1, Recompute::none}, static_cast<int>(num(r, "micro_batch")), 0);
     const double fwd = num(r, "forward_ms") * 1e-3, bwd = num(r, "backward_ms") * 1e-3;
     std::printf("%-10s %3.0f %10.2f %10.2f %10.2f %10.2f\n", r.at("layer").c_str(), num(r, "micro_batch"), fwd * 1e3,
@@ -365,16 +373,9 @@ TEST(DeviceMeasurements, RecomputedBackwardNeedsNoMoreThanTheModelsWorkingSet) {
 TEST(DeviceMeasurements, UnfusedCrossEntropyPeakOnH200IsTheModels) {
   int compared = 0;
   for (const CsvRow& r : read_csv("device/h200/loss_memory.csv")) {
-    Problem p;
-    p.model = catalog_model("llama3-8b");
-    ASSERT_EQ(num(r, "vocab"), p.model.vocab);
-    p.model.seq_len = static_cast<int>(num(r, "seq"));
-    p.cluster = ClusterSpec{"one-h200", {make_node_group(catalog_device("h200"), 1, 1)}, 12.5, 20};
-    p.training.seq_len = p.model.seq_len;
-    p.training.precision = Precision::bf16;
-    p.training.runtime = Runtime::fsdp;
     const int b = static_cast<int>(num(r, "micro_batch"));
-    p.training.global_batch = b;
+    const Problem p = eager_run_on_one_h200(catalog_model("llama3-8b"), static_cast<int>(num(r, "seq")), b);
+    ASSERT_EQ(num(r, "vocab"), p.model.vocab);
     const MemoryBreakdown mem = CostModel(p).stage_memory(StageShape{0, 1, 1, Recompute::none}, b, 0, 0, 0, 1, 1);
     const double norm_output = 2.0 * b * p.model.seq_len * p.model.hidden;
     const double measured = num(r, "backward_peak_MiB") * kMiB - norm_output;
@@ -412,14 +413,7 @@ TEST(DeviceMeasurements, RecomputeReplaysTheShareOfTheForwardMeasuredOnH200) {
   ASSERT_EQ(rows.size(), 3u);
   const double forward = num(rows.at("none"), "forward_ms");
   const double none = num(rows.at("none"), "forward_backward_ms");
-  Problem p;
-  p.model = catalog_model("llama3-8b");
-  p.cluster = ClusterSpec{"one-h200", {make_node_group(catalog_device("h200"), 1, 1)}, 12.5, 20};
-  p.training.seq_len = p.model.seq_len = 8192;
-  p.training.precision = Precision::bf16;
-  p.training.runtime = Runtime::fsdp;
-  p.training.attention_kernel = AttentionKernel::flash2;
-  p.training.global_batch = 2;
+  const Problem p = eager_run_on_one_h200(catalog_model("llama3-8b"), 8192, 2);
   const CostModel model(p);
   const Timing base = model.layer_timing(StageShape{0, 1, 1, Recompute::none}, 2, 0);
   for (const auto& [mode, recompute] : {std::pair{"op_level", Recompute::selective}, std::pair{"full", Recompute::full}}) {
