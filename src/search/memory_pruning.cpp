@@ -25,7 +25,8 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"micro_batch_not_dividing_batch", "micro-batch size does not divide the global batch"},
     {"tp_exceeds_node", "tensor parallelism does not divide the GPUs of a node"},
     {"tp_not_dividing_heads", "tensor parallelism does not divide the attention (or key/value) heads"},
-    {"dp_not_dividing_micro_batch", "a stage's data parallelism does not divide the micro-batch"},
+    {"dp_not_dividing_micro_batch",
+     "a stage's data parallelism does not divide the micro-batch, and no context parallelism makes it"},
     {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},
     {"not_runnable", "--runnable megatron: stages differ in tp or dp, or mix FP8 and non-FP8 devices in fp8"},
     {"more_stages_than_layers", "more pipeline stages than layers"},
@@ -51,10 +52,11 @@ std::vector<Recompute> allowed_modes(const TrainingSpec& training) {
 }  // namespace
 
 std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& layout, int micro_batch) {
-  // Search layouts have no context parallelism (cp = 1: the rule holds);
-  // refinement adds it to finished plans.
+  // The layout's context parallelism is the least that lets its replicas
+  // divide B, where the model allows one (stage_degrees): so the cp rule
+  // holds, and a layout none can save breaks the dp rule.
   const auto rule = broken_stage_rule(problem.model, problem.seq_len(), &problem.cluster.groups[layout.group],
-                                      StageDegrees{layout.tp, 1, layout.dp}, micro_batch);
+                                      stage_degrees(problem, layout.group, layout.tp, layout.dp, micro_batch), micro_batch);
   if (!rule) {
     const DeviceSpec& device = problem.cluster.groups[layout.group].device;
     if (problem.profiles_only &&
@@ -178,7 +180,8 @@ int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int mic
   const CapacityKey key{slot.group, slot.tp, slot.dp, micro_batch, static_cast<int>(recompute), first, last, in_flight};
   if (auto found = memo_->find(key)) return *found;
 
-  const StageShape shape{slot.group, slot.tp, slot.dp, recompute};
+  const StageDegrees d = stage_degrees(cost_.problem(), slot, micro_batch);
+  const StageShape shape{slot.group, d.tp, d.dp, recompute, d.cp};
   const int layers = cost_.problem().model.layers;
   const double capacity = cost_.capacity_bytes(slot.group);
   auto fits = [&](int begin, int end) {

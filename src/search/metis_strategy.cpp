@@ -43,7 +43,9 @@ std::vector<Task> metis_tasks(const SearchSpace& space) {
       std::vector<std::map<int, std::vector<Option>>> by_count(order.size());
       for (std::size_t j = 0; j < order.size(); ++j) {
         for (const GroupLayout& layout : space.layouts(order[j])) {
-          if (layout_rule(problem, layout, b)) continue;
+          // Metis has no context parallelism: each replica takes whole
+          // sequences, so its dp divides B.
+          if (layout_rule(problem, layout, b) || b % layout.dp != 0) continue;
           for (Recompute r : modes) by_count[j][layout.stages].push_back({layout, r});
         }
         for (auto& [count, options] : by_count[j]) {

@@ -11,14 +11,6 @@
 namespace autohaap {
 namespace {
 
-// Whether a stage may split its sequences over cp GPUs: the model allows
-// it, and a --profiles-only search keeps cp 1 (profiles time whole
-// sequences; a cp share of one is never measured).
-bool context_parallel_allowed(const Problem& problem, int cp) {
-  if (cp > 1 && problem.profiles_only) return false;
-  return context_parallel_violation(problem.model, problem.seq_len(), cp).empty();
-}
-
 // Splits stage i's replicas into dp / cp replicas of cp GPUs each.
 void set_cp(StagePlan& s, int cp) {
   const int replicas = s.cp * s.dp;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "autohaap/error.hpp"
@@ -231,6 +232,20 @@ std::int64_t count_splits(int layers, int stages) {
   return static_cast<std::int64_t>(c + 0.5L);
 }
 
+bool context_parallel_allowed(const Problem& problem, int cp) {
+  if (cp > 1 && problem.profiles_only) return false;
+  return context_parallel_violation(problem.model, problem.seq_len(), cp).empty();
+}
+
+StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width, int micro_batch) {
+  if (micro_batch % width == 0) return {tp, 1, width};
+  const int cp = width / std::gcd(width, micro_batch);
+  if (!context_parallel_allowed(problem, cp) ||
+      problem.profiles.measures_device(problem.cluster.groups.at(group).device.name))
+    return {tp, 1, width};
+  return {tp, cp, width / cp};
+}
+
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
                const std::vector<Recompute>& recompute, int vpp) {
   Plan plan;
@@ -249,8 +264,10 @@ Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vect
     stage.device = problem.cluster.groups[slot.group].device.name;
     stage.first_gpu = slot.first_gpu;
     stage.gpus = slot.gpus;
-    stage.tp = slot.tp;
-    stage.dp = slot.dp;
+    const StageDegrees degrees = stage_degrees(problem, slot, skeleton.micro_batch);
+    stage.tp = degrees.tp;
+    stage.cp = degrees.cp;
+    stage.dp = degrees.dp;
     stage.layer_begin = begin;
     stage.layer_end = layer_end[i];
     stage.recompute = recompute[i];

@@ -515,7 +515,8 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
   const int layers = problem.model.layers;
   Skeleton here;
   here.micro_batch = start.micro_batch_size;
-  for (const StagePlan& st : start.stages) here.stages.push_back({st.group, st.first_gpu, st.gpus, st.tp, st.dp});
+  for (const StagePlan& st : start.stages)
+    here.stages.push_back({st.group, st.first_gpu, st.gpus, st.tp, st.cp * st.dp});
   std::optional<SearchSpace::Coordinates> at = space.locate(here);
   double best = start.predicted.iteration_time_s;
   std::vector<Plan> path;

@@ -205,7 +205,8 @@ double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edg
 
 double layer_seconds(const CostModel& cost, LatencyCache* cache, Recompute mode, const StageSlot& s, int micro_batch,
                      int layer, bool first, bool last) {
-  const StageShape shape{s.group, s.tp, s.dp, mode};
+  const StageDegrees d = stage_degrees(cost.problem(), s, micro_batch);
+  const StageShape shape{s.group, d.tp, d.dp, mode, d.cp};
   const LayerKey key{s.group, s.tp, s.dp, micro_batch, static_cast<int>(mode), layer, first, last};
   auto compute = [&] {
     LayerEntry e;

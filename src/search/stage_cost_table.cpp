@@ -6,7 +6,8 @@
 
 namespace autohaap {
 
-IdenticalLayers::IdenticalLayers(const Problem& problem) : generic_(problem.model.family == ModelFamily::generic) {
+IdenticalLayers::IdenticalLayers(const Problem& problem)
+    : problem_(problem), generic_(problem.model.family == ModelFamily::generic) {
   for (const NodeGroup& g : problem.cluster.groups) group_device_.push_back(g.device.name);
   for (const auto& [key, latency] : problem.profiles.entries()) {
     // The cost model looks profiles up at the problem's sequence length.
@@ -15,7 +16,11 @@ IdenticalLayers::IdenticalLayers(const Problem& problem) : generic_(problem.mode
 }
 
 bool IdenticalLayers::on(const StageSlot& slot, int micro_batch) const {
-  return !generic_ && !layer_profiles_.count({group_device_[slot.group], slot.tp, micro_batch / slot.dp});
+  if (generic_) return false;
+  // A stage with context parallelism is never timed from a profile (the
+  // cost model's rule), so its layers are the model's, all alike.
+  const StageDegrees d = stage_degrees(problem_, slot, micro_batch);
+  return d.cp > 1 || !layer_profiles_.count({group_device_[slot.group], slot.tp, micro_batch / d.dp});
 }
 
 bool IdenticalLayers::on(const Skeleton& skeleton) const {

@@ -83,12 +83,14 @@ std::string describe(const Plan& plan) {
     std::size_t j = i;
     int layers = 0;
     while (j < plan.stages.size() && plan.stages[j].group == plan.stages[i].group &&
-           plan.stages[j].tp == plan.stages[i].tp && plan.stages[j].dp == plan.stages[i].dp) {
+           plan.stages[j].tp == plan.stages[i].tp && plan.stages[j].cp == plan.stages[i].cp &&
+           plan.stages[j].dp == plan.stages[i].dp) {
       layers += plan.stages[j].num_layers();
       ++j;
     }
-    s << " " << (j - i) << "x" << plan.stages[i].device << "(tp" << plan.stages[i].tp << ",dp" << plan.stages[i].dp
-      << ")/" << layers << "L";
+    s << " " << (j - i) << "x" << plan.stages[i].device << "(tp" << plan.stages[i].tp;
+    if (plan.stages[i].cp > 1) s << ",cp" << plan.stages[i].cp;
+    s << ",dp" << plan.stages[i].dp << ")/" << layers << "L";
     i = j;
   }
   return s.str();

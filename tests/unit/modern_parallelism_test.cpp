@@ -155,6 +155,27 @@ TEST(ContextParallel, EachGpuDoesOneCpthOfTheLayer) {
   EXPECT_EQ(context_parallel_kv_bytes(m, 0, one), 0.0);
 }
 
+TEST(ContextParallel, SearchedStagesTakeTheLeastCpThatLetsReplicasDivideB) {
+  // A stage of tp x width GPUs with micro-batch B: cp = width / gcd(width, B).
+  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 2, 8);
+  auto degrees = [&](int tp, int width, int B) {
+    const StageDegrees d = stage_degrees(p, 0, tp, width, B);
+    return std::vector<int>{d.tp, d.cp, d.dp};
+  };
+  EXPECT_EQ(degrees(1, 8, 8), (std::vector<int>{1, 1, 8}));   // a sequence a replica
+  EXPECT_EQ(degrees(2, 4, 16), (std::vector<int>{2, 1, 4}));  // four a replica
+  EXPECT_EQ(degrees(1, 8, 2), (std::vector<int>{1, 4, 2}));   // a quarter sequence a GPU
+  EXPECT_EQ(degrees(2, 8, 4), (std::vector<int>{2, 2, 4}));
+  EXPECT_EQ(degrees(1, 16, 12), (std::vector<int>{1, 4, 4}));  // 12 over 4 replicas of cp 4
+  // cp 3 would cut 4096 tokens into 6 unequal chunks: the stage keeps cp
+  // 1, and the stage rule then rejects its 6 replicas for B = 4.
+  EXPECT_EQ(degrees(1, 6, 4), (std::vector<int>{1, 1, 6}));
+  // A device that profiles measure keeps whole sequences: a share of one
+  // is never measured.
+  p.profiles.add(ProfileKey{"flat", "layer", 1, 1, 4096, -1}, 1e-3);
+  EXPECT_EQ(degrees(1, 8, 2), (std::vector<int>{1, 1, 8}));
+}
+
 TEST(ContextParallel, RingTransfersHideBehindAttention) {
   // cp = 4 inside one node; the K,V block of each step crosses the link
   // while that step's attention runs: exposed is (cp − 1)·send − attention.
@@ -392,12 +413,22 @@ TEST(Refinement, ContextParallelMakesFitWhatDoesNotFitWithout) {
   p.training.micro_batch_sizes = {1, 2, 4, 8};
   p.training.recompute_modes = {Recompute::none};
   const CostModel cm(p);
+  // Both GPUs, one sequence each: does not fit.
+  UniformPlanRequest whole;
+  whole.dp = 2;
+  EXPECT_FALSE(cm.estimate(make_uniform_plan(p, whole)).fits);
   std::int64_t evaluated = 0;
-  EXPECT_TRUE(uniform_plans(cm, 1, evaluated).empty());
   const std::vector<Plan> with = uniform_plans(cm, 1, evaluated, true);
   ASSERT_EQ(with.size(), 1u);
   EXPECT_TRUE(with[0].predicted.fits);
   EXPECT_GT(with[0].stages[0].cp, 1);
+  // The search's own layouts take it already: a micro-batch of one sequence
+  // on a stage of two GPUs runs as cp 2 (search_space.hpp stage_degrees).
+  const std::vector<Plan> searched = uniform_plans(cm, 1, evaluated);
+  ASSERT_EQ(searched.size(), 1u);
+  EXPECT_EQ(searched[0].micro_batch_size, 1);
+  EXPECT_EQ(searched[0].stages[0].cp, 2);
+  EXPECT_EQ(searched[0].predicted.iteration_time_s, with[0].predicted.iteration_time_s);
 }
 
 // ------------------------------------------------------------ plan files

@@ -130,6 +130,9 @@ TEST(MemoryPruning, StructuralRulesRemoveWhatTheySay) {
   problem.model.heads = 6;  // tp 4 cannot split 6 heads
   problem.model.kv_heads = 6;
   problem.training.micro_batch_sizes = {1, 3};  // 3 does not divide 16
+  // 510 tokens split into no 2·cp equal chunks: no stage can take context
+  // parallelism, so a dp that does not divide B stays pruned.
+  problem.training.seq_len = 510;
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
   const SearchSpace space(problem);

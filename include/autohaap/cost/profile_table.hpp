@@ -85,6 +85,14 @@ class ProfileTable {
       if (!lookup(ProfileKey{device, op, tp, micro_batch, seq_len, -1})) return false;
     return true;
   }
+  // Whether anything on `device` is measured (its analytic times are then
+  // corrected by factors fitted on those measurements).
+  bool measures_device(const std::string& device) const {
+    const auto it = entries_.lower_bound(ProfileKey{device, "", std::numeric_limits<int>::min(),
+                                                    std::numeric_limits<int>::min(), std::numeric_limits<int>::min(),
+                                                    std::numeric_limits<int>::min()});
+    return it != entries_.end() && it->first.device == device;
+  }
   std::size_t size() const { return entries_.size(); }
   const std::map<ProfileKey, double>& entries() const { return entries_; }
 

@@ -9,7 +9,9 @@
 //     tp_exceeds_node                  tp does not divide the GPUs of a node
 //     tp_not_dividing_heads            tp does not divide the (kv) heads, or
 //                                      tp > 1 on a generic layer-list model
-//     dp_not_dividing_micro_batch      a stage's dp does not divide B
+//     dp_not_dividing_micro_batch      a stage's dp does not divide B, and no
+//                                      context parallelism the model allows
+//                                      makes its replicas divide it
 //     not_profiled                     --profiles-only: the profiles do not
 //                                      measure a layer of this layout
 //     not_runnable                     --runnable megatron: the groups' stages

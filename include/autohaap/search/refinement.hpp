@@ -1,10 +1,13 @@
 // Refinement: context parallelism (cp) and interleaving (vpp) for plans the
 // search found. The exact search (searcher.hpp) chooses stages, devices,
-// tp, dp, vpp, layer split, recompute and B (load_balancer.hpp). cp moves
+// tp, dp, vpp, layer split, recompute and B (load_balancer.hpp), and gives
+// each stage the least cp that lets its replicas divide B
+// (search_space.hpp stage_degrees), the fastest under the model. cp moves
 // no GPU or layer between stages: a cp of c turns c of a stage's dp
 // replicas into one replica whose sequences are split over those c GPUs
 // (Megatron's rank order tp, cp, dp keeps every tensor-parallel group where
-// it was). So it is refined on each found plan, per stage by coordinate
+// it was). So the other cps are tried on each found plan (and on plans the
+// search did not make: uniform plans, replica sets), per stage by coordinate
 // descent (each stage in turn takes the cp that makes the plan fastest,
 // until no stage changes). A cp changes a stage's sends and activations, so
 // each round then tries every vpp again: on a plan with cp 1 everywhere

@@ -7,7 +7,8 @@
 // or, when its node count is not a power of two or exceeds what any plan
 // can use, its first 2^j nodes for the largest such count a plan can fill:
 // search_space.cpp raw_layouts), each group's (tp, dp) for its stages, and
-// the micro-batch size B. The raw space is
+// the micro-batch size B; a stage's context parallelism follows from its dp
+// and B (stage_degrees). The raw space is
 //   ordered non-empty subsets of groups
 //   x per group a layout (GPUs used, k, tp): the stage size used/k divides a
 //     node or is a multiple of one (3 nodes -> 3 stages of 8 is allowed), tp
@@ -47,17 +48,20 @@
 
 #include "autohaap/plan.hpp"
 #include "autohaap/plan_builder.hpp"  // even_split
+#include "autohaap/specs/parallel_rules.hpp"  // StageDegrees
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap {
 
-// One pipeline stage of a skeleton: where it sits and how it is cut.
+// One pipeline stage of a skeleton: where it sits and how it is cut. `dp`
+// is the stage's data-parallel width, gpus / tp: with the micro-batch it
+// fixes the stage's context parallelism and replicas (stage_degrees).
 struct StageSlot {
   int group = 0;
   int first_gpu = 0;  // offset inside the group
   int gpus = 0;       // tp * dp
   int tp = 1;
-  int dp = 1;
+  int dp = 1;         // tp * dp = gpus: replicas * cp
 
   bool operator==(const StageSlot&) const = default;
 };
@@ -144,6 +148,34 @@ std::vector<int> searched_micro_batches(const Problem& problem);
 // A stage must not straddle nodes partially: it fits in one node (and a
 // whole number of stages fill the node) or it is made of whole nodes.
 bool valid_stage_size(int stage_gpus, int gpus_per_node);
+
+// Whether a stage may split its sequences over `cp` GPUs: the model allows
+// it (context_parallel_violation), and a --profiles-only search keeps cp 1
+// (profiles time whole sequences; a cp share of one is never measured).
+bool context_parallel_allowed(const Problem& problem, int cp);
+
+// The (tp, cp, dp) a searched stage of `tp` x `width` GPUs of node group
+// `group` runs with when its pipeline's micro-batch is B sequences:
+// cp = width / gcd(width, B) where context_parallel_allowed and no profile
+// measures the group's device, else 1; dp = width / cp replicas.
+// Without cp each of the width replicas takes B / width sequences, so width
+// must divide B. With cp c, width / c replicas each take B·c / width
+// sequences split over c GPUs: every GPU still holds B / width of a
+// sequence's tokens, does the same share of the attention and reduces the
+// same gradients, and the ring adds K/V passes (cost_model.cpp). So the
+// least c that makes the replicas divide B is the stage's fastest cp, and
+// the one the search gives it: where width divides B, cp 1 (the refinement,
+// refinement.hpp, still tries the others on finished plans). A device with
+// profiles keeps cp 1: a share of a sequence is never measured, and a
+// stage timed from measurements is not traded for an analytic one (the
+// refinement's rule). A stage whose width does not divide B and may not use
+// cp keeps cp 1, and the stage rule rejects it
+// (dp_not_dividing_micro_batch). O(1) where width divides B; else one
+// context_parallel_violation and one profile lookup.
+StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width, int micro_batch);
+inline StageDegrees stage_degrees(const Problem& problem, const StageSlot& slot, int micro_batch) {
+  return stage_degrees(problem, slot.group, slot.tp, slot.dp, micro_batch);
+}
 
 // Micro-batches per iteration for a skeleton: global_batch / B.
 int num_micro_batches(const Problem& problem, const Skeleton& skeleton);

@@ -41,6 +41,7 @@ class IdenticalLayers {
   bool on(const Skeleton& skeleton) const;
 
  private:
+  const Problem& problem_;
   bool generic_ = false;
   std::vector<std::string> group_device_;                       // device name per node group
   std::set<std::tuple<std::string, int, int>> layer_profiles_;  // (device, tp, sequences per replica)
