@@ -24,8 +24,11 @@ class InputError : public std::runtime_error {
   // The message keeps to one line whatever the input held: control
   // characters are escaped (\n, \xNN) and a value past kShownValueBytes is
   // cut, saying how long it was (a binary file given as YAML would
-  // otherwise be quoted into the terminal).
+  // otherwise be quoted into the terminal). What is allowed may quote the
+  // input too (a plan's own model name), so it is escaped alike and cut
+  // at kShownAllowedBytes, which the longest list of names fits.
   static constexpr std::size_t kShownValueBytes = 200;
+  static constexpr std::size_t kShownAllowedBytes = 2000;
   static std::string printable(const std::string& text, std::size_t most = std::string::npos) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out;
@@ -45,7 +48,7 @@ class InputError : public std::runtime_error {
     std::string m = file.empty() ? std::string("<input>") : printable(file);
     if (!key.empty()) m += ": " + printable(key);
     m += ": got '" + printable(value, kShownValueBytes) + "'";
-    if (!allowed.empty()) m += "; allowed: " + allowed;
+    if (!allowed.empty()) m += "; allowed: " + printable(allowed, kShownAllowedBytes);
     return m;
   }
   std::string file_, key_, value_, allowed_;

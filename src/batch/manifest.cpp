@@ -26,6 +26,8 @@ bool has_yaml_extension(const std::string& ref) {
   return ext == ".yaml" || ext == ".yml";
 }
 
+constexpr std::size_t kMaxEntryNameBytes = 200;
+
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
          c == '-';
@@ -148,6 +150,16 @@ BatchOptions parse_options(const YamlObject& root) {
       throw InputError(value->file(), value->path(), e.value(), e.allowed());
     }
   }
+  // Then the rules between options (a gap needs a strategy that proves
+  // one), as the CLI checks its flags before any search runs.
+  try {
+    validate(config);
+  } catch (const InputError& e) {
+    const auto* option = std::find_if(kSearchOptions.begin(), kSearchOptions.end(),
+                                      [&](const SearchOption& o) { return o.name == e.key(); });
+    const std::string key = option != kSearchOptions.end() ? manifest_key(*option) : e.key();
+    throw InputError(v->file(), v->path() + "." + key, e.value(), e.allowed());
+  }
   return config.search;
 }
 
@@ -173,6 +185,15 @@ class Expander {
       for (char c : e.name)
         if (!is_name_char(c)) explicit_name->fail("a file name of letters, digits, '.', '_' and '-'");
     }
+    // Files are named after the entry (OUT/<name>.json, its result and
+    // cache files, their temporaries ".<name>.json.tmp.PID.N"): past 200
+    // bytes a name would break the 255-byte limit of common file systems
+    // midway through the batch.
+    if (e.name.size() > kMaxEntryNameBytes)
+      throw InputError(m_.path, name_path, e.name,
+                       "a name of at most " + std::to_string(kMaxEntryNameBytes) +
+                           " bytes (its files are named after it)" +
+                           (explicit_name ? "" : "; give the entry a shorter 'name'"));
     if (e.name == kReservedName || e.name == "." || e.name == "..")
       throw InputError(m_.path, name_path, e.name, "a name other than 'summary', '.' and '..'");
     if (const auto it = first_use_.find(e.name); it != first_use_.end())

@@ -35,13 +35,23 @@ void warn(const BatchRunOptions& o, const std::string& message) {
 bool cancelled(const BatchRunOptions& o) { return o.cancel && o.cancel->load(); }
 
 // The previous result may stand in for a new search: same inputs, an
-// answer (not a failure), and for a found plan, the plan still on disk.
+// answer (not a failure), and for a found plan, the plan still on disk and
+// readable (why it is not goes into `refused_plan`).
 bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entry, const std::string& fingerprint,
-              const std::string& out_dir) {
+              const std::string& out_dir, std::string* refused_plan) {
   if (!previous || previous->name != entry.name || previous->input_fingerprint != fingerprint) return false;
   if (previous->outcome == EntryStatus::infeasible) return true;
+  const std::string path = plan_path(out_dir, entry.name);
   std::error_code ec;
-  return previous->outcome == EntryStatus::found && fs::is_regular_file(plan_path(out_dir, entry.name), ec);
+  if (previous->outcome != EntryStatus::found || !fs::is_regular_file(path, ec)) return false;
+  // The plan must still read back: a damaged one is planned again.
+  try {
+    read_plan(path);
+  } catch (const std::exception& e) {
+    *refused_plan = e.what();
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -69,7 +79,10 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
   std::string refused;
   const auto previous = read_entry_result(sidecar, &refused);
   if (!refused.empty()) warn(options, "previous result " + sidecar + " refused (" + refused + "); searching again");
-  if (can_skip(previous, entry, fingerprint, options.out_dir)) {
+  std::string refused_plan;
+  const bool skip = can_skip(previous, entry, fingerprint, options.out_dir, &refused_plan);
+  if (!refused_plan.empty()) warn(options, "previous plan refused (" + refused_plan + "); searching again");
+  if (skip) {
     EntryResult r = *previous;
     r.status = EntryStatus::skipped;
     write_file_atomically(sidecar, entry_result_to_json(r));

@@ -101,12 +101,23 @@ void sync_directory(const std::string& path, const std::filesystem::path& dir) {
   }
 }
 
-// The folder `path` is written in and the file's base name; InputError for
-// a name that cannot be a file.
+// The folder the file `path` names is written in and its base name, a
+// symbolic link followed to the file it points to (the new file replaces
+// that one, and the link stays); InputError for a name that cannot be a
+// file, a link that cannot be followed, or a device, pipe or socket, which
+// a write by rename would replace with a file.
 std::pair<std::filesystem::path, std::string> target_of(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) fail_write(path, "an empty file name");
-  const fs::path target(path);
+  fs::path target(path);
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(target, ec))) {
+    target = fs::weakly_canonical(target, ec);
+    if (ec) fail_write(path, "a symbolic link that cannot be followed: " + ec.message());
+  }
+  const fs::file_status status = fs::status(target, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status))
+    fail_write(path, "not a regular file (a device, pipe or socket): an output replaces a file");
   const std::string base = target.filename().string();
   if (base.empty() || base == "." || base == "..") fail_write(path, "a directory name, not a file name");
   fs::path dir = target.parent_path();
@@ -130,20 +141,24 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 
   // Replacing a file should not change who may read it.
   struct stat old_stat;
-  if (::stat(path.c_str(), &old_stat) == 0 && S_ISREG(old_stat.st_mode))
+  if (::stat((dir / base).c_str(), &old_stat) == 0 && S_ISREG(old_stat.st_mode))
     ::fchmod(tmp.fd(), old_stat.st_mode & 07777);
 
   write_all(path, tmp, contents);
   if (::fsync(tmp.fd()) != 0) fail_write(path, "cannot sync '" + tmp.path() + "': " + os_reason());
   if (tmp.close() != 0) fail_write(path, "cannot close '" + tmp.path() + "': " + os_reason());
-  if (::rename(tmp.path().c_str(), path.c_str()) != 0) fail_write(path, "cannot replace the file: " + os_reason());
+  if (::rename(tmp.path().c_str(), (dir / base).c_str()) != 0)
+    fail_write(path, "cannot replace the file: " + os_reason());
   tmp.commit();
   sync_directory(path, dir);
 }
 
 std::string read_file(const std::string& path) {
   if (path.empty()) fail_read(path, "an empty file name");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that opening a named pipe with no writer does not
+  // wait; only regular files are read (a device or pipe never ends:
+  // /dev/zero would fill memory).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail_read(path, "cannot open: " + os_reason());
   struct Closer {
     int fd;
@@ -153,9 +168,10 @@ std::string read_file(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) fail_read(path, "cannot stat: " + os_reason());
   if (S_ISDIR(st.st_mode)) fail_read(path, "a directory");
+  if (!S_ISREG(st.st_mode)) fail_read(path, "not a regular file (a device, pipe or socket)");
 
   std::string text;
-  if (S_ISREG(st.st_mode)) text.reserve(static_cast<std::size_t>(st.st_size));
+  text.reserve(static_cast<std::size_t>(st.st_size));
   char buffer[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);

@@ -164,5 +164,45 @@ TEST_F(AtomicFile, ReadingMissingFilesAndDirectoriesFailsClearly) {
   EXPECT_THROW(read_file(""), InputError);
 }
 
+TEST_F(AtomicFile, OnlyRegularFilesAreReadAndReplaced) {
+  // A named pipe with no writer: opening it must not wait for one, and
+  // neither it nor an endless device (/dev/zero) is read.
+  const std::string pipe = (dir_ / "plan.json").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  for (const std::string& path : {pipe, std::string("/dev/zero")}) {
+    try {
+      read_file(path);
+      FAIL() << path << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.value(), "not a regular file (a device, pipe or socket)") << e.what();
+    }
+  }
+  // An output never replaces a device or pipe with a file (a plan written
+  // to /dev/null as root would otherwise turn it into one).
+  try {
+    write_file_atomically(pipe, "plan\n");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.value().find("not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  EXPECT_THROW(check_writable(pipe), InputError);
+}
+
+TEST_F(AtomicFile, WritingThroughASymbolicLinkReplacesTheFileItPointsTo) {
+  fs::create_directories(dir_ / "plans");
+  const fs::path file = dir_ / "plans" / "latest.json";
+  const fs::path link = dir_ / "plan.json";
+  write_file_atomically(file.string(), "old\n");
+  fs::create_symlink(fs::path("plans") / "latest.json", link);
+  check_writable(link.string());
+  write_file_atomically(link.string(), "new\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(file.string()), "new\n");
+  // A link that leads nowhere it can follow is refused by name.
+  fs::create_symlink("loop", dir_ / "loop");
+  EXPECT_THROW(write_file_atomically((dir_ / "loop").string(), "x"), InputError);
+}
+
 }  // namespace
 }  // namespace autohaap

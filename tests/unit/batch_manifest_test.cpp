@@ -149,6 +149,14 @@ TEST_F(BatchManifest, RejectsEmptyListsUnknownKeysAndBadOptions) {
       {"options: {threads: -1}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.threads"},
       {"entries:\n  - {model: gpt3-125m, cluster: a100x8, name: summary}\n", "entries[0].name"},
       {"entries:\n  - {model: gpt3-125m, cluster: a100x8, name: a/b}\n", "entries[0].name"},
+      // Its files are named after it: a name past 200 bytes would stop the
+      // batch midway, at the first file system refusing it.
+      {"entries:\n  - {model: gpt3-125m, cluster: a100x8}\n  - {model: gpt3-350m, cluster: a100x8, name: " +
+           std::string(201, 'n') + "}\n",
+       "entries[1].name"},
+      // Rules between options, as the CLI checks its flags: a gap needs
+      // the strategy that proves one.
+      {"options: {strategy: uniform, gap: 0.1}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.gap"},
   };
   for (const auto& c : cases) {
     const InputError e = error_of(write("m.yaml", c.text));

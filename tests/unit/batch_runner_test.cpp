@@ -268,6 +268,19 @@ TEST_F(Batch, ADamagedResultFileIsReportedAndItsEntryRunAgain) {
   EXPECT_TRUE(read_entry_result(path("out/results/" + std::string(kSmall) + ".json")));
 }
 
+TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
+  ASSERT_EQ(run({0}).results[0].status, EntryStatus::found);
+  const std::string plan = plan_path(options_.out_dir, kSmall);
+  write_file_atomically(plan, "garbage\n");
+  std::vector<std::string> warnings;
+  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+  const BatchReport r = run({0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("previous plan refused"), std::string::npos) << warnings[0];
+  EXPECT_NO_THROW(read_plan(plan));
+}
+
 TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
   BatchSummary s;
   EntryResult r;

@@ -132,6 +132,20 @@ TEST(PlanIo, ReadingAMissingFileNamesIt) {
   EXPECT_EQ(e.file(), "/nonexistent/dir/plan.yaml");
 }
 
+TEST(PlanIo, AListLongerThanAnyPlanIsRefusedBeforeItsItemsAreBuilt) {
+  // One stage a layer at most: a file of more stages is refused by its
+  // count (a 400,000-stage file took gigabytes before the plan's rules).
+  Plan plan = sample_plan();
+  plan.stages.resize(1025, plan.stages.front());
+  for (const bool json : {true, false}) {
+    const std::string text = json ? plan_to_json(plan) : plan_to_yaml(plan);
+    const auto e = input_error_of([&] { plan_from_string(text, json, "p"); });
+    EXPECT_EQ(e.key(), "stages") << e.what();
+    EXPECT_EQ(e.value(), "1025 items") << e.what();
+    EXPECT_EQ(e.allowed(), "at most 1024") << e.what();
+  }
+}
+
 // Every key at every level, with its nesting: JSON and YAML must not drift.
 std::set<std::string> key_paths(const YAML::Node& node, const std::string& prefix = "") {
   std::set<std::string> keys;

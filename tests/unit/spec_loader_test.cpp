@@ -194,6 +194,13 @@ TEST_F(SpecLoader, BinaryInputIsQuotedOnOneLine) {
   EXPECT_EQ(long_value.value().size(), 1001u);
   EXPECT_NE(std::string(InputError("f.yaml", "name", "a\tb\x01", "").what()).find("got 'a\\tb\\x01'"),
             std::string::npos);
+  // What is allowed may quote the input (a plan's own model name): escaped
+  // alike, and cut past 2000 bytes.
+  const InputError quoted("p.json", "model", "m", "'evil\x1b]0;x\x07\nerror: FAKE' (the plan's model)");
+  EXPECT_NE(std::string(quoted.what()).find("allowed: 'evil\\x1b]0;x\\x07\\nerror: FAKE'"), std::string::npos)
+      << quoted.what();
+  const InputError long_allowed("p.json", "model", "m", std::string(100000, 'y'));
+  EXPECT_LT(std::string(long_allowed.what()).size(), 2200u);
 }
 
 TEST_F(SpecLoader, DuplicateKeyIsRejected) {

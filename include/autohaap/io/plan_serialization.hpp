@@ -67,6 +67,11 @@ class PlanFieldError : public cereal::Exception {
   std::string allowed_;
 };
 
+// The most items a plan's list (its stages, a stage's replica sets) may
+// hold: a stage holds at least one layer, and a model at most 1024
+// (limits::kMaxLayers, which plan_io.cpp asserts is this).
+inline constexpr std::size_t kMaxPlanListItems = 1024;
+
 namespace serialization_detail {
 
 // What a value of type T looks like, for "expected ..." messages (plan files
@@ -101,6 +106,10 @@ struct ListIn {
   void load(Archive& ar) {
     cereal::size_type n = 0;
     ar(cereal::make_size_tag(n));
+    // Refused before a single item is built: a file of 400,000 stages
+    // would otherwise take gigabytes before the plan's rules refuse it.
+    if (n > kMaxPlanListItems)
+      throw PlanFieldError("", std::to_string(n) + " items", "at most " + std::to_string(kMaxPlanListItems));
     items.assign(static_cast<std::size_t>(n), T{});
     for (std::size_t i = 0; i < items.size(); ++i) {
       try {
