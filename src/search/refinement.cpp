@@ -51,7 +51,7 @@ double candidate_time(const CostModel& model, Plan& plan, TimeSource least) {
   return plan.predicted.fits ? plan.predicted.iteration_time_s : kNone;
 }
 
-Plan refine_plan(const CostModel& model, const Plan& plan) {
+Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& stop) {
   const Problem& problem = model.problem();
   Plan best = plan;
   double best_time = candidate_time(model, best);
@@ -60,6 +60,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
 
   const int p = static_cast<int>(plan.stages.size());
   auto try_plan = [&](Plan& candidate) {
+    if (stop()) return false;
     const double t = candidate_time(model, candidate, least);
     if (t < best_time) {
       best_time = t;
@@ -70,7 +71,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
   };
 
   bool changed = true;
-  for (int round = 0; round < 4 && changed; ++round) {
+  for (int round = 0; round < 4 && changed && !stop(); ++round) {
     changed = false;
     // Context parallelism, one stage at a time.
     for (int i = 0; i < p; ++i) {
@@ -101,7 +102,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan) {
   return best;
 }
 
-Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
+Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCondition& stop) {
   const Problem& problem = model.problem();
   Plan best = plan;
   double best_time = candidate_time(model, best);
@@ -114,7 +115,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan) {
   for (int cp = 1; cp <= replicas; ++cp) {
     if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
     if (!context_parallel_allowed(problem, cp)) continue;
-    for (int vpp = 1; vpp <= most; ++vpp) {
+    for (int vpp = 1; vpp <= most && !stop(); ++vpp) {
       if (!interleaving_violation(problem.model, vpp, stage_layers, plan.num_micro_batches).empty()) continue;
       Plan candidate = plan;
       candidate.vpp = vpp;
@@ -137,7 +138,7 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_s
   for (Plan& plan : plans) {
     if (stop()) break;
     const SearchStats stats = plan.search;
-    plan = uniform ? refine_uniform_plan(model, plan) : refine_plan(model, plan);
+    plan = uniform ? refine_uniform_plan(model, plan, stop) : refine_plan(model, plan, stop);
     if (mixed_stages && !uniform) plan = add_idle_replica_sets(model, plan, stop);
     plan.search = stats;
   }
@@ -154,12 +155,14 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_s
 
 StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
                               const Stopwatch& watch) {
-  const double left = time_limit_s > 0 ? std::max(1.0, time_limit_s - searched_s) : 0.0;
+  const double grace = std::min(1.0, 0.1 * time_limit_s);
+  const double left = time_limit_s > 0 ? std::max(grace, time_limit_s - searched_s) : 0.0;
   return StopCondition::of(cancel, left, watch);
 }
 
 std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
                                const StopCondition& stop) {
+  const Stopwatch refining;
   std::vector<Plan> top = result.top;
   if (top.empty()) return top;
   if (settings.strategy == "autohaap") {
@@ -177,6 +180,8 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
     if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
     else ++i;
   if (static_cast<int>(top.size()) > settings.top_k) top.resize(static_cast<std::size_t>(settings.top_k));
+  // The time a plan took is the search's and its refinement's.
+  for (Plan& p : top) p.search.wall_s = result.stats.wall_s + refining.seconds();
   return top;
 }
 

@@ -114,7 +114,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
       Plan plan =
           make_plan(problem, c.skeleton, even_split(problem.model.layers, p), std::vector<Recompute>(p, c.recompute));
       if (context_and_interleaving) {
-        plan = refine_uniform_plan(cost, plan);
+        plan = refine_uniform_plan(cost, plan, stop);
       } else {
         plan.predicted = cost.estimate(plan);
       }

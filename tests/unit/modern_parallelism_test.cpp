@@ -401,6 +401,28 @@ TEST(Refinement, MatchesBruteForceOverPerStageCpAndVpp) {
   EXPECT_GT(refined.vpp, 1);
 }
 
+TEST(Refinement, AStoppedSearchRefinesForATenthOfItsLimitAtMost) {
+  const Stopwatch watch;
+  // What the limit leaves, or a grace of a tenth of it (a second at most)
+  // when the search used it all.
+  EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 10, 4, watch).deadline_s, 6);
+  EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 3, 3.2, watch).deadline_s, 0.3);
+  EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 60, 61, watch).deadline_s, 1);
+  EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 0, 5, watch).deadline_s, 0);  // no limit, no deadline
+  // Once told to stop, a refinement answers the plan it was given.
+  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 1, 8);
+  p.training.global_batch = 16;
+  UniformPlanRequest r;
+  r.pp = 2, r.dp = 4;
+  const Plan plan = make_uniform_plan(p, r);
+  const CostModel cm(p);
+  const std::atomic<bool> cancelled{true};
+  const StopCondition stop{&cancelled};
+  EXPECT_EQ(refine_plan(cm, plan, stop).vpp, 1);
+  EXPECT_EQ(refine_uniform_plan(cm, plan, stop).vpp, 1);
+  EXPECT_GT(refine_plan(cm, plan).vpp, 1);  // unstopped, it interleaves
+}
+
 TEST(Refinement, ContextParallelMakesFitWhatDoesNotFitWithout) {
   // One layer of 32k tokens on two 10 GiB GPUs, multi-query attention (so
   // tp stays 1): one sequence per GPU does not fit (about 13 GiB); cp 2

@@ -41,8 +41,9 @@ namespace autohaap {
 double candidate_time(const CostModel& model, Plan& plan, TimeSource least = TimeSource::analytic);
 
 // `plan` (predicted filled in by `model`) with the fastest vpp and per-stage
-// cp found; `plan` itself when nothing is faster.
-Plan refine_plan(const CostModel& model, const Plan& plan);
+// cp found; `plan` itself when nothing is faster. Once `stop` says so, the
+// best found so far.
+Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& stop = {});
 
 // A plan whose stages share one tp, dp and recompute mode (a uniform plan,
 // or a Megatron-runnable one with any layer counts) with the fastest cp and
@@ -51,15 +52,17 @@ Plan refine_plan(const CostModel& model, const Plan& plan);
 // the stages' dp) and every vpp the rules allow, estimated; the plan
 // unchanged when none is faster. A plan that does not fit without cp (its
 // activations halve with cp 2) can fit with it.
-Plan refine_uniform_plan(const CostModel& model, const Plan& plan);
+Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCondition& stop = {});
 
 struct SearchResult;
 struct SearchSettings;
 
 // When the refinement after a search stops: on `cancel` (a signal), and
 // once what `time_limit_s` left after the search's `searched_s` is spent on
-// `watch`, at least a second of it, so a search stopped at its limit still
-// gets its cp and vpp; no deadline without a time limit.
+// `watch`, or a grace of a tenth of the limit (at most a second) when the
+// search used it all: the search itself explores cp and vpp, so a plan
+// stopped at the limit is whole, and `--time-limit 3` ends near 3 s; no
+// deadline without a time limit.
 StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
                               const Stopwatch& watch);
 
@@ -69,7 +72,8 @@ StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit
 // dropped, at most `settings.top_k`, fastest first. Empty when the search
 // found none. One place for one process, MPI ranks, batch entries and the
 // runtime comparison, so each answers the same plans. `stop` ends the
-// refinement early (refine_plans).
+// refinement early (refine_plans). Each plan's search.wall_s counts the
+// search and this refinement.
 std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
                                const StopCondition& stop = {});
 
