@@ -38,6 +38,8 @@ int run_estimate(const EstimateArgs& a) {
   for (const auto& [flag, value] : {std::pair{"--tp", a.tp}, std::pair{"--pp", a.pp}, std::pair{"--dp", a.dp},
                                     std::pair{"--micro-batch", a.micro_batch}})
     if (value && *value < 1) throw InputError("command line", flag, std::to_string(*value), "a positive integer");
+  // -o may rewrite the plan it scores (in place), never the specs it reads.
+  check_outputs_apart({{"-o", a.out}}, input_files(a.problem));
 
   Problem problem;
   Plan plan;

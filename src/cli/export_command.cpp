@@ -22,6 +22,7 @@
 #include "autohaap/io/plan_io.hpp"
 #include "commands.hpp"
 #include "plan_problem.hpp"
+#include "problem_args.hpp"
 
 namespace autohaap::cli {
 namespace {
@@ -69,6 +70,9 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
 }
 
 int run_export(const ExportArgs& a) {
+  std::vector<FlagPath> inputs = input_files(a.problem);
+  inputs.push_back({"PLAN", a.plan_file});
+  check_outputs_apart({{"-o", a.out}}, inputs);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cerr << pp.notes;  // standard output may be the export itself
   std::string text;

@@ -73,4 +73,41 @@ Recompute parse_recompute(const std::string& value, const std::string& flag) {
   throw InputError("command line", flag, value, "none, selective or full");
 }
 
+namespace {
+
+// Whether two names are one file: the same inode where both exist, else
+// the same path once made absolute and normal.
+bool same_file(const std::string& x, const std::string& y) {
+  namespace fs = std::filesystem;
+  std::error_code ex, ey;
+  if (fs::exists(x, ex) && fs::exists(y, ey)) return fs::equivalent(x, y, ex) && !ex;
+  const fs::path px = fs::weakly_canonical(x, ex), py = fs::weakly_canonical(y, ey);
+  return !ex && !ey && px == py;
+}
+
+}  // namespace
+
+std::vector<FlagPath> input_files(const ProblemArgs& args) {
+  std::vector<FlagPath> files;
+  std::error_code ec;
+  for (const FlagPath& f : {FlagPath{"--model", args.model}, FlagPath{"--cluster", args.cluster},
+                            FlagPath{"--train", args.train}, FlagPath{"--profiles", args.profiles}})
+    if (!f.path.empty() && std::filesystem::exists(f.path, ec)) files.push_back(f);
+  return files;
+}
+
+void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs) {
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    if (outputs[j].path.empty()) continue;
+    for (std::size_t i = 0; i < j; ++i)
+      if (!outputs[i].path.empty() && same_file(outputs[i].path, outputs[j].path))
+        throw InputError("command line", outputs[j].flag, outputs[j].path,
+                         std::string("a file other than ") + outputs[i].flag + "'s (each output is a file of its own)");
+    for (const FlagPath& in : inputs)
+      if (!in.path.empty() && same_file(in.path, outputs[j].path))
+        throw InputError("command line", outputs[j].flag, outputs[j].path,
+                         std::string("a file other than the input ") + in.flag + " reads");
+  }
+}
+
 }  // namespace autohaap::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "autohaap/specs/problem.hpp"
 #include "commands.hpp"
@@ -17,5 +18,19 @@ ProfileTable load_profiles_arg(const std::string& profiles, const Problem& probl
 // requested on a device without it (costed in FP16: same bytes, FP16 peak).
 std::string precision_notes(const Problem& problem);
 Recompute parse_recompute(const std::string& value, const std::string& flag);
+
+// A flag and the file it names ("" when it was not given).
+struct FlagPath {
+  const char* flag;
+  std::string path;
+};
+// The model, cluster, training and profile files of `args` that were given
+// as files, with their flags.
+std::vector<FlagPath> input_files(const ProblemArgs& args);
+// InputError under "command line" and the later flag when two outputs are
+// one file, or an output is one of the inputs (the same file under any
+// name): a plan written over its report, its checkpoint or its own model
+// file would destroy it. Before any work, so nothing is lost.
+void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs);
 
 }  // namespace autohaap::cli

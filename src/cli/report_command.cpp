@@ -11,6 +11,7 @@
 #include "autohaap/report/report_writer.hpp"
 #include "commands.hpp"
 #include "plan_problem.hpp"
+#include "problem_args.hpp"
 
 namespace autohaap::cli {
 namespace {
@@ -24,6 +25,9 @@ struct ReportArgs {
 int run_report(const ReportArgs& a) {
   // A wrong extension is reported before the plan is even read.
   const ReportFormat format = report_format_for(a.out, "--out");
+  std::vector<FlagPath> inputs = input_files(a.problem);
+  inputs.push_back({"PLAN", a.plan_file});
+  check_outputs_apart({{"--out", a.out}}, inputs);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cout << pp.notes;
   const CostModel model(pp.problem);

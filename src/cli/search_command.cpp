@@ -120,7 +120,10 @@ Problem load_search_problem(const SearchArgs& a) {
     throw InputError("command line", "--runnable", to_string(problem.runnable_by),
                      "any with --strategy metis (the Metis baseline searches its own space)");
   if (!a.report.empty()) report_format_for(a.report, "--report");  // a bad extension fails before the search
-  // What is written after the search must be writable before it starts.
+  // What is written after the search must be writable before it starts,
+  // each to a file of its own.
+  check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
+                      input_files(a.problem));
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
     if (!path->empty()) check_writable(*path);
   return problem;
