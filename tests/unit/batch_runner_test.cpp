@@ -49,6 +49,11 @@ class Batch : public BatchRunner {
   BatchReport run(const std::vector<std::size_t>& which = {0, 1, 2}) {
     return run_batch(manifest_, which, options_);
   }
+  // run(which), each warning it gives into `warnings`.
+  BatchReport run_warned(std::vector<std::string>& warnings, const std::vector<std::size_t>& which) {
+    options_.on_warning = [&warnings](const std::string& w) { warnings.push_back(w); };
+    return run(which);
+  }
   EntryStatus row(const BatchReport& r, const std::string& name) const {
     for (const auto& e : r.summary.rows)
       if (e.name == name) return e.status;
@@ -167,8 +172,7 @@ TEST_F(Batch, DamagedCacheIsRebuiltWithAWarning) {
   const std::string key = problem_fingerprint(manifest_.entries[0].problem);
   write_file_atomically(cache_file_path(options_.cache_dir, key), "garbage");
   std::vector<std::string> warnings;
-  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
-  const BatchReport r = run({0});
+  const BatchReport r = run_warned(warnings, {0});
   EXPECT_EQ(r.results[0].status, EntryStatus::found);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("not a latency cache"), std::string::npos) << warnings[0];
@@ -256,8 +260,7 @@ TEST_F(Batch, ADamagedResultFileIsReportedAndItsEntryRunAgain) {
   write("out/results/" + std::string(kSmall) + ".json", bomb);
   write("out/results/" + std::string(kMixed) + ".json", "{\"format\": \"autohaap-batch-result/1\", \"na");
   std::vector<std::string> warnings;
-  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
-  const BatchReport r = run({0});
+  const BatchReport r = run_warned(warnings, {0});
   EXPECT_EQ(r.results[0].status, EntryStatus::found);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("nested deeper than 64 levels"), std::string::npos) << warnings[0];
@@ -273,8 +276,7 @@ TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
   const std::string plan = plan_path(options_.out_dir, kSmall);
   write_file_atomically(plan, "garbage\n");
   std::vector<std::string> warnings;
-  options_.on_warning = [&](const std::string& w) { warnings.push_back(w); };
-  const BatchReport r = run({0});
+  const BatchReport r = run_warned(warnings, {0});
   EXPECT_EQ(r.results[0].status, EntryStatus::found);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("previous plan refused"), std::string::npos) << warnings[0];

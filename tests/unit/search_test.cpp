@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "autohaap/error.hpp"
@@ -121,6 +122,41 @@ TEST(Search, PruningNeverRemovesTheOptimumOnRandomCases) {
 
 // A random small problem whose model has enough layers for vpp 2 or 3 on
 // two or three stages (random_problem's cluster, B and memory).
+// The search and the exhaustive reference on one problem: both find no
+// plan, or the same best time (checked here). Both results when they
+// found one.
+struct BothSearches {
+  SearchResult autohaap, exhaustive;
+};
+std::optional<BothSearches> against_exhaustive(const Problem& problem, std::uint32_t seed) {
+  BothSearches both{search(problem, "autohaap"), search(problem, "exhaustive")};
+  if (both.exhaustive.top.empty()) {
+    EXPECT_TRUE(both.autohaap.top.empty()) << seed;
+    return std::nullopt;
+  }
+  EXPECT_FALSE(both.autohaap.top.empty()) << seed;
+  if (both.autohaap.top.empty()) return std::nullopt;
+  EXPECT_NEAR(best_time(both.autohaap), best_time(both.exhaustive), 1e-9 * best_time(both.exhaustive)) << seed;
+  return both;
+}
+
+// For seeds from `first` below `last`, the problems make(seed) whose
+// exhaustive reference is small enough, at most `most` of them, each
+// against_exhaustive; visit(problem, seed, both) where they found a plan.
+// Returns how many were compared.
+int for_each_against_exhaustive(std::uint32_t first, std::uint32_t last, int most,
+                                const std::function<Problem(std::uint32_t)>& make,
+                                const std::function<void(const Problem&, std::uint32_t, const BothSearches&)>& visit) {
+  int cases = 0;
+  for (std::uint32_t seed = first; cases < most && seed < last; ++seed) {
+    const Problem problem = make(seed);
+    if (exhaustive_candidates(problem) > 60000) continue;
+    ++cases;
+    if (const std::optional<BothSearches> both = against_exhaustive(problem, seed)) visit(problem, seed, *both);
+  }
+  return cases;
+}
+
 Problem interleavable_problem(std::uint32_t seed) {
   Problem problem = random_problem(seed);
   const int layers[] = {6, 8, 9, 12};
@@ -179,25 +215,17 @@ TEST(Search, VppIsPartOfTheExactSearch) {
   // recompute; AutoHAAP's exact split runs per vpp under the same pruning
   // and bounds. Some optima interleave, and some are faster than what the
   // old order (the vpp-1 optimum, then its best vpp) reached.
-  int cases = 0, interleaved = 0, beats_post_hoc = 0;
-  for (std::uint32_t seed = 500; cases < 16 && seed < 640; ++seed) {
-    const Problem problem = interleavable_problem(seed);
-    if (exhaustive_candidates(problem) > 60000) continue;
-    const SearchResult exhaustive = search(problem, "exhaustive");
-    const SearchResult autohaap = search(problem, "autohaap");
-    ++cases;
-    if (exhaustive.top.empty()) {
-      EXPECT_TRUE(autohaap.top.empty()) << seed;
-      continue;
-    }
-    ASSERT_FALSE(autohaap.top.empty()) << seed;
-    EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+  int interleaved = 0, beats_post_hoc = 0;
+  const int cases = for_each_against_exhaustive(500, 640, 16, interleavable_problem, [&](const Problem& problem,
+                                                                                     std::uint32_t seed,
+                                                                                     const BothSearches& both) {
+    const SearchResult &autohaap = both.autohaap, &exhaustive = both.exhaustive;
     // The plan carries its vpp, and its estimate is the search's time.
     const Plan& found = autohaap.top[0];
     const CostModel cost(problem);
     EXPECT_NEAR(cost.estimate(found).iteration_time_s, best_time(autohaap), 1e-12 * best_time(autohaap)) << seed;
     EXPECT_EQ(found.vpp > 1, exhaustive.top[0].vpp > 1) << seed;
-    if (exhaustive.top[0].vpp == 1) continue;
+    if (exhaustive.top[0].vpp == 1) return;
     ++interleaved;
     // Before vpp was searched: the best plain plan, then every vpp on it.
     Plan post_hoc = best_plain_plan(cost);
@@ -212,7 +240,7 @@ TEST(Search, VppIsPartOfTheExactSearch) {
     }
     EXPECT_GE(post_hoc.predicted.iteration_time_s, best_time(autohaap) * (1 - 1e-12)) << seed;
     beats_post_hoc += post_hoc.predicted.iteration_time_s > best_time(autohaap) * (1 + 1e-9);
-  }
+  });
   EXPECT_GE(cases, 12);
   EXPECT_GE(interleaved, 3);
   EXPECT_GE(beats_post_hoc, 3);
@@ -241,19 +269,11 @@ TEST(Search, CpIsPartOfTheExactSearch) {
   // claim that lets the search try only the least); and some optima beat
   // the old order (the best plan whose stages take whole sequences, then
   // every cp and vpp on it, refinement.hpp).
-  int cases = 0, with_cp = 0, beats_post_hoc = 0, larger_tried = 0;
-  for (std::uint32_t seed = 800; cases < 12 && seed < 900; ++seed) {
-    const Problem problem = long_context_problem(seed);
-    if (exhaustive_candidates(problem) > 60000) continue;
-    const SearchResult exhaustive = search(problem, "exhaustive");
-    const SearchResult autohaap = search(problem, "autohaap");
-    ++cases;
-    if (exhaustive.top.empty()) {
-      EXPECT_TRUE(autohaap.top.empty()) << seed;
-      continue;
-    }
-    ASSERT_FALSE(autohaap.top.empty()) << seed;
-    EXPECT_NEAR(best_time(autohaap), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+  int with_cp = 0, beats_post_hoc = 0, larger_tried = 0;
+  const int cases = for_each_against_exhaustive(800, 900, 12, long_context_problem, [&](const Problem& problem,
+                                                                                    std::uint32_t seed,
+                                                                                    const BothSearches& both) {
+    const SearchResult& autohaap = both.autohaap;
     const Plan& found = autohaap.top[0];
     const bool uses_cp = std::any_of(found.stages.begin(), found.stages.end(), [](const StagePlan& st) { return st.cp > 1; });
     with_cp += uses_cp;
@@ -285,11 +305,11 @@ TEST(Search, CpIsPartOfTheExactSearch) {
         if (plan.predicted.fits && (!any || plan_before(plan, whole_sequences))) whole_sequences = plan, any = true;
       });
     }
-    if (!uses_cp || !any) continue;
+    if (!uses_cp || !any) return;
     const Plan post_hoc = refine_plan(cost, whole_sequences);
     EXPECT_GE(post_hoc.predicted.iteration_time_s, best_time(autohaap) * (1 - 1e-12)) << seed;
     beats_post_hoc += post_hoc.predicted.iteration_time_s > best_time(autohaap) * (1 + 1e-9);
-  }
+  });
   EXPECT_GE(cases, 10);
   EXPECT_GE(with_cp, 3);
   EXPECT_GE(beats_post_hoc, 2);
