@@ -621,18 +621,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 
   // The skeleton limit (PrepareOptions::max_skeletons): the list keeps
   // list_cap skeletons of least (bound, id) after each round, a task
-  // task_cap (1/64 of the limit) of its own once it holds twice that — a
-  // round's tasks are walked at once, and with a quarter each, as before
-  // context parallelism widened every group's layouts, the tasks of one
-  // round on 7 groups held a million skeletons (Llama 3 70B: the guard's
-  // probe answer, 19.5% gap in 22 s; with 1/64, 7.9% proven in 96 s,
-  // 689 MB; 6 groups stay exact) —, and the rounds after a
+  // task_cap of its own once it holds twice that, and the rounds after a
   // cut drop what lies above the list's last bound (limit_cutoff, changed
   // between rounds only); prepared.dropped_bound_s is the least bound ever
   // dropped. `kept` counts what a round holds: past kRoundGuard (the
   // memory guard) the initialization stops as before the limit had a proof.
   const std::size_t list_cap = options.max_skeletons > 0 ? static_cast<std::size_t>(options.max_skeletons) : 0;
-  const std::size_t task_cap = list_cap > 0 ? std::max<std::size_t>(1, list_cap / 64) : 0;
+  const std::size_t task_cap = list_cap > 0 ? std::max<std::size_t>(1, list_cap / 4) : 0;
   const auto round_guard = static_cast<std::int64_t>(std::max<std::size_t>(4 * list_cap, kRoundGuard));
   double limit_cutoff = kInf;
   std::atomic<std::int64_t> kept{0};
