@@ -186,13 +186,7 @@ std::string YamlObject::get_string(const std::string& key, const std::string& fa
 
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
-    // Every document is parsed: a second one ('---' and another model)
-    // was silently ignored, and `validate` called the file valid.
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1)
-      throw InputError(source, "", std::to_string(documents.size()) + " YAML documents",
-                       "one document (no second '---')");
-    return documents.empty() ? YAML::Node() : documents.front();
+    return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's parser recurses per level and stops at its own limit, with
     // a message that says only "bad file".
