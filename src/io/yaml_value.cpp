@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "autohaap/error.hpp"
 #include "name_list.hpp"
@@ -29,6 +31,57 @@ bool within(double v, Bound bound) {
 std::string line_column(const YAML::Mark& mark) {
   // yaml-cpp counts from 0; editors count from 1.
   return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+}
+
+// Where a YAML document begins and whether it holds anything: an empty
+// document (a trailing '---', a lone '~') holds nothing.
+class DocumentContent final : public YAML::EventHandler {
+ public:
+  bool has_content = false;
+  YAML::Mark first;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { note(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    note(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    note(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    note(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& mark) {
+    if (!has_content) first = mark;
+    has_content = true;
+  }
+};
+
+// A file is one document: a second one ('---' and another model) would be
+// silently ignored, and `validate` would call the file valid. The
+// documents after the first are walked as parser events, a fixed number of
+// them: yaml-cpp's LoadAll, which loops until the parser reports no more
+// documents, never returns on some malformed streams (a "document" that
+// consumes no token).
+void refuse_later_documents(const std::string& text, const std::string& source) {
+  constexpr int kLaterDocumentsLookedAt = 8;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentContent first;
+  if (!parser.HandleNextDocument(first)) return;
+  for (int k = 0; k < kLaterDocumentsLookedAt; ++k) {
+    DocumentContent later;
+    if (!parser.HandleNextDocument(later)) return;
+    if (later.has_content)
+      throw InputError(source, line_column(later.first), "a second YAML document",
+                       "one document (nothing after a second '---')");
+  }
 }
 
 }  // namespace
@@ -186,7 +239,9 @@ std::string YamlObject::get_string(const std::string& key, const std::string& fa
 
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
-    return YAML::Load(text);
+    YAML::Node document = YAML::Load(text);
+    refuse_later_documents(text, source);
+    return document;
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's parser recurses per level and stops at its own limit, with
     // a message that says only "bad file".

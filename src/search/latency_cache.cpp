@@ -62,8 +62,14 @@ void LatencyCache::import(const CacheDelta& delta, bool from_peer) {
   // Imported entries are never echoed back in this process's deltas: every
   // peer already has what it sent, and a loaded file is every rank's.
   const Origin origin = from_peer ? Origin::peer : Origin::loaded;
-  for (const auto& [key, entry] : delta.layers) layers_.insert(key, {entry, 0, origin});
-  for (const auto& [key, entry] : delta.stages) stages_.insert(key, {entry, 0, origin});
+  for (const auto& [key, entry] : delta.layers) {
+    if (full()) return;
+    layers_.insert(key, {entry, 0, origin});
+  }
+  for (const auto& [key, entry] : delta.stages) {
+    if (full()) return;
+    stages_.insert(key, {entry, 0, origin});
+  }
 }
 
 CacheCounters LatencyCache::counters() const {

@@ -66,7 +66,11 @@ string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
 string(REPLACE "num_micro_batches: 128" "num_micro_batches: 4194304" _plan "${_plan}")
 file(WRITE ${_hostile}/long_iteration.yaml "${_plan}")
 unset(_plan)
-# Outputs that are one file (or an input) lost one of them.
+# A second YAML document was silently ignored (a trailing '---' with
+# nothing after it is still one document); outputs that are one file (or
+# an input) lost one of them.
+file(WRITE ${_hostile}/two_documents.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n---\nlayers: 96\n")
+file(WRITE ${_hostile}/trailing_marker.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n---\n")
 file(WRITE ${_hostile}/own_model.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n")
 # Five node groups: what is wrong with an input or an output must be said
 # before their initialization, so these cases have a timeout.
@@ -115,6 +119,8 @@ set(_hostile_cases
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
+  "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
+  "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
   "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.html|--report|${_hostile}/same.html"
   "hostile_out_is_model|2|command line: -o: got '.*own_model.yaml'. allowed: a file other than the input --model reads|search|-m|${_hostile}/own_model.yaml|-c|a100x8|-o|${_hostile}/own_model.yaml"

@@ -132,6 +132,46 @@ TEST(LatencyCache, SecondBalanceOfASkeletonIsAllHits) {
   EXPECT_EQ(first.split.layer_end, second.split.layer_end);
 }
 
+// A full cache computes what it cannot store: memory stays at the cap,
+// imports stop, and a balance through a cache that holds almost nothing
+// finds the split an unlimited one finds.
+TEST(LatencyCache, AFullCacheComputesWithoutStoring) {
+  LatencyCache cache(2);
+  int computed = 0;
+  auto compute = [&] {
+    ++computed;
+    return LayerEntry{1, 1, 1, 1, 1};
+  };
+  cache.layer(layer_key(0), compute);
+  cache.layer(layer_key(1), compute);
+  cache.layer(layer_key(2), compute);
+  cache.layer(layer_key(2), compute);
+  EXPECT_EQ(computed, 4);
+  cache.layer(layer_key(1), compute);
+  EXPECT_EQ(computed, 4);  // what is stored still hits
+  CacheDelta from_peer;
+  from_peer.stages.push_back({stage_key(4), StageEntry{}});
+  cache.import(from_peer);
+  const CacheCounters c = cache.counters();
+  EXPECT_EQ(c.entries, 2);
+  EXPECT_EQ(c.misses, 4);
+  EXPECT_EQ(c.hits, 1);
+
+  const Problem problem = search_fixtures::two_group_problem(8);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache unlimited, tiny(3);
+  const LoadBalancer with_unlimited(cost, memory, &unlimited), with_tiny(cost, memory, &tiny);
+  Skeleton s;
+  s.micro_batch = 2;
+  s.stages = {{0, 0, 1, 1, 1}, {0, 1, 1, 1, 1}, {1, 0, 1, 1, 1}, {1, 1, 1, 1, 1}};
+  const BalanceResult a = with_unlimited.balance(s), b = with_tiny.balance(s);
+  EXPECT_LE(tiny.counters().entries, 4);  // one per thread past the cap at most; one thread here
+  EXPECT_GT(unlimited.counters().entries, 10);
+  EXPECT_EQ(a.split.layer_end, b.split.layer_end);
+  EXPECT_EQ(a.split.iteration_time_s, b.split.iteration_time_s);
+}
+
 TEST(LatencyCache, MovingOneLayerReestimatesOnlyTheTwoStagesItTouches) {
   const Problem problem = search_fixtures::two_group_problem(8, 8.0, 8.0);  // ample memory: no recompute
   const CostModel cost(problem);

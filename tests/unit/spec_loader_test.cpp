@@ -177,6 +177,25 @@ TEST_F(SpecLoader, MalformedYamlNamesTheLine) {
   EXPECT_EQ(e.allowed(), "well-formed YAML");
 }
 
+// A second document was silently ignored (the file read as its first);
+// an empty one after a trailing '---' is still one document, and a
+// malformed later document is malformed YAML. The streams on which
+// yaml-cpp's LoadAll never returns (a "document" that consumes no token,
+// found by a random search over YAML punctuation) end too: each is one
+// empty first document, refused for what it lacks.
+TEST_F(SpecLoader, OneYamlDocumentPerFile) {
+  const std::string second = std::string(kGpt) + "---\nlayers: 96\n";
+  const InputError two = error_of([&] { load_model(write("two.yaml", second)); });
+  EXPECT_EQ(two.key(), "line 9, column 1");
+  EXPECT_EQ(two.value(), "a second YAML document");
+  EXPECT_EQ(load_model(write("trailing.yaml", std::string(kGpt) + "---\n")).layers, 4);
+  EXPECT_EQ(load_model(write("ended.yaml", std::string(kGpt) + "...\n---\n~\n")).layers, 4);
+  EXPECT_EQ(error_of([&] { load_model(write("bad.yaml", std::string(kGpt) + "---\n]\n")); }).allowed(),
+            "well-formed YAML");
+  for (const char* endless : {"&*\n,:&", ",%,,# ", ",,,\">.a%", ",\n~#*"})
+    EXPECT_EQ(error_of([&] { load_model(write("endless.yaml", endless)); }).value(), "null") << endless;
+}
+
 // A binary file given where YAML is expected: the message stays one line,
 // names the file, escapes what is not printable and cuts a long value
 // (the InputError keeps the value whole for code that reads it).
