@@ -1,9 +1,14 @@
 #include "plan_problem.hpp"
 
+#include <string>
+#include <vector>
+
 #include "autohaap/error.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/spec_fingerprint.hpp"
+#include "autohaap/specs/training.hpp"
 #include "problem_args.hpp"
 
 namespace autohaap::cli {
@@ -45,6 +50,19 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
       out.notes += differs("training", "--train " + args.train, p.training, embedded->training, plan_file);
   }
   check_plan_against(out.plan, out.problem.model, out.problem.cluster, plan_file);
+  // What the training's runtime runs (specs/parallel_rules.hpp); the plan
+  // file's own checks are Megatron-LM's.
+  const Runtime runtime = out.problem.training.runtime;
+  std::vector<int> stage_layers;
+  for (std::size_t i = 0; i < out.plan.stages.size(); ++i) {
+    const StagePlan& s = out.plan.stages[i];
+    stage_layers.push_back(s.num_layers());
+    if (const std::string cp_rule = runtime_context_parallel_violation(runtime, s.cp); !cp_rule.empty())
+      throw InputError(plan_file, "stages[" + std::to_string(i) + "].cp", std::to_string(s.cp), cp_rule);
+  }
+  const std::string vpp_rule =
+      interleaving_violation(out.problem.model, runtime, out.plan.vpp, stage_layers, out.plan.num_micro_batches);
+  if (!vpp_rule.empty()) throw InputError(plan_file, "vpp", std::to_string(out.plan.vpp), vpp_rule);
   // The plan's micro-batches are cut from its global batch, so it is scored
   // at that batch whatever a training file given says (its other settings
   // apply), and the note says so. A plan whose own specs disagree with it is

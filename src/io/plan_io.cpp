@@ -19,6 +19,7 @@
 #include "autohaap/io/yaml_value.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/spec_fingerprint.hpp"
+#include "autohaap/specs/training.hpp"
 #include "document_writer.hpp"
 #include "name_list.hpp"
 #include "spec_writer.hpp"
@@ -759,7 +760,11 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
   }
   std::vector<int> stage_layers;
   for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
-  const std::string vpp_rule = interleaving_violation(model, plan.vpp, stage_layers, plan.num_micro_batches);
+  // The plan's shape, as Megatron-LM runs it; whether the training's
+  // runtime has the interleaved schedule is checked where the training is
+  // known (cli/plan_problem.cpp).
+  const std::string vpp_rule =
+      interleaving_violation(model, Runtime::megatron, plan.vpp, stage_layers, plan.num_micro_batches);
   if (!vpp_rule.empty()) throw InputError(file, "vpp", std::to_string(plan.vpp), vpp_rule);
 
   for (std::size_t g = 0; g < used.size(); ++g) {

@@ -67,7 +67,7 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
     }
     const Skeleton& s = list.skeletons[index];
     const int p = s.num_stages();
-    const int most_vpp = max_interleaving(problem.model, p, num_micro_batches(problem, s));
+    const int most_vpp = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
     std::vector<int> ends(p);
     std::vector<int> mode(p, 0);
     Plan plan = make_plan(problem, s, even_split(layers, p), std::vector<Recompute>(p, modes[0]));

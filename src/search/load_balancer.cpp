@@ -188,7 +188,7 @@ StageCostTable LoadBalancer::table(const Skeleton& skeleton, const std::vector<R
 }
 
 int LoadBalancer::max_vpp(const Skeleton& skeleton) const {
-  return max_interleaving(cost_.problem().model, skeleton.num_stages(), num_micro_batches(cost_.problem(), skeleton));
+  return max_interleaving(cost_.problem().model, cost_.problem().training.runtime, skeleton.num_stages(), num_micro_batches(cost_.problem(), skeleton));
 }
 
 std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {

@@ -234,7 +234,8 @@ std::int64_t count_splits(int layers, int stages) {
 
 bool context_parallel_allowed(const Problem& problem, int cp) {
   if (cp > 1 && problem.profiles_only) return false;
-  return context_parallel_violation(problem.model, problem.seq_len(), cp).empty();
+  return context_parallel_violation(problem.model, problem.seq_len(), cp).empty() &&
+         runtime_context_parallel_violation(problem.training.runtime, cp).empty();
 }
 
 StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width, int micro_batch) {

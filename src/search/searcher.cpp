@@ -91,7 +91,7 @@ std::int64_t exhaustive_candidates(const Problem& problem) {
       // Under vpp v every stage holds at least v layers: the splits of
       // L - p (v - 1) layers into p non-empty ranges.
       const int p = s.num_stages();
-      const int most = max_interleaving(problem.model, p, num_micro_batches(problem, s));
+      const int most = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
       long double n = 0;
       for (int v = 1; v <= most && n < cap; ++v) n += static_cast<long double>(count_splits(layers - p * (v - 1), p));
       for (int i = 0; i < p && n < cap; ++i) n *= modes;
@@ -367,7 +367,7 @@ class InterleavingLimits {
       const int m = problem.training.global_batch / micro_batch;
       std::vector<int>& at = at_.emplace_back(static_cast<std::size_t>(layers) + 2, 1);
       std::vector<int>& from = from_.emplace_back(static_cast<std::size_t>(layers) + 2, 1);
-      for (int p = 1; p <= layers; ++p) at[p] = max_interleaving(problem.model, p, m);
+      for (int p = 1; p <= layers; ++p) at[p] = max_interleaving(problem.model, problem.training.runtime, p, m);
       for (int p = layers; p >= 0; --p) from[p] = std::max(at[p], from[p + 1]);
     }
   }

@@ -1,13 +1,15 @@
 #include "autohaap/specs/parallel_rules.hpp"
 
 #include "autohaap/specs/cluster.hpp"
+#include "autohaap/specs/training.hpp"
 
 namespace autohaap {
 
-std::string interleaving_violation(const ModelSpec& model, int vpp, const std::vector<int>& stage_layers,
-                                   int num_micro_batches) {
+std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int vpp,
+                                   const std::vector<int>& stage_layers, int num_micro_batches) {
   if (vpp < 1) return "an integer >= 1";
   if (vpp == 1) return "";
+  if (runtime == Runtime::deepspeed) return "1 under runtime deepspeed (its pipeline engine has no interleaved schedule)";
   if (model.family == ModelFamily::generic) return "1 (generic layers are not interleaved)";
   const int stages = static_cast<int>(stage_layers.size());
   if (stages < 2) return "1 with a single stage (interleaving needs at least 2 pipeline stages)";
@@ -20,14 +22,20 @@ std::string interleaving_violation(const ModelSpec& model, int vpp, const std::v
   return "";
 }
 
-int max_interleaving(const ModelSpec& model, int stages, int num_micro_batches) {
+int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int num_micro_batches) {
   if (stages < 1) return 1;
   const int most = model.layers / stages;
   if (most < 2) return 1;
   // The even split's smallest stage holds `most` layers; the other rules do
   // not depend on vpp.
   const std::vector<int> even(static_cast<std::size_t>(stages), most);
-  return interleaving_violation(model, most, even, num_micro_batches).empty() ? most : 1;
+  return interleaving_violation(model, runtime, most, even, num_micro_batches).empty() ? most : 1;
+}
+
+std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
+  if (cp > 1 && runtime == Runtime::deepspeed)
+    return "1 under runtime deepspeed (Megatron-DeepSpeed has no ring context parallelism)";
+  return "";
 }
 
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp) {

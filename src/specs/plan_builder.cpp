@@ -143,6 +143,8 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
   };
   if (const auto v = stage_violation(model, problem.seq_len(), nullptr, degrees, static_cast<int>(B)))
     return stage_refusal(*v);
+  if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, r.cp); !cp_rule.empty())
+    return refuse("--cp", std::to_string(r.cp), cp_rule);
   const long long needed = static_cast<long long>(r.tp) * r.cp * r.pp * r.dp;
   if (needed > total_gpus) {
     return refuse("--tp x --cp x --pp x --dp", std::to_string(needed),
@@ -162,7 +164,7 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
   const std::vector<int>& stage_layers = split.counts;
   std::vector<int> layer_end;
   for (int i = 0, end = 0; i < r.pp; ++i) layer_end.push_back(end += stage_layers[i]);
-  const std::string vpp_rule = interleaving_violation(model, r.vpp, stage_layers, plan.num_micro_batches);
+  const std::string vpp_rule = interleaving_violation(model, problem.training.runtime, r.vpp, stage_layers, plan.num_micro_batches);
   if (!vpp_rule.empty()) return refuse("--vpp", std::to_string(r.vpp), vpp_rule);
   const int stage_gpus = r.tp * r.cp * r.dp;
   int group = 0, next_gpu = 0;

@@ -390,7 +390,7 @@ TEST(Refinement, MatchesBruteForceOverPerStageCpAndVpp) {
         q.vpp = vpp;
         q.stages[0].cp = c0, q.stages[0].dp = 4 / c0;
         q.stages[1].cp = c1, q.stages[1].dp = 4 / c1;
-        if (!interleaving_violation(p.model, vpp, {4, 4}, q.num_micro_batches).empty()) continue;
+        if (!interleaving_violation(p.model, p.training.runtime, vpp, {4, 4}, q.num_micro_batches).empty()) continue;
         const PredictedPerformance e = cm.estimate(q);
         if (e.fits) brute = std::min(brute, e.iteration_time_s);
       }

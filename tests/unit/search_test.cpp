@@ -232,7 +232,7 @@ TEST(Search, VppIsPartOfTheExactSearch) {
     for (int vpp = 2; vpp <= problem.model.layers; ++vpp) {
       std::vector<int> stage_layers;
       for (const StagePlan& st : post_hoc.stages) stage_layers.push_back(st.num_layers());
-      if (!interleaving_violation(problem.model, vpp, stage_layers, post_hoc.num_micro_batches).empty()) continue;
+      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, post_hoc.num_micro_batches).empty()) continue;
       Plan q = post_hoc;
       q.vpp = vpp;
       q.predicted = cost.estimate(q);
@@ -318,6 +318,48 @@ TEST(Search, CpIsPartOfTheExactSearch) {
               cases, with_cp, beats_post_hoc, larger_tried);
 }
 
+// DeepSpeed's pipeline engine has no interleaved schedule and
+// Megatron-DeepSpeed no ring context parallelism
+// (specs/parallel_rules.hpp): on problems whose Megatron optimum
+// interleaves or uses cp, a DeepSpeed search answers one chunk per stage
+// and cp 1, still the exhaustive optimum of what DeepSpeed runs, and no
+// faster than Megatron's.
+TEST(Search, DeepSpeedPlansRunOneChunkPerStageWithoutCp) {
+  int compared = 0, with_cp = 0, interleaved = 0;
+  for (std::uint32_t seed = 500; seed < 640 && compared < 8; ++seed) {
+    Problem problem = seed % 2 ? interleavable_problem(seed) : long_context_problem(seed);
+    if (exhaustive_candidates(problem) > 60000) continue;
+    const SearchResult megatron = search(problem, "autohaap");
+    if (megatron.top.empty()) continue;
+    const bool uses_cp = std::any_of(megatron.top[0].stages.begin(), megatron.top[0].stages.end(),
+                                     [](const StagePlan& st) { return st.cp > 1; });
+    if (megatron.top[0].vpp == 1 && !uses_cp) continue;
+    problem.training.runtime = Runtime::deepspeed;
+    const std::optional<BothSearches> both = against_exhaustive(problem, seed);
+    if (!both) continue;
+    ++compared;
+    EXPECT_EQ(both->autohaap.top[0].vpp, 1) << seed;
+    EXPECT_EQ(both->exhaustive.top[0].vpp, 1) << seed;
+    for (const SearchResult* r : {&both->autohaap, &both->exhaustive})
+      for (const StagePlan& st : r->top[0].stages) EXPECT_EQ(st.cp, 1) << seed;
+    with_cp += uses_cp;
+    EXPECT_GE(best_time(both->autohaap), best_time(megatron) * (1 - 1e-12)) << seed;
+    if (megatron.top[0].vpp == 1) continue;
+    ++interleaved;
+    std::vector<int> stage_layers;
+    for (const StagePlan& st : megatron.top[0].stages) stage_layers.push_back(st.num_layers());
+    EXPECT_NE(interleaving_violation(problem.model, Runtime::deepspeed, megatron.top[0].vpp, stage_layers,
+                                     megatron.top[0].num_micro_batches),
+              "");
+    EXPECT_EQ(max_interleaving(problem.model, Runtime::deepspeed, static_cast<int>(stage_layers.size()),
+                               megatron.top[0].num_micro_batches),
+              1);
+  }
+  EXPECT_EQ(compared, 8);
+  EXPECT_GE(with_cp, 2);
+  EXPECT_GE(interleaved, 2);
+}
+
 TEST(Search, LowerBoundHoldsForEveryVpp) {
   // Every skeleton's bound (the one that orders and skips skeletons) is at
   // most the best time over every vpp x split x recompute on it.
@@ -336,7 +378,7 @@ TEST(Search, LowerBoundHoldsForEveryVpp) {
       double best = std::numeric_limits<double>::infinity();
       int best_vpp = 1;
       for (int vpp = 1; vpp <= std::max(1, L / p); ++vpp) {
-        if (!interleaving_violation(problem.model, vpp, std::vector<int>(p, L / p), micro_batches).empty()) continue;
+        if (!interleaving_violation(problem.model, problem.training.runtime, vpp, std::vector<int>(p, L / p), micro_batches).empty()) continue;
         for_each_plan_on(cost, s, vpp, [&](const Plan& plan) {
           const PredictedPerformance& e = plan.predicted;
           if (e.fits && e.iteration_time_s < best) best = e.iteration_time_s, best_vpp = vpp;

@@ -18,6 +18,7 @@
 namespace autohaap {
 
 struct NodeGroup;
+enum class Runtime;  // specs/training.hpp
 
 // Interleaved 1F1B over `vpp` chunks per stage (Narayanan et al. 2021,
 // Sec. 2.2.2): at least two stages, each stage's layers split into vpp
@@ -29,9 +30,13 @@ struct NodeGroup;
 // else what --pipeline-model-parallel-layout writes out (Megatron-Core
 // 0.13+; the 405B recipes put one layer beside the embedding and the loss).
 // A transformer family only: generic layers differ from chunk to chunk.
+// And a runtime that has the schedule: Megatron-LM and PyTorch's pipeline
+// schedules (torchtitan's interleaved 1F1B) do; DeepSpeed's pipeline
+// engine runs one chunk per stage (deepspeed/runtime/pipe/schedule.py,
+// TrainSchedule: no virtual stages), so under `runtime: deepspeed` vpp is 1.
 // Returns what is allowed when the rule fails, else "".
-std::string interleaving_violation(const ModelSpec& model, int vpp, const std::vector<int>& stage_layers,
-                                   int num_micro_batches);
+std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int vpp,
+                                   const std::vector<int>& stage_layers, int num_micro_batches);
 
 // The largest vpp interleaving_violation allows for some split of the
 // model's layers over `stages` stages with `num_micro_batches`
@@ -40,7 +45,7 @@ std::string interleaving_violation(const ModelSpec& model, int vpp, const std::v
 // for the even split, and none above it for any split. The search
 // enumerates vpp up to it (load_balancer.hpp) and its bounds hold for every
 // vpp up to it (split_lower_bound.hpp).
-int max_interleaving(const ModelSpec& model, int stages, int num_micro_batches);
+int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int num_micro_batches);
 
 // Layers of chunk v (0-based) of a stage of `stage_layers` layers split
 // into vpp chunks: as even as possible, the first chunks one larger.
@@ -53,6 +58,14 @@ inline int chunk_layers(int stage_layers, int vpp, int v) {
 // of causal attention gives each GPU two mirrored chunks). Returns what is
 // allowed when the rule fails, else "".
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp);
+
+// And a runtime that runs it: Megatron-LM (--context-parallel-size) and
+// PyTorch (torchtitan's context_parallel) ring attention over cp GPUs;
+// Megatron-DeepSpeed has no ring context parallelism (its sequence
+// parallelism, DeepSpeed-Ulysses, splits heads with all-to-alls: another
+// scheme, not priced here), so under `runtime: deepspeed` cp is 1.
+// Returns what is allowed when the rule fails, else "".
+std::string runtime_context_parallel_violation(Runtime runtime, int cp);
 
 // ---------------------------------------------------------------- stage rule
 // Whether one pipeline stage's parallel degrees can run, as Megatron-LM
