@@ -63,6 +63,10 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
   const std::string vpp_rule =
       interleaving_violation(out.problem.model, runtime, out.plan.vpp, stage_layers, out.plan.num_micro_batches);
   if (!vpp_rule.empty()) throw InputError(plan_file, "vpp", std::to_string(out.plan.vpp), vpp_rule);
+  const int stages = static_cast<int>(out.plan.stages.size());
+  if (const std::string rule = pipeline_stages_violation(out.problem.model, runtime, out.plan.zero, stages);
+      !rule.empty())
+    throw InputError(plan_file, "stages", std::to_string(stages) + " stages", rule);
   // The plan's micro-batches are cut from its global batch, so it is scored
   // at that batch whatever a training file given says (its other settings
   // apply), and the note says so. A plan whose own specs disagree with it is

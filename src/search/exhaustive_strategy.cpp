@@ -67,6 +67,10 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
     }
     const Skeleton& s = list.skeletons[index];
     const int p = s.num_stages();
+    if (p > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero)) {
+      progress.add_done(1);
+      return true;
+    }
     const int most_vpp = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
     std::vector<int> ends(p);
     std::vector<int> mode(p, 0);

@@ -9,6 +9,7 @@
 #include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/refinement.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -70,7 +71,9 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
     const bool fits_every_group = std::all_of(used.begin(), used.end(), [&](int g) {
       return groups[g].gpus() % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
     });
-    if (!fits_every_group || total / size > layers) continue;
+    if (!fits_every_group ||
+        total / size > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero))
+      continue;
     for (int tp = 1; tp <= size; ++tp) {
       if (size % tp != 0) continue;
       for (int b : batches) {

@@ -32,6 +32,17 @@ int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int nu
   return interleaving_violation(model, runtime, most, even, num_micro_batches).empty() ? most : 1;
 }
 
+int max_pipeline_stages(const ModelSpec& model, Runtime runtime, int zero) {
+  return runtime == Runtime::deepspeed && zero >= 2 ? 1 : model.layers;
+}
+
+std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, int zero, int stages) {
+  if (stages <= max_pipeline_stages(model, runtime, zero)) return "";
+  if (stages > model.layers) return "at most the model's " + std::to_string(model.layers) + " layers";
+  return "1 under runtime deepspeed with ZeRO-" + std::to_string(zero) +
+         " (its pipeline engine refuses ZeRO-2 and ZeRO-3; ZeRO-1 or no ZeRO pipelines)";
+}
+
 std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
   if (cp > 1 && runtime == Runtime::deepspeed)
     return "1 under runtime deepspeed (Megatron-DeepSpeed has no ring context parallelism)";

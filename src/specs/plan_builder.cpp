@@ -119,9 +119,10 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
     if (v <= 0) return refuse(flag, std::to_string(v), "a positive integer");
   }
   const ModelSpec& model = problem.model;
-  if (r.pp > model.layers) {
-    return refuse("--pp", std::to_string(r.pp), "at most the model's " + std::to_string(model.layers) + " layers");
-  }
+  if (const std::string pp_rule = pipeline_stages_violation(model, problem.training.runtime,
+                                                            r.zero.value_or(problem.training.zero), r.pp);
+      !pp_rule.empty())
+    return refuse("--pp", std::to_string(r.pp), pp_rule);
   // Products in 64 bits: tp divides the heads and pp the layers (both
   // bounded by the model's validator), dp is bounded here first.
   const int total_gpus = problem.cluster.total_gpus();

@@ -360,6 +360,29 @@ TEST(Search, DeepSpeedPlansRunOneChunkPerStageWithoutCp) {
   EXPECT_GE(interleaved, 2);
 }
 
+// DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3
+// (max_pipeline_stages): under them every plan is one stage, and the
+// search still matches the exhaustive reference of that space.
+TEST(Search, DeepSpeedWithZero2PlansOneStage) {
+  int found = 0, pipelined_otherwise = 0;
+  for (std::uint32_t seed = 1; seed <= 40 && found < 6; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.runtime = Runtime::deepspeed;
+    problem.training.zero = 1;
+    if (exhaustive_candidates(problem) > 60000) continue;
+    const SearchResult zero1 = search(problem, "autohaap");
+    problem.training.zero = 2;
+    const std::optional<BothSearches> both = against_exhaustive(problem, seed);
+    if (!both) continue;
+    ++found;
+    EXPECT_EQ(both->autohaap.top[0].stages.size(), 1u) << seed;
+    EXPECT_EQ(both->exhaustive.top[0].stages.size(), 1u) << seed;
+    pipelined_otherwise += !zero1.top.empty() && zero1.top[0].stages.size() > 1;
+  }
+  EXPECT_EQ(found, 6);
+  EXPECT_GE(pipelined_otherwise, 2);  // the rule changes answers
+}
+
 TEST(Search, LowerBoundHoldsForEveryVpp) {
   // Every skeleton's bound (the one that orders and skips skeletons) is at
   // most the best time over every vpp x split x recompute on it.

@@ -47,6 +47,16 @@ std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int 
 // vpp up to it (split_lower_bound.hpp).
 int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int num_micro_batches);
 
+// The most pipeline stages a plan may have: one layer or more each, and
+// under `runtime: deepspeed` with ZeRO-2 or ZeRO-3 a single stage, since
+// DeepSpeed's pipeline engine refuses them ("ZeRO-2 and ZeRO-3 are
+// incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
+// Megatron-LM (its distributed optimizer is ZeRO-1) and PyTorch FSDP with
+// pipeline schedules (torchtitan) have no such limit.
+int max_pipeline_stages(const ModelSpec& model, Runtime runtime, int zero);
+// What is allowed when `stages` exceeds it, else "".
+std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, int zero, int stages);
+
 // Layers of chunk v (0-based) of a stage of `stage_layers` layers split
 // into vpp chunks: as even as possible, the first chunks one larger.
 inline int chunk_layers(int stage_layers, int vpp, int v) {
