@@ -188,7 +188,9 @@ StageCostTable LoadBalancer::table(const Skeleton& skeleton, const std::vector<R
 }
 
 int LoadBalancer::max_vpp(const Skeleton& skeleton) const {
-  return max_interleaving(cost_.problem().model, cost_.problem().training.runtime, skeleton.num_stages(), num_micro_batches(cost_.problem(), skeleton));
+  const Problem& problem = cost_.problem();
+  return max_interleaving(problem.model, problem.training.runtime, skeleton.num_stages(),
+                          num_micro_batches(problem, skeleton));
 }
 
 std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {

@@ -108,7 +108,9 @@ double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
   plan.num_micro_batches = plan.global_batch / B;
   std::vector<int> stage_layers;
   for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
-  if (!interleaving_violation(model.problem().model, model.problem().training.runtime, plan.vpp, stage_layers, plan.num_micro_batches).empty())
+  const Problem& problem = model.problem();
+  if (!interleaving_violation(problem.model, problem.training.runtime, plan.vpp, stage_layers, plan.num_micro_batches)
+           .empty())
     plan.vpp = 1;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     StagePlan& s = plan.stages[i];

@@ -92,7 +92,9 @@ Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& 
     for (const StagePlan& s : best.stages) stage_layers.push_back(s.num_layers());
     const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
     for (int vpp = 1; vpp <= most; ++vpp) {
-      if (vpp == best.vpp || !interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, best.num_micro_batches).empty())
+      if (vpp == best.vpp ||
+          !interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, best.num_micro_batches)
+               .empty())
         continue;
       Plan candidate = best;
       candidate.vpp = vpp;
@@ -116,7 +118,9 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCon
     if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
     if (!context_parallel_allowed(problem, cp)) continue;
     for (int vpp = 1; vpp <= most && !stop(); ++vpp) {
-      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, plan.num_micro_batches).empty()) continue;
+      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, plan.num_micro_batches)
+               .empty())
+        continue;
       Plan candidate = plan;
       candidate.vpp = vpp;
       for (StagePlan& s : candidate.stages) set_cp(s, cp);

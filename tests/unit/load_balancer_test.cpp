@@ -66,7 +66,8 @@ double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = n
   };
   std::vector<int> stage_layers(p, L / p);
   for (int vpp = 1; vpp <= L; ++vpp) {
-    if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, num_micro_batches(problem, s)).empty()) continue;
+    const int m = num_micro_batches(problem, s);
+    if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, m).empty()) continue;
     plan.vpp = vpp;
     place(0, 0);
   }

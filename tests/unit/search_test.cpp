@@ -232,7 +232,8 @@ TEST(Search, VppIsPartOfTheExactSearch) {
     for (int vpp = 2; vpp <= problem.model.layers; ++vpp) {
       std::vector<int> stage_layers;
       for (const StagePlan& st : post_hoc.stages) stage_layers.push_back(st.num_layers());
-      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, post_hoc.num_micro_batches).empty()) continue;
+      const int m = post_hoc.num_micro_batches;
+      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, m).empty()) continue;
       Plan q = post_hoc;
       q.vpp = vpp;
       q.predicted = cost.estimate(q);
@@ -401,7 +402,8 @@ TEST(Search, LowerBoundHoldsForEveryVpp) {
       double best = std::numeric_limits<double>::infinity();
       int best_vpp = 1;
       for (int vpp = 1; vpp <= std::max(1, L / p); ++vpp) {
-        if (!interleaving_violation(problem.model, problem.training.runtime, vpp, std::vector<int>(p, L / p), micro_batches).empty()) continue;
+        const std::vector<int> even(p, L / p);
+        if (!interleaving_violation(problem.model, problem.training.runtime, vpp, even, micro_batches).empty()) continue;
         for_each_plan_on(cost, s, vpp, [&](const Plan& plan) {
           const PredictedPerformance& e = plan.predicted;
           if (e.fits && e.iteration_time_s < best) best = e.iteration_time_s, best_vpp = vpp;
