@@ -67,7 +67,7 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
     }
     const Skeleton& s = list.skeletons[index];
     const int p = s.num_stages();
-    if (p > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero)) {
+    if (p > max_pipeline_stages(problem)) {
       progress.add_done(1);
       return true;
     }

@@ -217,8 +217,7 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
   const int m = num_micro_batches(problem, skeleton);
-  if (p < 1 || p > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero) || m < 1)
-    return kInf;
+  if (p < 1 || p > max_pipeline_stages(problem) || m < 1) return kInf;
   auto place = [&](int i) { return i >= loose_begin && i < loose_end ? loose_end - 1 : i; };
   const bool identical = identical_layers(skeleton);
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
@@ -282,9 +281,7 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const StageSpee
   const int L = problem.model.layers;
   BalanceResult infeasible;
   infeasible.status = BalanceResult::Status::no_feasible_split;
-  if (p < 1 || p > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero) ||
-      num_micro_batches(problem, skeleton) < 1)
-    return infeasible;
+  if (p < 1 || p > max_pipeline_stages(problem) || num_micro_batches(problem, skeleton) < 1) return infeasible;
 
   StageCostTable table = this->table(skeleton, modes, vpp);
   // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync

@@ -12,7 +12,6 @@
 
 #include "autohaap/search/metis_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
-#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/units.hpp"
 #include "strategies.hpp"
 
@@ -61,7 +60,7 @@ std::vector<Task> metis_tasks(const SearchSpace& space) {
       while (true) {
         int stages = 0;
         for (std::size_t j = 0; j < order.size(); ++j) stages += it[j]->first;
-        if (stages <= max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero)) {
+        if (stages <= max_pipeline_stages(problem)) {
           Task task;
           task.micro_batch = b;
           for (std::size_t j = 0; j < order.size(); ++j) task.options.push_back(it[j]->second);

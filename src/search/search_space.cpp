@@ -238,6 +238,10 @@ bool context_parallel_allowed(const Problem& problem, int cp) {
          runtime_context_parallel_violation(problem.training.runtime, cp).empty();
 }
 
+int max_pipeline_stages(const Problem& problem) {
+  return max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero);
+}
+
 StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width, int micro_batch) {
   if (micro_batch % width == 0) return {tp, 1, width};
   const int cp = width / std::gcd(width, micro_batch);

@@ -9,7 +9,6 @@
 #include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/refinement.hpp"
-#include "autohaap/specs/parallel_rules.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -56,7 +55,6 @@ std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
 std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const std::vector<int>& used,
                                                  bool context_parallel) {
   const auto& groups = problem.cluster.groups;
-  const int layers = problem.model.layers;
   const std::vector<int> batches = searched_micro_batches(problem);
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};
@@ -71,9 +69,7 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
     const bool fits_every_group = std::all_of(used.begin(), used.end(), [&](int g) {
       return groups[g].gpus() % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
     });
-    if (!fits_every_group ||
-        total / size > max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero))
-      continue;
+    if (!fits_every_group || total / size > max_pipeline_stages(problem)) continue;
     for (int tp = 1; tp <= size; ++tp) {
       if (size % tp != 0) continue;
       for (int b : batches) {

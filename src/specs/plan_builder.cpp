@@ -165,7 +165,8 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
   const std::vector<int>& stage_layers = split.counts;
   std::vector<int> layer_end;
   for (int i = 0, end = 0; i < r.pp; ++i) layer_end.push_back(end += stage_layers[i]);
-  const std::string vpp_rule = interleaving_violation(model, problem.training.runtime, r.vpp, stage_layers, plan.num_micro_batches);
+  const std::string vpp_rule =
+      interleaving_violation(model, problem.training.runtime, r.vpp, stage_layers, plan.num_micro_batches);
   if (!vpp_rule.empty()) return refuse("--vpp", std::to_string(r.vpp), vpp_rule);
   const int stage_gpus = r.tp * r.cp * r.dp;
   int group = 0, next_gpu = 0;

@@ -149,10 +149,15 @@ std::vector<int> searched_micro_batches(const Problem& problem);
 // whole number of stages fill the node) or it is made of whole nodes.
 bool valid_stage_size(int stage_gpus, int gpus_per_node);
 
-// Whether a stage may split its sequences over `cp` GPUs: the model allows
-// it (context_parallel_violation), and a --profiles-only search keeps cp 1
-// (profiles time whole sequences; a cp share of one is never measured).
+// Whether a stage may split its sequences over `cp` GPUs: the model and the
+// runtime allow it (context_parallel_violation,
+// runtime_context_parallel_violation), and a --profiles-only search keeps
+// cp 1 (profiles time whole sequences; a cp share of one is never measured).
 bool context_parallel_allowed(const Problem& problem, int cp);
+
+// The most pipeline stages a plan of `problem` may have: max_pipeline_stages
+// (specs/parallel_rules.hpp) for its model, runtime and ZeRO stage.
+int max_pipeline_stages(const Problem& problem);
 
 // The (tp, cp, dp) a searched stage of `tp` x `width` GPUs of node group
 // `group` runs with when its pipeline's micro-batch is B sequences:
