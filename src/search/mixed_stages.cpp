@@ -102,8 +102,8 @@ std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, 
 // `plan` at micro-batch B with every mixed stage at its best shares, scored
 // by candidate_time (search/refinement.hpp) against `least`, the plan
 // given's time source; kNoPlan also when a one-device stage cannot share B
-// evenly or a mixed stage has no split that fits.
-double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
+// evenly, a mixed stage has no split that fits or `stop` says so.
+double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least, const StopCondition& stop) {
   plan.micro_batch_size = B;
   plan.num_micro_batches = plan.global_batch / B;
   std::vector<int> stage_layers;
@@ -118,7 +118,7 @@ double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least) {
       if (B % s.dp != 0) return kNoPlan;
       continue;
     }
-    const ReplicaShares shares = choose_replica_shares(model, plan, i);
+    const ReplicaShares shares = choose_replica_shares(model, plan, i, stop);
     if (!shares.found()) return kNoPlan;
     for (std::size_t k = 0; k < s.replicas.size(); ++k) s.replicas[k].sequences = shares.sequences[k];
   }
@@ -174,12 +174,13 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopC
     for (int i = 0; i < static_cast<int>(best.stages.size()); ++i) {
       if (stop()) return best;  // the round unfinished: what the last whole round made
       for (const FreeRange& range : ranges) {
+        if (stop()) return best;
         for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
           Plan moved = best;
           if (!add_set(problem, moved.stages[i], range, r)) continue;
           for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed_most, batch_divisors)) {
             Plan candidate = moved;
-            const double t = priced_at(model, candidate, B, least);
+            const double t = priced_at(model, candidate, B, least, stop);
             if (t < round_time) {
               round_time = t;
               round_best = std::move(candidate);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -17,14 +18,23 @@ const StagePlan& stage_of_sets(const Plan& plan, int i) {
 
 }  // namespace
 
-ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, int i) {
+ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, int i, const StopCondition& stop) {
   const StagePlan& s = stage_of_sets(plan, i);
-  const int B = plan.micro_batch_size;
   const std::size_t S = s.replicas.size();
   std::vector<int> r(S);
   int all = 0;
   for (std::size_t k = 0; k < S; ++k) all += r[k] = s.set_replicas(k);
-  if (B < all) return {};  // not one sequence per replica
+  if (plan.micro_batch_size < all) return {};  // not one sequence per replica
+  // Every share is a multiple of its set's replicas, so every sum is one of
+  // their gcd g: the table runs over B / g units of g sequences, not B
+  // sequences (a cluster of millions of GPUs offers sets of a million
+  // replicas and B in the millions; the same answer).
+  int g = 0;
+  for (std::size_t k = 0; k < S; ++k) g = std::gcd(g, r[k]);
+  if (plan.micro_batch_size % g != 0) return {};
+  const int B = plan.micro_batch_size / g;
+  all /= g;
+  for (std::size_t k = 0; k < S; ++k) r[k] /= g;
 
   // Each set's largest share leaves one sequence to every other replica.
   std::vector<int> most(S);
@@ -37,7 +47,8 @@ ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, in
   std::vector<std::vector<StageEstimate>> at(S, std::vector<StageEstimate>(Q + 1));
   Plan p = plan;
   for (int q = 1; q <= Q; ++q) {
-    for (std::size_t k = 0; k < S; ++k) p.stages[i].replicas[k].sequences = std::min(q, most[k]) * r[k];
+    if (stop()) return {};
+    for (std::size_t k = 0; k < S; ++k) p.stages[i].replicas[k].sequences = std::min(q, most[k]) * r[k] * g;
     const std::vector<StageEstimate> sets = model.replica_set_estimates(p, i);
     for (std::size_t k = 0; k < S; ++k)
       if (q <= most[k]) at[k][q] = sets[k];
@@ -52,6 +63,7 @@ ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, in
   for (std::size_t k = 1; k <= S; ++k) {
     const int rk = r[k - 1];
     for (int b = 0; b <= B; ++b) {
+      if (b % 4096 == 0 && stop()) return {};
       for (int q = 1; q <= most[k - 1] && q * rk <= b; ++q) {
         const StageEstimate& e = at[k - 1][q];
         const double rest = f[k - 1][b - q * rk];
@@ -68,7 +80,7 @@ ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, in
   out.pace_s = f[S][B];
   for (std::size_t k = S, b = static_cast<std::size_t>(B); k >= 1; --k) {
     const int q = choice[k][b];
-    out.sequences[k - 1] = q * r[k - 1];
+    out.sequences[k - 1] = q * r[k - 1] * g;
     out.sets.insert(out.sets.begin(), at[k - 1][q]);
     b -= static_cast<std::size_t>(q * r[k - 1]);
   }

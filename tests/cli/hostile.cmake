@@ -22,6 +22,10 @@ file(WRITE ${_hostile}/huge_nodes.yaml "groups:\n  - {device: a100-40gb, nodes: 
 file(WRITE ${_hostile}/wide_hidden.yaml "family: gpt\nlayers: 2\nhidden: 1000000000\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/deep_model.yaml "family: gpt\nlayers: 2147483647\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
+# Four million GPUs and 16 million sequences a batch: idle GPUs offered as
+# replica sets of a million replicas each, at micro-batches of millions.
+file(WRITE ${_hostile}/million_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: 524288, gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/sixteen_million_batch.yaml "global_batch: 16777216\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
 file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT03 and then nothing a checkpoint holds\n")
 # Many node groups of 2 nodes x 8 GPUs: an initialization of minutes.
@@ -119,6 +123,7 @@ set(_hostile_cases
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
+  "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
   "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
   "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
@@ -134,6 +139,8 @@ set_tests_properties(cli_hostile_startup_time_limit PROPERTIES TIMEOUT 15)
 # And so does the refinement after the search (3 s limit, 1 s at least for
 # refining); the twenty groups merge into four kinds and finish at once.
 set_tests_properties(cli_hostile_two_hundred_groups_time_limit cli_hostile_twenty_groups PROPERTIES TIMEOUT 20)
+# The mixed stages' shares once ran on past a 2 s limit (and SIGTERM) there.
+set_tests_properties(cli_hostile_million_nodes_time_limit PROPERTIES TIMEOUT 20)
 add_test(NAME cli_hostile_sigterm_during_startup
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/sigterm_during_startup.sh $<TARGET_FILE:autohaap>
                  ${_hostile}/eight_groups.yaml ${_hostile}/sigterm)

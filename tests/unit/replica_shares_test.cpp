@@ -4,6 +4,7 @@
 // set's time with its sends, fit = every set's); and a case checked by hand.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -125,6 +126,26 @@ TEST(ReplicaShares, TwoSetsMatchEveryShareVector) {
     plan.micro_batch_size = B;
     expect_optimal(model, plan, 1, "A100 x2 + V100 x2");
   }
+}
+
+// Shares come in multiples of each set's replicas, so the table counts in
+// units of their gcd (2 here): an odd B has no split, as every vector
+// says; and a raised stop ends the table with none (a cluster of millions
+// of GPUs once kept the refinement past its time limit here).
+TEST(ReplicaShares, SharesComeInUnitsOfTheGcdAndAStopEndsTheTable) {
+  const Problem pb = problem_of("gpt3-1.3b", "mixed-a100-v100");
+  const CostModel model(pb);
+  Plan plan = read_plan(std::string(AUTOHAAP_TEST_DATA_DIR) + "/replicas/mixed_stage.yaml");
+  for (int B = 5; B <= 15; B += 2) {
+    plan.micro_batch_size = B;
+    EXPECT_TRUE(brute_force(model, plan, 1).vectors.empty()) << "B = " << B;
+    expect_optimal(model, plan, 1, "A100 x2 + V100 x2, odd B");
+  }
+  plan.micro_batch_size = 8;
+  std::atomic<bool> cancel{true};
+  EXPECT_FALSE(choose_replica_shares(model, plan, 1, StopCondition{&cancel}).found());
+  cancel = false;
+  EXPECT_TRUE(choose_replica_shares(model, plan, 1, StopCondition{&cancel}).found());
 }
 
 // Three sets of 2, 1 and 1 replicas on three device types (A100, V100,

@@ -47,6 +47,7 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/search/stop_condition.hpp"
 
 namespace autohaap {
 
@@ -64,6 +65,9 @@ struct ReplicaShares {
 // The best shares of stage `stage_index`'s replica sets for the plan's
 // micro-batch (the sets' current `sequences` are ignored). The stage must
 // have replica sets (std::invalid_argument otherwise: a caller's error).
-ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, int stage_index);
+// None (not found) when `stop` says so before the table is done. Cost:
+// O(S * B/g * most share) with g the gcd of the sets' replica counts.
+ReplicaShares choose_replica_shares(const CostModel& model, const Plan& plan, int stage_index,
+                                    const StopCondition& stop = {});
 
 }  // namespace autohaap
