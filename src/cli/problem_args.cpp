@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/metis_profile.hpp"
 #include "autohaap/io/profile_loader.hpp"
@@ -55,7 +56,17 @@ ProfileTable load_profiles_arg(const std::string& profiles, const Problem& probl
 
 Problem load_problem_args(const ProblemArgs& a) {
   Problem p = load_problem(a.model, a.cluster, a.train);
-  if (!a.profiles.empty()) p.profiles = load_profiles_arg(a.profiles, p);
+  if (!a.profiles.empty()) {
+    p.profiles = load_profiles_arg(a.profiles, p);
+    // Every point against the time its device's peaks allow, which the cost
+    // model checks as it fits its corrections: named by the file here.
+    try {
+      const CostModel check(p);
+    } catch (const InputError& e) {
+      if (!e.file().empty() || e.key() != "latency_ms") throw;
+      throw InputError(a.profiles, e.key(), e.value(), e.allowed());
+    }
+  }
   if (a.profiles_only && a.profiles.empty())
     throw InputError("command line", "--profiles-only", "set", "only with --profiles (the measurements to keep to)");
   p.profiles_only = a.profiles_only;

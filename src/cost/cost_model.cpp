@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "autohaap/cost/communication.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/cost/layer_work.hpp"
 #include "autohaap/units.hpp"
 
@@ -163,6 +166,27 @@ double matmul_peak_tflops(const DeviceSpec& d, Precision p, const OpWork& op) {
     case Precision::tf32: return d.peak_tf32_tflops > 0 ? d.peak_tf32_tflops : d.peak_fp32_tflops;
     default: return d.peak_tflops;
   }
+}
+
+// The least time `op` can take on `d`: its FLOPs at the device's fastest
+// matrix peak (FP8 where it has one), the attention core's at half (a
+// causal kernel skips the masked half). Bytes are left out: what a kernel
+// reads depends on fusion the model file may not describe (FlashAttention
+// or not), and a floor must never refuse a real measurement. A point below
+// it claims more than the hardware can do.
+double peak_floor_s(const DeviceSpec& d, const TrainingSpec& training, const OpWork& op, bool backward) {
+  const double scale = backward ? op.backward_ratio : 1.0;
+  const bool attention_core = op.fused_attention || std::string_view(op.name) == "attn_core";
+  const double flops = op.flops * scale * (attention_core ? 0.5 : 1.0);
+  const double peak = std::max(matmul_peak_tflops(d, training.precision, op), d.peak_fp8_tflops);
+  return flops > 0 && peak > 0 ? flops / (peak * 1e12) : 0.0;
+}
+
+// Milliseconds as a user wrote them, to four significant digits.
+std::string format_ms(double seconds) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.4g", seconds * 1e3);
+  return text;
 }
 
 // The peak MFU and HFU are measured against: the 16-bit tensor-core peak
@@ -440,6 +464,28 @@ ProfileCorrection CostModel::fit_profile_correction() const {
     const int layer = std::max(0, key.layer);
     const auto [op, backward] = split_backward(key.op);
     double analytic_s = -1;
+    // A point faster than the device's peaks is a units slip or a broken
+    // timer, never a measurement: fitted, it would scale every unmeasured
+    // time below what the hardware allows (MFU above 1). A whole layer's
+    // floor is its ops'; a part's, the first op of that name (as priced).
+    double floor_s = 0;
+    if (op == "layer") {
+      for (const OpWork& o : layer_forward_work(problem_.model, layer, x).ops)
+        floor_s += peak_floor_s(g.device, problem_.training, o, backward);
+    } else {
+      for (const LayerWork& w : {layer_forward_work(problem_.model, layer, x), embedding_forward_work(problem_.model, x),
+                                 head_forward_work(problem_.model, x)})
+        for (const OpWork& o : w.ops)
+          if (floor_s == 0 && op == o.name) floor_s = peak_floor_s(g.device, problem_.training, o, backward);
+    }
+    if (measured < floor_s) {
+      throw InputError("", "latency_ms",
+                       format_ms(measured) + " (" + key.device + ", " + key.op + ", tp " + std::to_string(key.tp) +
+                           ", micro_batch " + std::to_string(key.micro_batch) + ", seq_len " +
+                           std::to_string(key.seq_len) + ")",
+                       "at least " + format_ms(floor_s) + " ms: this work of " + problem_.model.name + " at " + key.device +
+                           "'s fastest matrix peak");
+    }
     if (op == "optimizer") {
       // The whole model's step on one GPU of a tp group, without ZeRO.
       analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);

@@ -27,6 +27,11 @@ file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
 file(WRITE ${_hostile}/million_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: 524288, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/sixteen_million_batch.yaml "global_batch: 16777216\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
+# A layer of gpt3-1.3b at one sequence of 2048 tokens does 24 s h^2 = 206.2
+# GFLOP of GEMMs and 4 s^2 h / 2 = 17.2 of causal attention: 223.3 GFLOP,
+# 0.7158 ms at the A100's 312 TFLOP/s. 0.5 ms is a units slip (it once
+# gave MFU 1.30).
+file(WRITE ${_hostile}/faster_than_peak.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,1,1,2048,0.5\n")
 file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT03 and then nothing a checkpoint holds\n")
 # Many node groups of 2 nodes x 8 GPUs: an initialization of minutes.
 function(autohaap_write_groups file)
@@ -124,6 +129,7 @@ set(_hostile_cases
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
+  "hostile_profile_faster_than_peak|2|faster_than_peak.csv: latency_ms: got '0.5 .a100-80gb, layer, tp 1, micro_batch 1, seq_len 2048.'. allowed: at least 0.7158 ms|search|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/faster_than_peak.csv"
   "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
   "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
