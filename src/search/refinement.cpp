@@ -108,7 +108,13 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCon
   const Problem& problem = model.problem();
   Plan best = plan;
   double best_time = candidate_time(model, best);
-  if (problem.model.family == ModelFamily::generic || plan.stages.empty()) return best;
+  if (problem.model.family == ModelFamily::generic || plan.stages.empty()) {
+    // No cp to group the replicas: B must divide over them all, or the
+    // incumbent refuses the plan (a generic model's 3 replicas once shared
+    // B = 8 in a written plan no other command accepted).
+    if (!std::isfinite(best_time)) best.predicted.fits = false;
+    return best;
+  }
   const TimeSource least = best.predicted.time_source;
   const int replicas = plan.stages.front().cp * plan.stages.front().dp;
   std::vector<int> stage_layers;

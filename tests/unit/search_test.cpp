@@ -384,6 +384,32 @@ TEST(Search, DeepSpeedWithZero2PlansOneStage) {
   EXPECT_GE(pipelined_otherwise, 2);  // the rule changes answers
 }
 
+// A generic layer list has no cp to group a stage's replicas, so B must
+// divide over them all. On nodes of 3 GPUs the uniform plans the search
+// adds once offered 3 replicas at B = 8 as fitting: a written plan that no
+// other command accepted. The search now matches exhaustive there, and
+// every stage's dp divides B.
+TEST(Search, GenericModelOnThreeGpuNodesKeepsDpDividingB) {
+  int compared = 0;
+  for (const int nodes : {1, 2}) {  // two nodes: no plan in either search
+    Problem problem{catalog_model("lstm-2layer-lm"), catalog_cluster("a100x8"), catalog_training("default"), {}};
+    problem.cluster.groups[0].nodes = nodes;
+    problem.cluster.groups[0].gpus_per_node = 3;
+    const std::optional<BothSearches> both = against_exhaustive(problem, static_cast<std::uint32_t>(nodes));
+    if (!both) continue;
+    ++compared;
+    // What the command answers: the search's plans with the uniform ones.
+    SearchSettings settings;
+    settings.strategy = "autohaap";
+    const std::vector<Plan> top = finish_plans(CostModel(problem), both->autohaap, settings, {});
+    ASSERT_FALSE(top.empty()) << nodes;
+    const Plan& plan = top[0];
+    EXPECT_NEAR(plan.predicted.iteration_time_s, best_time(both->exhaustive), 1e-9 * best_time(both->exhaustive));
+    for (const StagePlan& s : plan.stages) EXPECT_EQ(plan.micro_batch_size % s.dp, 0) << nodes;
+  }
+  EXPECT_EQ(compared, 1);
+}
+
 TEST(Search, LowerBoundHoldsForEveryVpp) {
   // Every skeleton's bound (the one that orders and skips skeletons) is at
   // most the best time over every vpp x split x recompute on it.
