@@ -659,7 +659,7 @@ void check_plan(const Plan& plan, const std::string& file) {
   }
 }
 
-void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
                         const std::string& file) {
   check_plan(plan, file);
   if (plan.model != model.name)
@@ -706,7 +706,7 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
     // The stage rule (specs/parallel_rules.hpp): tp inside a node and over
     // the heads, cp over the sequence, dp over the micro-batch.
     const StageDegrees degrees{s.tp, s.cp, dp};
-    if (const auto v = stage_violation(model, model.seq_len, &g, degrees, micro_batch))
+    if (const auto v = stage_violation(model, seq_len, &g, degrees, micro_batch))
       throw InputError(file, key(stage_field(v->rule)), std::to_string(stage_field_value(v->rule, degrees)),
                        v->allowed);
     // Ranks within a stage are ordered tensor-parallel first, then context-

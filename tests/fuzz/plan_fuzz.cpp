@@ -25,8 +25,10 @@ void check(const std::string& text, bool is_json) {
     const Plan plan = plan_from_string(text, is_json, is_json ? "input.json" : "input.yaml");
     read_back(plan, plan_to_json(plan), true);
     read_back(plan, plan_to_yaml(plan), false);
-    if (is_catalog_model(plan.model) && is_catalog_cluster(plan.cluster))
-      check_plan_against(plan, catalog_model(plan.model), catalog_cluster(plan.cluster), "input");
+    if (is_catalog_model(plan.model) && is_catalog_cluster(plan.cluster)) {
+      const ModelSpec model = catalog_model(plan.model);
+      check_plan_against(plan, model, catalog_cluster(plan.cluster), model.seq_len, "input");
+    }
   });
 }
 

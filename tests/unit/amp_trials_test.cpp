@@ -131,7 +131,7 @@ TEST(AmpTrials, EveryTrialIsAPlanAndIsEstimated) {
     ran += t.ran;
     failed += !t.ran;
     SCOPED_TRACE("AMP rank " + std::to_string(t.rank));
-    ASSERT_NO_THROW(check_plan_against(t.plan, pb.model, pb.cluster, "trial"));
+    ASSERT_NO_THROW(check_plan_against(t.plan, pb.model, pb.cluster, pb.seq_len(), "trial"));
     const PredictedPerformance e = model.estimate(t.plan);
     ASSERT_TRUE(std::isfinite(e.iteration_time_s) && e.iteration_time_s > 0);
     if (t.empty_stages > 0) {

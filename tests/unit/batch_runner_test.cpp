@@ -76,7 +76,8 @@ TEST_F(Batch, WritesPlansSidecarsAndSummary) {
   // The plan file is a valid plan for its problem, with the numbers the
   // result reports.
   const Plan plan = read_plan(plan_path(options_.out_dir, kSmall));
-  check_plan_against(plan, manifest_.entries[0].problem.model, manifest_.entries[0].problem.cluster, "plan");
+  check_plan_against(plan, manifest_.entries[0].problem.model, manifest_.entries[0].problem.cluster,
+                     manifest_.entries[0].problem.seq_len(), "plan");
   EXPECT_DOUBLE_EQ(plan.predicted.iteration_time_s, r.results[0].iteration_time_s);
   EXPECT_EQ(plan.num_gpus(), r.results[0].gpus);
   EXPECT_FALSE(fs::exists(plan_path(options_.out_dir, kInfeasible)));

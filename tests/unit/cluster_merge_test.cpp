@@ -35,7 +35,7 @@ SearchResult search(const Problem& problem, const std::string& strategy) {
 // Every stage's GPUs inside one original group, each GPU used once, and the
 // prediction the plan's own estimate on the original cluster, to the bit.
 void expect_valid_on(const Plan& plan, const Problem& original) {
-  EXPECT_NO_THROW(check_plan_against(plan, original.model, original.cluster, "plan"));
+  EXPECT_NO_THROW(check_plan_against(plan, original.model, original.cluster, original.seq_len(), "plan"));
   const CostModel cost(original);
   EXPECT_EQ(cost.estimate(plan).iteration_time_s, plan.predicted.iteration_time_s);
 }

@@ -32,7 +32,7 @@ Plan mixed_plan() {
 
 LaunchManifest mixed_manifest() {
   const Plan plan = mixed_plan();
-  check_plan_against(plan, problem().model, problem().cluster, "mixed");
+  check_plan_against(plan, problem().model, problem().cluster, problem().seq_len(), "mixed");
   return launch_manifest(plan, problem());
 }
 
@@ -79,7 +79,7 @@ TEST(LaunchManifest, ContextParallelRanksExchangeTheirTokenChunks) {
   plan.stages = {make_stage(0, "a100-40gb", 0, 1, 1, 0, 12, Recompute::none),
                  make_stage(1, "v100-32gb", 0, 1, 2, 12, 24, Recompute::none)};
   plan.stages[0].cp = 2, plan.stages[0].gpus = 2;
-  check_plan_against(plan, problem().model, problem().cluster, "cp");
+  check_plan_against(plan, problem().model, problem().cluster, problem().seq_len(), "cp");
   const LaunchManifest m = launch_manifest(plan, problem());
   using Peers = std::vector<LaunchPeer>;
   EXPECT_EQ(m.ranks[1].tokens, (IndexRange{1024, 2048}));

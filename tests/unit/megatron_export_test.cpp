@@ -143,7 +143,7 @@ TEST(MegatronExport, AStageOfTheEmbeddingOrTheOutputLayerAloneWritesTheLayout) {
   const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
   Plan plan = uniform(pb, 1, 4, 2, 1);
   split(plan, {0, 12, 12, 0});
-  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, "test"));
+  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test"));
   ASSERT_TRUE(megatron_blockers(plan, pb).empty());
   const Args a = megatron_arguments(plan, pb);
   EXPECT_EQ(value(a, "--pipeline-model-parallel-layout"), "\"E|t*12|t*12|L\"");
@@ -151,7 +151,7 @@ TEST(MegatronExport, AStageOfTheEmbeddingOrTheOutputLayerAloneWritesTheLayout) {
   EXPECT_EQ(parse_megatron_layout("E|t*12|t*12|L", 4).stage_layers(), (std::vector<int>{0, 12, 12, 0}));
 
   split(plan, {12, 0, 6, 6});
-  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, "test"));
+  ASSERT_NO_THROW(check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test"));
   const auto why = megatron_blockers(plan, pb);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("stage 1 holds no transformer layer"), std::string::npos) << why[0];
@@ -166,7 +166,7 @@ TEST(MegatronExport, HeterogeneousPlanListsEveryDifference) {
   plan.stages[2].group = 1, plan.stages[2].device = "v100-32gb", plan.stages[2].first_gpu = 0;
   plan.stages[2].tp = 4, plan.stages[2].dp = 4, plan.stages[2].gpus = 16;
   plan.micro_batch_size = 8, plan.num_micro_batches = 64;
-  check_plan_against(plan, pb.model, pb.cluster, "test");
+  check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test");
   // The device types may differ (the launcher places the stages); tp, dp
   // and the recompute mode may not.
   const auto why = megatron_blockers(plan, pb);
@@ -215,7 +215,7 @@ TEST(MegatronExport, NearestPlanIsExpressibleAndUsesNoMoreGpus) {
   EXPECT_GT(2 * nearest->plan.num_gpus(), budget);
   EXPECT_TRUE(nearest->plan.predicted.fits);
   EXPECT_GT(nearest->plan.predicted.iteration_time_s, 0);
-  EXPECT_NO_THROW(check_plan_against(nearest->plan, pb.model, pb.cluster, "nearest"));
+  EXPECT_NO_THROW(check_plan_against(nearest->plan, pb.model, pb.cluster, pb.seq_len(), "nearest"));
 }
 
 TEST(MegatronExport, NearestOfAnExpressiblePlanIsNoSlower) {
@@ -244,7 +244,7 @@ Plan h100_then_a100(const Problem& pb) {
     s.first_gpu = firsts[i];
   }
   split(plan, {9, 10, 7, 6});
-  check_plan_against(plan, pb.model, pb.cluster, "test");
+  check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test");
   return plan;
 }
 
@@ -350,7 +350,7 @@ TEST(MegatronMixedDevices, StagesSpanningNodesLaunchOnTheirGroups) {
     plan.stages[i].first_gpu = firsts[i];
   }
   split(plan, {12, 10, 10});
-  check_plan_against(plan, pb.model, pb.cluster, "test");
+  check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test");
   EXPECT_TRUE(megatron_blockers(plan, pb).empty());
   const Args a = megatron_arguments(plan, pb);
   EXPECT_EQ(value(a, "--decoder-first-pipeline-num-layers"), "12");  // 20 left: 10 each
@@ -375,7 +375,7 @@ TEST(MegatronMixedDevices, ANodeReturnedToIsLaunchedAgain) {
     plan.stages[i].device = pb.cluster.groups[groups[i]].device.name;
     plan.stages[i].first_gpu = firsts[i];
   }
-  check_plan_against(plan, pb.model, pb.cluster, "test");
+  check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test");
   const std::vector<NodeLaunch> nodes = node_order(plan, pb.cluster);
   ASSERT_EQ(nodes.size(), 3u);
   EXPECT_EQ(nodes[0].node, "a100-40gb-node0");
@@ -406,7 +406,7 @@ TEST(MegatronMixedDevices, Fp8WithAnA100StageIsRefused) {
   for (StagePlan& s : hopper.stages) {
     if (s.group == 1) s.device = "h100-pcie";
   }
-  check_plan_against(hopper, two_fp8.model, two_fp8.cluster, "test");
+  check_plan_against(hopper, two_fp8.model, two_fp8.cluster, two_fp8.seq_len(), "test");
   EXPECT_TRUE(megatron_blockers(hopper, two_fp8).empty());
   EXPECT_EQ(value(megatron_arguments(hopper, two_fp8), "--fp8-format"), "hybrid");
   // fp8 training with no FP8 device at all runs in 16 bits, as estimated.
@@ -425,7 +425,7 @@ TEST(MegatronMixedDevices, MixedBf16AndFp16DevicesTrainInFp16) {
   const Problem pb = problem("gpt3-1.3b", "mixed-a100-v100");
   Plan plan = uniform(pb, 2, 2, 4, 1);
   plan.stages[1].group = 1, plan.stages[1].device = "v100-32gb", plan.stages[1].first_gpu = 0;
-  check_plan_against(plan, pb.model, pb.cluster, "test");
+  check_plan_against(plan, pb.model, pb.cluster, pb.seq_len(), "test");
   ASSERT_TRUE(megatron_blockers(plan, pb).empty());
   const Args a = megatron_arguments(plan, pb);
   EXPECT_EQ(value(a, "--fp16"), "");

@@ -82,7 +82,7 @@ TEST(MixedStages, IdleTwinGroupDoublesTheReplicas) {
   EXPECT_EQ(s.dp, 8);
   EXPECT_EQ(s.replicas[0].sequences, mixed.micro_batch_size / 2);
   EXPECT_EQ(s.replicas[1].sequences, mixed.micro_batch_size / 2);
-  EXPECT_NO_THROW(check_plan_against(mixed, p.model, p.cluster, "plan"));
+  EXPECT_NO_THROW(check_plan_against(mixed, p.model, p.cluster, p.seq_len(), "plan"));
   EXPECT_EQ(model.estimate(mixed).iteration_time_s, mixed.predicted.iteration_time_s);
 
   double best = 1e300;
@@ -139,7 +139,7 @@ TEST(MixedStages, FinishedSearchNeverSlowerThanWithout) {
     ASSERT_FALSE(a.empty());
     ASSERT_FALSE(b.empty());
     EXPECT_LE(a.front().predicted.iteration_time_s, b.front().predicted.iteration_time_s);
-    EXPECT_NO_THROW(check_plan_against(a.front(), p.model, p.cluster, "plan"));
+    EXPECT_NO_THROW(check_plan_against(a.front(), p.model, p.cluster, p.seq_len(), "plan"));
     for (const StagePlan& s : b.front().stages) EXPECT_FALSE(s.has_replica_sets());
     changed += a.front().predicted.iteration_time_s < b.front().predicted.iteration_time_s;
   }

@@ -132,7 +132,7 @@ TEST(Interleaving, RulesNameTheFlagAndThePlanKey) {
   r.pp = 8, r.vpp = 1;
   Plan plan = make_uniform_plan(p, r);
   plan.vpp = 2;
-  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, "plan.yaml"); }).key(), "vpp");
+  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, p.seq_len(), "plan.yaml"); }).key(), "vpp");
 }
 
 // ------------------------------------------------------ context parallelism
@@ -469,7 +469,7 @@ TEST(PlanFile, CarriesVppAndCpAndReadsOlderPlansAsOne) {
     const Plan back = plan_from_string(text, json, json ? "p.json" : "p.yaml");
     EXPECT_EQ(back.vpp, 2);
     EXPECT_EQ(back.stages[1].cp, 2);
-    check_plan_against(back, p.model, p.cluster, "p");
+    check_plan_against(back, p.model, p.cluster, p.seq_len(), "p");
   }
   // A plan written before vpp and cp existed: both 1.
   Plan old = plan;
@@ -509,7 +509,24 @@ TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
   Plan plan = make_uniform_plan(p, r);
   plan.stages[0].cp = 3;
   plan.stages[0].gpus = 3;
-  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, "p.yaml"); }).key(), "stages[0].cp");
+  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, p.seq_len(), "p.yaml"); }).key(),
+            "stages[0].cp");
+}
+
+// cp splits the sequence the plan trains at: the training's seq_len where
+// it overrides the model's (a model of 2046 tokens trained at 2048 ran cp 2
+// in the search, and its written plan was refused against the 2046).
+TEST(PlanFile, ContextParallelSplitsTheTrainingsSequence) {
+  Problem p = problem_on(flat_device(), gpt(4, 2048, 16, 2048), 1, 8);
+  p.training.global_batch = 8;
+  UniformPlanRequest r;
+  r.tp = 1, r.pp = 1, r.dp = 1, r.cp = 2, r.micro_batch_per_replica = 1;
+  const Plan plan = make_uniform_plan(p, r);
+  p.model.seq_len = 2046;  // 2 x cp does not divide it
+  p.training.seq_len = 2048;
+  EXPECT_NO_THROW(check_plan_against(plan, p.model, p.cluster, p.seq_len(), "p.yaml"));
+  EXPECT_EQ(input_error_of([&] { check_plan_against(plan, p.model, p.cluster, p.model.seq_len, "p.yaml"); }).key(),
+            "stages[0].cp");
 }
 
 }  // namespace

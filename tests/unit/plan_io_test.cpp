@@ -365,11 +365,11 @@ TEST(PlanIo, AStageOfNoTransformerLayerIsAPipelineStage) {
   generic.generic_layers.assign(24, GenericLayer{"l", 1e6, 1.0, 10, 1});
   ClusterSpec cluster = catalog_cluster("mixed-a100-v100");
   cluster.groups[0].device = catalog_device("a100-80gb");  // as the plan has it
-  ASSERT_NO_THROW(check_plan_against(plan, catalog_model("gpt3-1.3b"), cluster, "edge.yaml"));
+  ASSERT_NO_THROW(check_plan_against(plan, catalog_model("gpt3-1.3b"), cluster, catalog_model("gpt3-1.3b").seq_len, "edge.yaml"));
   Plan untensored = plan;  // generic layers are not split over tp
   untensored.micro_batch_size = 16, untensored.num_micro_batches = 32;
   for (StagePlan& s : untensored.stages) s.dp = s.gpus, s.tp = 1;
-  const InputError g = input_error_of([&] { check_plan_against(untensored, generic, cluster, "edge.yaml"); });
+  const InputError g = input_error_of([&] { check_plan_against(untensored, generic, cluster, generic.seq_len, "edge.yaml"); });
   EXPECT_EQ(g.key(), "stages[0].layers");
   EXPECT_NE(g.allowed().find("generic layers"), std::string::npos) << g.allowed();
 }
@@ -676,7 +676,7 @@ class PlanAgainstSpecs : public ::testing::Test {
   // The key path of the error check_plan_against raises, "" for none.
   std::string rejected_key() {
     try {
-      check_plan_against(plan_, model_, cluster_, "plan.yaml");
+      check_plan_against(plan_, model_, cluster_, model_.seq_len, "plan.yaml");
     } catch (const InputError& e) {
       EXPECT_EQ(e.file(), "plan.yaml");
       return e.key();
@@ -699,7 +699,7 @@ TEST_F(PlanAgainstSpecs, TheSamplePlanFits) { EXPECT_EQ(rejected_key(), ""); }
 
 TEST_F(PlanAgainstSpecs, NamesMustMatchAndTheErrorNamesBoth) {
   plan_.model = "gpt3-2.7b";
-  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, "plan.yaml"); });
+  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, model_.seq_len, "plan.yaml"); });
   EXPECT_EQ(e.key(), "model");
   EXPECT_NE(std::string(e.what()).find("gpt3-2.7b"), std::string::npos);
   EXPECT_NE(std::string(e.what()).find("gpt3-1.3b"), std::string::npos);
@@ -743,7 +743,7 @@ TEST_F(PlanAgainstSpecs, GpusMustLieInsideTheGroupWithoutOverlap) {
   EXPECT_EQ(rejected_key(), "stages[1].first_gpu");
   SetUp();
   plan_.stages[1].first_gpu = 6;  // 6..9 overlaps stage 0's 0..7
-  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, "plan.yaml"); });
+  const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, model_.seq_len, "plan.yaml"); });
   EXPECT_EQ(e.key(), "stages[1].first_gpu");
   EXPECT_NE(e.allowed().find("stages[0]"), std::string::npos) << e.what();
   SetUp();

@@ -31,7 +31,7 @@ Problem problem() { return Problem{catalog_model("gpt3-1.3b"), catalog_cluster("
 // V100 replicas with 1 each.
 Plan mixed_plan() {
   Plan p = read_plan(kFile);
-  check_plan_against(p, problem().model, problem().cluster, kFile);
+  check_plan_against(p, problem().model, problem().cluster, problem().seq_len(), kFile);
   return p;
 }
 
@@ -191,7 +191,7 @@ std::string with(const std::string& from, const std::string& to) {
 InputError refusal(const std::string& text) {
   return input_error_of([&] {
     const Plan p = plan_from_string(text, false, "bad.yaml");
-    check_plan_against(p, problem().model, problem().cluster, "bad.yaml");
+    check_plan_against(p, problem().model, problem().cluster, problem().seq_len(), "bad.yaml");
   });
 }
 

@@ -241,7 +241,7 @@ TEST(HtmlReport, WrapsThePictureWithSummaryAndStageTables) {
 Plan replica_set_plan() {
   const std::string file = std::string(AUTOHAAP_TEST_DATA_DIR) + "/replicas/mixed_stage.yaml";
   Plan p = read_plan(file);
-  check_plan_against(p, mixed_problem().model, mixed_problem().cluster, file);
+  check_plan_against(p, mixed_problem().model, mixed_problem().cluster, mixed_problem().seq_len(), file);
   return p;
 }
 

@@ -115,7 +115,7 @@ Decisions decide(const Problem& problem, int tp, int dp) {
     plan.stages = {s};
   }
   try {
-    check_plan_against(plan, problem.model, problem.cluster, "plan.yaml");
+    check_plan_against(plan, problem.model, problem.cluster, problem.seq_len(), "plan.yaml");
     d.loaded = true;
   } catch (const InputError&) {
     d.loaded = false;
@@ -190,7 +190,7 @@ TEST(StageRule, NearestMegatronPlanTriesEveryTpTheRuleAllows) {
   const auto nearest = nearest_megatron_plan(problem, plan);
   ASSERT_TRUE(nearest);
   EXPECT_EQ(nearest->plan.stages.front().tp, 6);
-  EXPECT_NO_THROW(check_plan_against(nearest->plan, problem.model, problem.cluster, "nearest"));
+  EXPECT_NO_THROW(check_plan_against(nearest->plan, problem.model, problem.cluster, problem.seq_len(), "nearest"));
   // No plan with a power-of-two tp of at most 2 fits.
   for (int tp : {1, 2}) {
     for (int pp = 1; pp <= 2; ++pp) {

@@ -91,9 +91,10 @@ void check_plan(const Plan& plan, const std::string& file);
 // overlap no other stage's; tp divides the group's gpus_per_node, every
 // tensor-parallel group (tp consecutive GPUs, Megatron's rank order) stays
 // inside one node, and tp divides the attention heads and KV heads (generic
-// models: tp == 1); micro_batch_size is divisible by each stage's dp.
-// Throws InputError naming `file` and the offending key.
-void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster,
+// models: tp == 1), cp splits `seq_len` (the training's, which may
+// override the model's: Problem::seq_len); micro_batch_size is divisible
+// by each stage's dp. Throws InputError naming `file` and the offending key.
+void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
                         const std::string& file);
 
 }  // namespace autohaap
