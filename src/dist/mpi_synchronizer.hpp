@@ -30,8 +30,10 @@ class MpiSynchronizer final : public SearchSynchronizer {
   // `fingerprint` and `inputs` name the search (search_fingerprint,
   // describe_search): a checkpoint or a rank of other inputs is refused.
   // `note`: rank 0's one-line notices (resume, last checkpoint).
-  MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs, DistributedSettings settings,
-                  std::function<void(const std::string&)> note);
+  // `problem` (which must outlive it) is what a restored checkpoint's plans
+  // are checked against.
+  MpiSynchronizer(RankGroup& group, const Problem& problem, std::uint64_t fingerprint, std::string inputs,
+                  DistributedSettings settings, std::function<void(const std::string&)> note);
 
   int rank() const override { return group_.rank(); }
   int size() const override { return group_.size(); }
@@ -67,6 +69,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   }
 
   RankGroup& group_;
+  const Problem& problem_;
   const std::uint64_t fingerprint_;
   const std::string inputs_;
   const DistributedSettings settings_;

@@ -16,6 +16,7 @@
 #include "autohaap/dist/checkpoint.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
+#include "autohaap/io/catalog.hpp"
 #include "dist_fixtures.hpp"
 #include "dist_test_session.hpp"
 
@@ -55,6 +56,30 @@ std::string input_error(Fn&& fn) {
     return e.what();
   }
   return "";
+}
+
+// A checksum guards against damage, not against a file made to match one:
+// the saved plans, which may be written out as the answer, are checked
+// against the search's cluster as a plan file is (a forged checkpoint once
+// restored a plan on GPUs the cluster does not have).
+TEST(Checkpoint, SavedPlansAreCheckedAgainstTheSearch) {
+  const Problem problem{catalog_model("gpt3-1.3b"), catalog_cluster("a100x8"), catalog_training("default"), {}};
+  SearchCheckpoint c = sample_checkpoint();
+  Plan plan = testing_fixtures::sample_plan();
+  plan.cluster = "a100x8";
+  plan.stages = {testing_fixtures::make_stage(0, "a100-80gb", 0, 4, 2, 0, 24, Recompute::none)};
+  plan.predicted.stage_time_s = {0.1};
+  plan.predicted.stage_memory_GiB = {40};
+  c.top = {plan};
+  EXPECT_NO_THROW(check_checkpoint_plans(c, problem, "ck"));
+  c.top[0].stages[0].first_gpu = 8;
+  const std::string message = input_error([&] { check_checkpoint_plans(c, problem, "ck"); });
+  EXPECT_NE(message.find("ck (saved plan 1): stages[0].first_gpu"), std::string::npos) << message;
+  c.top = {plan};
+  c.init.probes = {plan};
+  c.init.probes[0].stages[0].tp = 3;
+  EXPECT_NE(input_error([&] { check_checkpoint_plans(c, problem, "ck"); }).find("saved probe plan 1"),
+            std::string::npos);
 }
 
 TEST(Checkpoint, EncodesAndDecodesEveryBit) {

@@ -97,6 +97,13 @@ void write_checkpoint(const std::string& path, const SearchCheckpoint& checkpoin
 std::optional<SearchCheckpoint> read_checkpoint(const std::string& path, std::uint64_t fingerprint,
                                                 const std::string& inputs);
 
+// The checkpoint's plans (its best so far and an initialization's probes)
+// against the search's model, cluster and sequence length, as a plan file
+// is (check_plan_against): a checksum guards against damage, not against a
+// file made to match one, and these plans may be written as the answer.
+// InputError naming `path` and the saved plan.
+void check_checkpoint_plans(const SearchCheckpoint& checkpoint, const Problem& problem, const std::string& path);
+
 // The checkpoint's bytes and back, without the file (for tests and for
 // sending a checkpoint to other ranks). decode throws InputError naming
 // `origin` on damage.
