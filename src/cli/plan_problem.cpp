@@ -34,7 +34,14 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     ProblemArgs named = args;
     if (named.model.empty()) named.model = out.plan.model;
     if (named.cluster.empty()) named.cluster = out.plan.cluster;
-    out.problem = load_problem_args(named);
+    try {
+      out.problem = load_problem_args(named);
+    } catch (const InputError& e) {
+      // A name the plan gives that is neither a catalog entry nor a file:
+      // said of the plan file that gave it.
+      if (!e.file().empty()) throw;
+      throw InputError(plan_file, e.key(), e.value(), e.allowed());
+    }
   } else {
     // Only what was given is loaded; the rest is the plan's own.
     Problem& p = out.problem;

@@ -9,6 +9,7 @@
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "commands.hpp"
+#include "plan_problem.hpp"
 
 namespace autohaap::cli {
 
@@ -24,7 +25,10 @@ CLI::App* register_validate_command(CLI::App& app, CommandAction& action) {
     for (const std::string& f : *files) {
       try {
         const std::string kind = validate_file(f);
-        if (kind == "plan") read_plan(f);
+        // A plan is valid where estimate, report and export take it as
+        // given: against the specs it embeds, or the model and cluster it
+        // names (layers, GPUs, degrees, devices, the batch).
+        if (kind == "plan") load_plan_problem(f, ProblemArgs{});
         if (kind == "launch manifest") read_launch_manifest(f);
         std::cout << f << ": valid " << kind << "\n";
       } catch (const InputError& e) {

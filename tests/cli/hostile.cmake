@@ -32,6 +32,15 @@ file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency
 # 0.7158 ms at the A100's 312 TFLOP/s. 0.5 ms is a units slip (it once
 # gave MFU 1.30).
 file(WRITE ${_hostile}/faster_than_peak.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,1,1,2048,0.5\n")
+# Plans every command but validate once refused: two stages on one GPU
+# range, and a model name that is no catalog entry or file.
+set(_plan_head "format: autohaap-plan/1\nmodel: gpt3-1.3b\ncluster: mixed-a100-v100\nglobal_batch: 512\n")
+string(APPEND _plan_head "micro_batch_size: 8\nnum_micro_batches: 64\nvpp: 1\nzero: 1\nstages:\n")
+set(_plan_stage "device: a100-40gb, group: 0, first_gpu: 0, gpus: 4, tp: 1, cp: 1, dp: 4, recompute: none")
+set(_plan_text "${_plan_head}  - {${_plan_stage}, layers: [0, 12]}\n  - {${_plan_stage}, layers: [12, 24]}\n")
+file(WRITE ${_hostile}/shared_gpus_plan.yaml "${_plan_text}")
+string(REPLACE "model: gpt3-1.3b" "model: nope" _plan_text "${_plan_text}")
+file(WRITE ${_hostile}/unknown_model_plan.yaml "${_plan_text}")
 file(WRITE ${_hostile}/damaged.checkpoint "AHCKPT03 and then nothing a checkpoint holds\n")
 # Many node groups of 2 nodes x 8 GPUs: an initialization of minutes.
 function(autohaap_write_groups file)
@@ -130,6 +139,8 @@ set(_hostile_cases
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
   "hostile_profile_faster_than_peak|2|faster_than_peak.csv: latency_ms: got '0.5 .a100-80gb, layer, tp 1, micro_batch 1, seq_len 2048.'. allowed: at least 0.7158 ms|search|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/faster_than_peak.csv"
+  "hostile_validate_shared_gpus_plan|2|shared_gpus_plan.yaml: stages.1..first_gpu: got 'GPUs 0..3 of group 0'|validate|${_hostile}/shared_gpus_plan.yaml"
+  "hostile_validate_unknown_model_plan|2|unknown_model_plan.yaml: model: got 'nope'|validate|${_hostile}/unknown_model_plan.yaml"
   "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
   "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
