@@ -155,5 +155,17 @@ TEST(SearchOptions, AGapNeedsTheAutohaapStrategy) {
   EXPECT_EQ(m.options.gap, 0.02);
 }
 
+// A gap is a fraction of the best time (search_gap clamps to [0, 1]): one
+// above 1 asks for nothing a search can prove, and is refused.
+TEST(SearchOptions, AGapIsAFractionOfTheBestTime) {
+  SearchConfig config;
+  config.search.gap = 1;
+  EXPECT_NO_THROW(validate_flags(config));
+  config.search.gap = 1.5;
+  const InputError e = input_error_of([&] { validate_flags(config); });
+  EXPECT_EQ(e.key(), "--gap");
+  EXPECT_EQ(e.allowed(), "a fraction from 0 to 1 (0: run to the end)");
+}
+
 }  // namespace
 }  // namespace autohaap

@@ -126,7 +126,8 @@ inline constexpr std::array kSearchOptions{
     SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},
     SearchOption{"time limit", "", "_s", &SearchSettings::time_limit_s, {0}, "a number of seconds >= 0 (0: none)",
                  "stop after S seconds with the best plan so far (exit 4)", true},
-    SearchOption{"gap", "", "", &SearchSettings::gap, {0}, "a number >= 0 (0: run to the end)",
+    SearchOption{"gap", "", "", &SearchSettings::gap, {0, false, nullptr, 1},
+                 "a fraction from 0 to 1 (0: run to the end)",
                  "stop once the best plan is proven within G of the optimum, e.g. 0.01 for 1% (exit 0)", true},
     SearchOption{"mixed stages", "", "", &SearchSettings::mixed_stages, {}, "on or off",
                  "keep every stage on one device type (by default idle GPUs may join a stage as replicas of their "
