@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "autohaap/cost/communication.hpp"
-#include "autohaap/error.hpp"
 #include "autohaap/cost/layer_work.hpp"
+#include "autohaap/error.hpp"
 #include "autohaap/units.hpp"
 
 namespace autohaap {
@@ -463,42 +463,36 @@ ProfileCorrection CostModel::fit_profile_correction() const {
     const BatchShape x = batch_shape(problem_, shape, key.micro_batch);
     const int layer = std::max(0, key.layer);
     const auto [op, backward] = split_backward(key.op);
+    const LayerWork layer_work = layer_forward_work(problem_.model, layer, x);
     double analytic_s = -1;
     // A point faster than the device's peaks is a units slip or a broken
     // timer, never a measurement: fitted, it would scale every unmeasured
     // time below what the hardware allows (MFU above 1). A whole layer's
-    // floor is its ops'; a part's, the first op of that name (as priced).
+    // floor is its ops'; a part's, that of the op it is priced as.
     double floor_s = 0;
-    if (op == "layer") {
-      for (const OpWork& o : layer_forward_work(problem_.model, layer, x).ops)
-        floor_s += peak_floor_s(g.device, problem_.training, o, backward);
+    if (op == "optimizer") {
+      // The whole model's step on one GPU of a tp group, without ZeRO.
+      analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);
+    } else if (op == "layer") {
+      for (const OpWork& o : layer_work.ops) floor_s += peak_floor_s(g.device, problem_.training, o, backward);
+      const WorkTime w = work_time(analytic, problem_.training, g.device, layer_work, x, layer, /*is_layer=*/true);
+      analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
     } else {
-      for (const LayerWork& w : {layer_forward_work(problem_.model, layer, x), embedding_forward_work(problem_.model, x),
-                                 head_forward_work(problem_.model, x)})
+      for (const LayerWork& w :
+           {layer_work, embedding_forward_work(problem_.model, x), head_forward_work(problem_.model, x)})
         for (const OpWork& o : w.ops)
-          if (floor_s == 0 && op == o.name) floor_s = peak_floor_s(g.device, problem_.training, o, backward);
+          if (analytic_s < 0 && op == o.name && (o.flops > 0 || o.bytes > 0)) {
+            analytic_s = roofline_s(g.device, problem_.training, o, backward);
+            floor_s = peak_floor_s(g.device, problem_.training, o, backward);
+          }
     }
     if (measured < floor_s) {
       throw InputError("", "latency_ms",
                        format_ms(measured) + " (" + key.device + ", " + key.op + ", tp " + std::to_string(key.tp) +
                            ", micro_batch " + std::to_string(key.micro_batch) + ", seq_len " +
                            std::to_string(key.seq_len) + ")",
-                       "at least " + format_ms(floor_s) + " ms: this work of " + problem_.model.name + " at " + key.device +
-                           "'s fastest matrix peak");
-    }
-    if (op == "optimizer") {
-      // The whole model's step on one GPU of a tp group, without ZeRO.
-      analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);
-    } else if (op == "layer") {
-      const WorkTime w = work_time(analytic, problem_.training, g.device, layer_forward_work(problem_.model, layer, x), x,
-                                   layer, /*is_layer=*/true);
-      analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
-    } else {
-      for (const LayerWork& w : {layer_forward_work(problem_.model, layer, x), embedding_forward_work(problem_.model, x),
-                                 head_forward_work(problem_.model, x)})
-        for (const OpWork& o : w.ops)
-          if (analytic_s < 0 && op == o.name && (o.flops > 0 || o.bytes > 0))
-            analytic_s = roofline_s(g.device, problem_.training, o, backward);
+                       "at least " + format_ms(floor_s) + " ms: this work of " + problem_.model.name + " at " +
+                           key.device + "'s fastest matrix peak");
     }
     if (analytic_s > 0) out.add_point(key.device, key.op, measured, analytic_s);
   }
