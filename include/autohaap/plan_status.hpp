@@ -11,7 +11,8 @@
 //   infeasible           3   infeasible              (no plan fits; the reason is given)
 //   does_not_fit         3   does-not-fit            (estimate: the plan does not fit)
 //   gap_reached          0   gap-reached             (--gap: best plan proven within the gap; search stopped)
-//   stopped_with_plan    4   time-limit-best-so-far  (time limit or signal; best so far kept)
+//   stopped_with_plan    4   time-limit-best-so-far  (time limit, signal or a skeleton limit; best so
+//                                                     far kept; the summary's `stopped_by` says which)
 //   stopped_no_plan      4   interrupted-no-plan
 //   failed               1   failed                  (an error that is not bad input)
 //

@@ -39,6 +39,7 @@ int run_estimate(const EstimateArgs& a) {
                                     std::pair{"--micro-batch", a.micro_batch}})
     if (value && *value < 1) throw InputError("command line", flag, std::to_string(*value), "a positive integer");
   // -o may rewrite the plan it scores (in place), never the specs it reads.
+  if (!a.out.empty()) check_plan_file_name(a.out, "-o");
   check_outputs_apart({{"-o", a.out}}, input_files(a.problem));
 
   Problem problem;

@@ -20,6 +20,7 @@
 #include "autohaap/io/launch_manifest.hpp"
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/units.hpp"
 #include "commands.hpp"
 #include "plan_problem.hpp"
 #include "problem_args.hpp"
@@ -69,12 +70,31 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   return kExitInfeasible;
 }
 
+// A plan that does not fit runs out of memory wherever it is launched. The
+// export is still written (the user may know better than the model), with
+// the stage that overflows named on standard error.
+void warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
+  const CostModel model(pp.problem);
+  for (std::size_t i = 0; i < pp.plan.stages.size(); ++i) {
+    const StageEstimate e = model.stage(pp.plan, static_cast<int>(i));
+    if (e.fits()) continue;
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "warning: %s does not fit in memory: stage %zu needs %.1f GiB per GPU of its %.1f GiB; a run of "
+                  "it would run out of memory\n",
+                  plan_file.c_str(), i, e.memory.total() / kGiB, e.capacity_bytes / kGiB);
+    std::cerr << line;
+    return;
+  }
+}
+
 int run_export(const ExportArgs& a) {
   std::vector<FlagPath> inputs = input_files(a.problem);
   inputs.push_back({"PLAN", a.plan_file});
   check_outputs_apart({{"-o", a.out}}, inputs);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cerr << pp.notes;  // standard output may be the export itself
+  warn_if_out_of_memory(pp, a.plan_file);
   std::string text;
   int code = kExitOk;
   if (a.to == "megatron") {

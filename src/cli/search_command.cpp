@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -119,7 +120,9 @@ Problem load_search_problem(const SearchArgs& a) {
   if (problem.runnable_by != RunnableBy::any && a.settings.search.strategy == "metis")
     throw InputError("command line", "--runnable", to_string(problem.runnable_by),
                      "any with --strategy metis (the Metis baseline searches its own space)");
-  if (!a.report.empty()) report_format_for(a.report, "--report");  // a bad extension fails before the search
+  // A bad extension fails before the search.
+  if (!a.out.empty()) check_plan_file_name(a.out, "-o");
+  if (!a.report.empty()) report_format_for(a.report, "--report");
   // What is written after the search must be writable before it starts,
   // each to a file of its own.
   check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
@@ -205,6 +208,7 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
                    refinement_stop(options.cancel, a.settings.search.time_limit_s, result.stats.wall_s, refining));
   if (!result.stop_reason.empty()) std::cout << "\nsearch stopped early: " << result.stop_reason << "\n";
   std::vector<std::pair<std::string, std::string>> extra;
+  if (!result.stopped_by.empty()) extra.emplace_back("stopped_by", result.stopped_by);
   std::string price_table;
   std::vector<ComparedPlan> compared;
   if (problem.runnable_by != RunnableBy::any) {
@@ -231,6 +235,12 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   if (top.empty()) {
     std::cout << "\nno feasible plan: " << result.infeasible_reason << "\n" << (price_table.empty() ? "" : "\n")
               << price_table;
+    // Nothing is written; a file already there is an earlier run's answer,
+    // which a script reading it after this run must not take for this one.
+    std::error_code ec;
+    if (!a.out.empty() && std::filesystem::exists(a.out, ec))
+      std::cerr << "note: no plan written; " << a.out << " is left as it was and holds an earlier plan, not this "
+                << "search's\n";
     Plan empty;
     empty.model = problem.model.name;
     empty.cluster = problem.cluster.name;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
@@ -400,8 +401,18 @@ class FileReader {
       T value{};
       const bool quoted = v.node().Tag() == "!";
       const bool as_text = std::is_same_v<T, std::string>;
-      const bool ok = v.is_scalar() && (as_text ? quoted || !json_ : !quoted) && YAML::convert<T>::decode(v.node(), value);
-      if (!ok) fail(v, expected_kind<T>());
+      bool ok = v.is_scalar() && (as_text ? quoted || !json_ : !quoted);
+      // The scalar rules of every user file (io/yaml_value.hpp).
+      if constexpr (std::is_same_v<T, bool>) {
+        const auto flag = ok ? yaml12_bool(v.node().Scalar()) : std::nullopt;
+        if (!flag) fail(v, expected_kind<T>());
+        return *flag;
+      } else if constexpr (std::is_integral_v<T>) {
+        ok = ok && is_decimal_integer(v.node().Scalar());
+      } else if constexpr (as_text) {
+        ok = ok && is_valid_utf8(v.node().Scalar());
+      }
+      if (!ok || !YAML::convert<T>::decode(v.node(), value)) fail(v, expected_kind<T>());
       return value;
     }
   }
@@ -471,6 +482,13 @@ bool is_json_path(std::string_view path) {
   const auto tail = path.substr(path.size() - kExt.size());
   return std::equal(tail.begin(), tail.end(), kExt.begin(),
                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+}
+
+void check_plan_file_name(const std::string& path, const std::string& flag) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".json" || ext == ".yaml" || ext == ".yml") return;
+  throw InputError("command line", flag, path, "a plan file name ending .json, .yaml or .yml");
 }
 
 Plan plan_from_string(const std::string& text, bool is_json, const std::string& file) {

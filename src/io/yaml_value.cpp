@@ -84,6 +84,9 @@ void refuse_later_documents(const std::string& text, const std::string& source) 
   }
 }
 
+// Not quoted (yaml_value.hpp, the scalar rules).
+bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
 }  // namespace
 
 std::string describe_int(Bound bound) {
@@ -106,6 +109,55 @@ std::string describe_double(Bound bound) {
   return "a number";
 }
 
+// ------------------------------------------------------ scalar rules
+// (yaml_value.hpp says why each)
+
+bool is_decimal_integer(std::string_view text) {
+  std::size_t i = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
+  if (i == text.size()) return false;
+  if (text[i] == '0' && i + 1 != text.size()) return false;
+  return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_valid_utf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    int tail = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the byte after the lead
+    if (c < 0x80) {
+      ++p;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      tail = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      tail = 2;
+      if (c == 0xE0) low = 0xA0;   // overlong
+      if (c == 0xED) high = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      tail = 3;
+      if (c == 0xF0) low = 0x90;   // overlong
+      if (c == 0xF4) high = 0x8F;  // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (end - p <= tail) return false;
+    if (p[1] < low || p[1] > high) return false;
+    for (int k = 2; k <= tail; ++k)
+      if (p[k] < 0x80 || p[k] > 0xBF) return false;
+    p += tail + 1;
+  }
+  return true;
+}
+
+std::optional<bool> yaml12_bool(std::string_view text) {
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  return std::nullopt;
+}
+
 // ---------------------------------------------------------------- YamlValue
 
 std::string YamlValue::text() const {
@@ -122,21 +174,23 @@ int YamlValue::as_int(Bound bound) const {
   int v = 0;
   // convert<int> demands the whole scalar be an integer: "3.5", "4x" and
   // out-of-range numbers fail instead of being truncated.
-  if (!node_.IsScalar() || !YAML::convert<int>::decode(node_, v) || !within(v, bound)) fail(describe_int(bound));
+  if (!plain_scalar(node_) || !is_decimal_integer(node_.Scalar()) || !YAML::convert<int>::decode(node_, v) ||
+      !within(v, bound))
+    fail(describe_int(bound) + ", written in decimal and not quoted");
   return v;
 }
 
 double YamlValue::as_double(Bound bound) const {
   double v = 0;
-  if (!node_.IsScalar() || !YAML::convert<double>::decode(node_, v) || !std::isfinite(v) || !within(v, bound))
-    fail(describe_double(bound));
+  if (!plain_scalar(node_) || !YAML::convert<double>::decode(node_, v) || !std::isfinite(v) || !within(v, bound))
+    fail(describe_double(bound) + ", not quoted");
   return v;
 }
 
 bool YamlValue::as_bool() const {
-  bool v = false;
-  if (!node_.IsScalar() || !YAML::convert<bool>::decode(node_, v)) fail("true or false");
-  return v;
+  if (plain_scalar(node_))
+    if (const auto v = yaml12_bool(node_.Scalar())) return *v;
+  fail("true or false, not quoted");
 }
 
 std::string YamlValue::as_string() const {
@@ -144,6 +198,7 @@ std::string YamlValue::as_string() const {
   // A NUL ("\0" in a quoted scalar) would end the string in every JSON
   // file it is written to (io/json_input.hpp).
   if (node_.Scalar().find('\0') != std::string::npos) fail("a string without NUL characters");
+  if (!is_valid_utf8(node_.Scalar())) fail("text in UTF-8");
   return node_.Scalar();
 }
 

@@ -69,7 +69,7 @@ std::string value_text(const SearchOption& option, const SearchConfig& config) {
         const auto& value = setting(config, member);
         using T = std::remove_cvref_t<decltype(value)>;
         if constexpr (std::is_same_v<T, std::string>) return value;
-        else if constexpr (std::is_same_v<T, bool>) return value ? "on" : "off";
+        else if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
         else if constexpr (std::is_same_v<T, double>) return seconds_text(value);
         else return std::to_string(value);
       },

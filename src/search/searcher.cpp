@@ -49,6 +49,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
       stopped = strategy::run_metis(cost, options, stop, progress, result);
   });
   result.status = search_status(!result.top.empty(), stopped);
+  if (stopped) result.stopped_by = stop.cause_of_stop();
 
   result.stats.strategy = options.strategy;
   result.stats.threads = threads;

@@ -90,6 +90,28 @@ unset(_plan)
 file(WRITE ${_hostile}/two_documents.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n---\nlayers: 96\n")
 file(WRITE ${_hostile}/trailing_marker.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n---\n")
 file(WRITE ${_hostile}/own_model.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads: 2\nvocab: 100\nseq_len: 64\n")
+# Scalars YAML 1.1 reads as their writer did not mean: 010 was octal 8,
+# a quoted "2" a number, `yes` a boolean; a name that is not UTF-8 was
+# written raw into JSON plans.
+file(WRITE ${_hostile}/octal_gpus.yaml "groups:\n  - {device: a100-80gb, nodes: 2, gpus_per_node: 010}\n")
+file(WRITE ${_hostile}/quoted_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: \"2\", gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/yes_flag.yaml "global_batch: 64\noverlap_grad_reduce: yes\n")
+string(ASCII 255 _not_utf8)
+file(WRITE ${_hostile}/not_utf8_name.yaml "name: rack${_not_utf8}\ngroups:\n  - {device: a100-80gb, nodes: 1, gpus_per_node: 8}\n")
+unset(_not_utf8)
+# A plan that cannot fit (Llama 3 70B's weights and Adam states on one
+# node of A100s: 16 bytes x 70e9 / 8 GPUs = 140 GB a GPU), and an earlier
+# plan file that an infeasible search must leave as it is, and say so.
+string(CONCAT _oom_plan "format: autohaap-plan/1\nmodel: llama3-70b\ncluster: a100x8\nglobal_batch: 512\n"
+       "micro_batch_size: 1\nnum_micro_batches: 512\nvpp: 1\nzero: 1\nstages:\n"
+       "  - {device: a100-80gb, group: 0, first_gpu: 0, gpus: 8, tp: 8, cp: 1, dp: 1, recompute: full, "
+       "layers: [0, 80]}\n")
+file(WRITE ${_hostile}/oom_plan.yaml "${_oom_plan}")
+file(WRITE ${_hostile}/earlier_plan.yaml "${_oom_plan}")
+unset(_oom_plan)
+# One file under two names, each with its output's extension.
+file(WRITE ${_hostile}/same.html "")
+file(CREATE_LINK same.html ${_hostile}/same.json SYMBOLIC)
 # Five node groups: what is wrong with an input or an output must be said
 # before their initialization, so these cases have a timeout.
 list(SUBLIST _devices 0 5 _five)
@@ -138,15 +160,23 @@ set(_hostile_cases
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
-  "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
+  "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far.*stopped_by +: time-limit|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
   "hostile_profile_faster_than_peak|2|faster_than_peak.csv: latency_ms: got '0.5 .a100-80gb, layer, tp 1, micro_batch 1, seq_len 2048.'. allowed: at least 0.7158 ms|search|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/faster_than_peak.csv"
   "hostile_validate_shared_gpus_plan|2|shared_gpus_plan.yaml: stages.1..first_gpu: got 'GPUs 0..3 of group 0'|validate|${_hostile}/shared_gpus_plan.yaml"
   "hostile_validate_unknown_model_plan|2|unknown_model_plan.yaml: model: got 'nope'|validate|${_hostile}/unknown_model_plan.yaml"
   "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
   "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
-  "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.html|--report|${_hostile}/same.html"
+  "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.json|--report|${_hostile}/same.html"
   "hostile_out_is_model|2|command line: -o: got '.*own_model.yaml'. allowed: a file other than the input --model reads|search|-m|${_hostile}/own_model.yaml|-c|a100x8|-o|${_hostile}/own_model.yaml"
+  "hostile_yaml_octal_integer|2|octal_gpus.yaml: groups.0..gpus_per_node: got '010'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/octal_gpus.yaml"
+  "hostile_yaml_quoted_integer|2|quoted_nodes.yaml: groups.0..nodes: got '2'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/quoted_nodes.yaml"
+  "hostile_yaml_yes_flag|2|yes_flag.yaml: overlap_grad_reduce: got 'yes'. allowed: true or false, not quoted|validate|${_hostile}/yes_flag.yaml"
+  "hostile_name_not_utf8|2|not_utf8_name.yaml: name: got 'rack.*'. allowed: text in UTF-8|validate|${_hostile}/not_utf8_name.yaml"
+  "hostile_out_unknown_extension|2|command line: -o: got 'plan.txt'. allowed: a plan file name ending .json, .yaml or .yml|search|-m|gpt3-125m|-c|a100x8|-o|plan.txt"
+  "hostile_estimate_out_unknown_extension|2|command line: -o: got 'plan.jsn'. allowed: a plan file name ending .json, .yaml or .yml|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|-o|plan.jsn"
+  "hostile_export_does_not_fit|0|warning: .*oom_plan.yaml does not fit in memory: stage 0 needs [0-9.]+ GiB per GPU of its 80.0 GiB|export|${_hostile}/oom_plan.yaml|--to|hostfile"
+  "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
 )
 autohaap_cli_cases("cli" ${_hostile_cases})

@@ -26,4 +26,5 @@ if grep -Eq "^status +: time-limit-best-so-far" "$out/log"; then
 else
   grep -Eq "^status +: interrupted-no-plan" "$out/log" || { echo "FAIL: unexpected status"; exit 1; }
 fi
+grep -Eq "^stopped_by +: signal" "$out/log" || { echo "FAIL: the summary does not say a signal stopped it"; exit 1; }
 echo "ok"

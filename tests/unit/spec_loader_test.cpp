@@ -292,7 +292,7 @@ TEST_F(SpecLoader, DeviceDefaultsAndCurve) {
   EXPECT_DOUBLE_EQ(d.attention_forward_efficiency, catalog_device("a100-80gb").attention_forward_efficiency);
 
   const DeviceSpec c =
-      load_device(write("x2.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [100, 0.9]]\nhas_bf16: no\n"));
+      load_device(write("x2.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 0.5], [100, 0.9]]\nhas_bf16: false\n"));
   ASSERT_EQ(c.gemm_efficiency.size(), 2u);
   EXPECT_DOUBLE_EQ(c.gemm_efficiency[1].gemm_gflop, 100);
   EXPECT_DOUBLE_EQ(c.gemm_efficiency[1].efficiency, 0.9);

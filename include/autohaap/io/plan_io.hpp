@@ -45,6 +45,12 @@ namespace autohaap {
 // True when `path` names a JSON plan (ends in ".json", any letter case).
 bool is_json_path(std::string_view path);
 
+// A plan is written as JSON (".json") or YAML (".yaml", ".yml"), any letter
+// case. Another name is refused, naming the command-line `flag`, before the
+// work whose result it would hold: "plan.txt" would otherwise silently hold
+// YAML and "plan.jsn" a YAML plan a JSON reader cannot read.
+void check_plan_file_name(const std::string& path, const std::string& flag);
+
 // Reads and validates a plan file (check_plan included).
 Plan read_plan(const std::string& path);
 

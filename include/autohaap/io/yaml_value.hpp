@@ -95,6 +95,25 @@ class YamlObject {
   std::string path_;
 };
 
+// The scalar rules every reader of user YAML or JSON applies (YamlValue
+// here; the plan reader, io/plan_io.cpp):
+// - Integers are written in decimal: optional sign, digits, no leading
+//   zero. yaml-cpp follows YAML 1.1 and reads 010 as octal 8 and 0x10 as
+//   16, where YAML 1.2's core schema reads 010 as 10, so a node count of
+//   "010" would silently be 8; anything else is refused, not guessed.
+bool is_decimal_integer(std::string_view text);
+// - Booleans are YAML 1.2's true/false (any of three casings). yaml-cpp
+//   also takes YAML 1.1's yes/no/on/off/y/n, so a name or a country code
+//   ("no") would become a flag. nullopt for anything else.
+std::optional<bool> yaml12_bool(std::string_view text);
+// - Text is well-formed UTF-8 (RFC 3629, Sec. 4): no stray continuation
+//   byte, overlong form, UTF-16 surrogate or code point past U+10FFFF.
+//   Names are written into JSON plans and reports, whose readers reject
+//   anything else.
+bool is_valid_utf8(std::string_view text);
+// - A number or a boolean is a plain scalar: a quoted "8" is a string to
+//   YAML, as a JSON string is (io/json_input.cpp tags both "!").
+
 // Words for an error message's "allowed" part, e.g. "a positive integer".
 std::string describe_int(Bound bound);
 std::string describe_double(Bound bound);

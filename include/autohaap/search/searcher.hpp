@@ -103,6 +103,11 @@ struct SearchResult {
   // Why a stopped search stopped, when not a time limit or an interrupt
   // (empty otherwise): the skeleton limit.
   std::string stop_reason;
+  // What ended a search short of its end, for the summary's `stopped_by`
+  // line: "time-limit", "signal" (the cancel flag: SIGINT, SIGTERM),
+  // "memory-guard" or "max-skeletons" (stop_reason above); empty when the
+  // search ran to its end or reached the requested gap.
+  std::string stopped_by;
   std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
   // Cost-model calls below a full plan estimate: stage and layer estimates
   // computed (autohaap: latency-cache misses; metis: its balancer's).

@@ -40,11 +40,21 @@ struct StopCondition {
   }
 
   // Whether to stop now.
-  bool operator()() const {
-    if (cancel && cancel->load(std::memory_order_relaxed)) return true;
-    if (goal && goal->load(std::memory_order_relaxed)) return true;
-    return deadline_s > 0 && clock && clock() > deadline_s;
+  bool operator()() const { return cause()[0] != '\0'; }
+
+  // What says stop now, as a search's summary names it (SearchResult::
+  // stopped_by): "signal" (the cancel flag), "goal", "time-limit", or ""
+  // while nothing does.
+  const char* cause() const {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return "signal";
+    if (goal && goal->load(std::memory_order_relaxed)) return "goal";
+    if (deadline_s > 0 && clock && clock() > deadline_s) return "time-limit";
+    return "";
   }
+  // The cause of a stop that has happened: cause(), or "time-limit" when
+  // nothing here says stop any more (another MPI rank's clock ran out, and
+  // the ranks agreed to stop).
+  const char* cause_of_stop() const { return cause()[0] != '\0' ? cause() : "time-limit"; }
 };
 
 }  // namespace autohaap
