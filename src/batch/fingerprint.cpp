@@ -27,6 +27,7 @@ std::string canonical_text(const CostParameters& cost) {
       .add("cost.cuda_context_GiB", cost.cuda_context_GiB)
       .add("cost.nccl_GiB_per_communicator", cost.nccl_GiB_per_communicator)
       .add("cost.allocator_fragmentation", cost.allocator_fragmentation)
+      .add("cost.checkpointed_fragmentation", cost.checkpointed_fragmentation)
       .add("cost.deepspeed_state_fragmentation", cost.deepspeed_state_fragmentation);
   return l.str();
 }

@@ -631,7 +631,8 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
                                 grad_precision(tr) == Precision::fp32;
     working = std::max(working, (bf16_optimizer ? 4.0 : x.element_bytes) * largest_accumulated);
   }
-  m.activations = activations * in_flight(stage_index, num_stages, num_micro_batches, vpp) + working;
+  const double micro_batches_in_flight = in_flight(stage_index, num_stages, num_micro_batches, vpp);
+  m.activations = activations * micro_batches_in_flight + working;
   m.logits = last ? logits_bytes(problem_.model, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
@@ -641,7 +642,13 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   // 16-bit elements, allocated once.
   if (tr.runtime == Runtime::deepspeed && (zero == 1 || zero == 2) && dp > 1)
     m.runtime += kDeepSpeedReduceBucket * 2;
-  m.allocator = parameters_.allocator_fragmentation * (m.activations + m.logits);
+  // Checkpoints of several micro-batches held across the others' passes
+  // fragment the pool (CostParameters::checkpointed_fragmentation); one
+  // micro-batch at a time frees them all before the next one starts.
+  const double activation_fragmentation = shape.recompute == Recompute::full && micro_batches_in_flight > 1
+                                              ? parameters_.checkpointed_fragmentation
+                                              : parameters_.allocator_fragmentation;
+  m.allocator = activation_fragmentation * m.activations + parameters_.allocator_fragmentation * m.logits;
   if (tr.runtime == Runtime::deepspeed)
     m.allocator += parameters_.deepspeed_state_fragmentation * (m.weights + m.gradients + m.optimizer);
   m.headroom = tr.headroom_GiB * kGiB;

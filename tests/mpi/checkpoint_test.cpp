@@ -216,7 +216,8 @@ TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
         &CostParameters::zero3_exposed_fraction, &CostParameters::dp_overlap, &CostParameters::per_layer_overhead_s,
         &CostParameters::deepspeed_tp_allreduce_s,
         &CostParameters::cuda_context_GiB, &CostParameters::nccl_GiB_per_communicator,
-        &CostParameters::allocator_fragmentation, &CostParameters::deepspeed_state_fragmentation}) {
+        &CostParameters::allocator_fragmentation, &CostParameters::checkpointed_fragmentation,
+        &CostParameters::deepspeed_state_fragmentation}) {
     CostParameters tuned;
     tuned.*member = tuned.*member * 1.01 + 1e-3;  // dp_overlap is 0 by default
     EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1));

@@ -63,6 +63,27 @@ struct CostParameters {
   // gradient buffer, optimizer states) are allocated once, contiguously,
   // and do not fragment.
   double allocator_fragmentation = 0.10;
+  // Full recompute (activation checkpointing) with several micro-batches
+  // in flight (a pipeline stage under 1F1B) fragments the pool more: each
+  // layer's forward allocates its whole working set, keeps only its output
+  // (the next checkpoint) and frees the rest, so long-lived checkpoints of
+  // every micro-batch in flight sit between the short-lived blocks of the
+  // others' forwards and of the backward's recompute, and the pool never
+  // empties between micro-batches. Rajbhandari et al. 2020 (ZeRO, Sec. 3.2
+  // and 6.3, "Memory fragmentation") name exactly this interleaving and saw
+  // out-of-memory with over 30% of memory still free; Guo et al. 2024
+  // (GMLake, ASPLOS) measure the caching allocator's fragmentation at up to
+  // 33% under recomputation on A100-80GB. Reserved over live activations
+  // there: 30%. BLOOM's A100 sweeps (68 nvidia-smi peaks, pipelines of 2 to
+  // 48 stages, all fully recomputed) were 6.9% under at 10%, their residual
+  // proportional to the activations (0.20 of them, least squares over the
+  // runs, against 0.01 of the states); the V100 runs of both BigScience
+  // sources that ran stay below their capacity at 30%. With one
+  // micro-batch at a time (no pipeline: ZeRO-3 across 640 GPUs, Narayanan
+  // et al. 2021, Table 2, ran in 80 GB) the pool empties after each
+  // backward and allocator_fragmentation holds (tests/data/
+  // measured_runs.csv, MeasuredRuns; calibration_test.cpp).
+  double checkpointed_fragmentation = 0.30;
   // DeepSpeed's ZeRO-1/2 and BF16 optimizers build their flat 16-bit and
   // fp32 buffers by copying parameters that already exist, let autograd
   // allocate a gradient per parameter during the backward, interleaved
@@ -78,7 +99,8 @@ struct CostParameters {
   // counted, the residual is 20% of the state on V100 and 32% on BLOOM: not
   // one fraction of the state. 30% would centre BLOOM (-1% median) but
   // predict two V100 runs that ran (30 of 32 GiB, 13 of 16) not to fit, so
-  // the figure stays and BLOOM's peaks stay ~9% under (README, Calibration).
+  // the figure stays; BLOOM's gap was in its checkpointed activations
+  // (checkpointed_fragmentation above; README, Calibration).
   double deepspeed_state_fragmentation = 0.15;
 };
 
