@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <tuple>
 #include <type_traits>
 #include <vector>
