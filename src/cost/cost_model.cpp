@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/layer_work.hpp"
@@ -132,10 +135,34 @@ bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
 
 }  // namespace
 
+// The per-layer times of layers priced one by one, by what a layer's time
+// depends on: its stage's group, tp, dp, cp and recompute, and B.
+struct CostModel::LayerTimeTable {
+  using Key = std::tuple<int, int, int, int, int, int>;
+  std::mutex mutex;
+  std::map<Key, std::shared_ptr<const std::vector<Timing>>> times;
+};
+
 CostModel::CostModel(const Problem& problem, CostParameters parameters)
-    : problem_(problem), parameters_(parameters) {
+    : problem_(problem), parameters_(parameters), layer_times_(std::make_shared<LayerTimeTable>()) {
   if (!problem_.profiles.empty()) correction_ = fit_profile_correction();
   identical_layers_ = problem_.model.family != ModelFamily::generic && problem_.profiles.empty();
+}
+
+std::shared_ptr<const std::vector<Timing>> CostModel::layer_timings(const StageShape& shape, int micro_batch) const {
+  const LayerTimeTable::Key key{shape.group, shape.tp, shape.dp, shape.cp, static_cast<int>(shape.recompute),
+                                micro_batch};
+  {
+    const std::lock_guard<std::mutex> lock(layer_times_->mutex);
+    if (const auto found = layer_times_->times.find(key); found != layer_times_->times.end()) return found->second;
+  }
+  // Computed outside the lock; two threads asking at once compute the same
+  // values, and the first to insert wins.
+  auto times = std::make_shared<std::vector<Timing>>();
+  times->reserve(problem_.model.layers);
+  for (int l = 0; l < problem_.model.layers; ++l) times->push_back(layer_timing(shape, micro_batch, l));
+  const std::lock_guard<std::mutex> lock(layer_times_->mutex);
+  return layer_times_->times.emplace(key, std::move(times)).first->second;
 }
 
 double CostModel::in_flight(int stage_index, int num_stages, int num_micro_batches, int vpp) {
@@ -803,9 +830,10 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
     e.backward_s = t.backward_s * s.num_layers();
     source = worse(source, t.source);
     params = layer_params(problem_.model, s.layer_begin) * s.num_layers();
-  } else {
+  } else if (s.num_layers() > 0) {
+    const std::shared_ptr<const std::vector<Timing>> times = layer_timings(shape, B);
     for (int l = s.layer_begin; l < s.layer_end; ++l) {
-      const Timing t = layer_timing(shape, B, l);
+      const Timing& t = (*times)[l];
       e.forward_s += t.forward_s;
       e.backward_s += t.backward_s;
       source = worse(source, t.source);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "autohaap/cost/communication.hpp"
@@ -273,6 +274,34 @@ TEST(CostModel, RooflineTimeOfAComputeBoundLayer) {
   // Full recompute replays the forward inside the backward.
   const Timing r = cm.layer_timing(StageShape{0, 1, 2, Recompute::full}, 4, 0);
   EXPECT_NEAR(r.backward_s, 0.008 + overhead + 0.004 + overhead, 1e-12);
+}
+
+TEST(CostModel, ALayerListsStageIsTheSumOfItsLayersAtEveryShapeAndFromEveryCopy) {
+  // Layers priced one by one are priced once per shape and micro-batch and
+  // then read back (CostModel::layer_timings): the stage must still be the
+  // sum of exactly the layer times layer_timing gives, at each shape the
+  // table keys apart, from the model and from a copy sharing its table.
+  const Problem p = generic_problem(100.0);
+  const CostModel cm(p);
+  const CostModel copy = cm;
+  for (const auto& [B, dp, recompute] : {std::tuple{4, 2, Recompute::none}, std::tuple{4, 1, Recompute::none},
+                                         std::tuple{8, 2, Recompute::none}, std::tuple{4, 2, Recompute::full}}) {
+    Plan plan = one_stage_plan(B, 1, dp);
+    plan.stages[0].recompute = recompute;
+    const StageShape shape{0, 1, dp, recompute};
+    const Timing edge = cm.edge_timing(shape, B, true, true);
+    const double forward = cm.layer_timing(shape, B, 0).forward_s + cm.layer_timing(shape, B, 1).forward_s;
+    for (const CostModel* model : {&cm, &copy, &cm}) {
+      EXPECT_EQ(model->stage(plan, 0).forward_s, forward + edge.forward_s) << B << " " << dp;
+    }
+  }
+  // Full recompute replays each layer's forward in the backward, and only
+  // the layers': the table keys recompute apart.
+  Plan none = one_stage_plan(4, 1, 2), full = none;
+  full.stages[0].recompute = Recompute::full;
+  const StageShape shape{0, 1, 2, Recompute::none};
+  EXPECT_NEAR(copy.stage(full, 0).backward_s - cm.stage(none, 0).backward_s,
+              cm.layer_timing(shape, 4, 0).forward_s + cm.layer_timing(shape, 4, 1).forward_s, 1e-15);
 }
 
 TEST(CostModel, DeepSpeedTensorParallelAllReducesCostAFixedTimePerDoublingOfTp) {

@@ -18,9 +18,14 @@
 //
 // Pure: no I/O, no threads, no MPI. Every method is const and thread-safe.
 // Cost: O(layers in the stage) per stage estimate (O(1) for transformer
-// families, whose layers are identical), O(stages) per plan.
+// families, whose layers are identical), O(stages) per plan. Layers priced
+// one by one (a layer list, or layers timed apart by profiles) are each
+// priced once per stage shape and micro-batch, then read from a table that
+// the copies of a model share (a mutex guards it; a reader holds it for a
+// lookup only).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "autohaap/cost/communication.hpp"
@@ -127,6 +132,12 @@ class CostModel {
   // B sequences; the gradient sync over `dp_link` where given, else over
   // the link s's own placement implies.
   StageEstimate stage_part(const Plan& plan, int stage_index, const StagePlan& s, int B, const Link* dp_link) const;
+  // layer_timing of every layer at this shape and B, computed on the first
+  // question: a stage of n layers priced one by one is otherwise n layer
+  // pricings per estimate, and a search asks for stages · layers² of them
+  // (a 1,024-layer list: 6.6 minutes on one thread).
+  struct LayerTimeTable;
+  std::shared_ptr<const std::vector<Timing>> layer_timings(const StageShape& shape, int micro_batch) const;
 
   const Problem& problem_;
   CostParameters parameters_;
@@ -134,6 +145,7 @@ class CostModel {
   // Every layer costs the same: a transformer (not a layer list) priced
   // without profiles, which could time layers apart.
   bool identical_layers_ = false;
+  std::shared_ptr<LayerTimeTable> layer_times_;  // shared by copies: the same problem
 };
 
 }  // namespace autohaap
