@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "autohaap/cost/layer_work.hpp"
@@ -96,8 +97,12 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   const MeasurementTable t(path, {"dtype", "role", "gflop", "ms"});
   const std::string dtype = d.has_bf16 ? "bf16" : "fp16";
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> decades;  // decade -> (gflop, efficiency)
+  std::set<std::string> other_dtypes;  // what the table has instead, for the error below
   for (std::size_t r = 0; r < t.size(); ++r) {
-    if (t.text(r, "dtype") != dtype) continue;
+    if (t.text(r, "dtype") != dtype) {
+      other_dtypes.insert(t.text(r, "dtype"));
+      continue;
+    }
     const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");
     const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
     const double efficiency = gflop * 1e9 / (ms * 1e-3) / (d.peak_tflops * 1e12);
@@ -106,6 +111,15 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
     auto& [sizes, efficiencies] = decades[static_cast<int>(std::floor(std::log10(gflop)))];
     sizes.push_back(gflop);
     efficiencies.push_back(efficiency);
+  }
+  // No row of the device's 16-bit type at all: a table of another GPU, or
+  // of another spelling ("BF16"), not a broken timing.
+  if (out.largest == 0) {
+    std::string found;
+    for (const std::string& d : other_dtypes) found += (found.empty() ? "" : ", ") + d;
+    throw InputError(path, "dtype", found.empty() ? "(no rows)" : found,
+                     "rows of dtype " + dtype + ", the 16-bit type " + d.name +
+                         " trains in (is --base the GPU that was measured?)");
   }
   check_fraction(out.largest, path, "largest " + dtype + " product's efficiency");
   for (const auto& [decade, v] : decades) {

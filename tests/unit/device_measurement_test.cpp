@@ -533,7 +533,10 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   refused(dir.string(), h200, "at least 3 transformer-shaped bf16 products");
   write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\n");
   EXPECT_EQ(read_device_measurements(dir.string(), h200).gemm.size(), 1u);
-  refused(dir.string(), catalog_device("v100-32gb"), "is --base the GPU that was measured?");
+  refused(dir.string(), catalog_device("v100-32gb"),
+          "gemm.csv: dtype: got 'bf16'; allowed: rows of dtype fp16, the 16-bit type v100-32gb trains in");
+  write("dtype,role,gflop,ms\nBF16,fc1,100,0.2\nBF16,fc2,100,0.2\nfp32,qkv,100,0.2\n");
+  refused(dir.string(), h200, "gemm.csv: dtype: got 'BF16, fp32'; allowed: rows of dtype bf16");
   fs::remove_all(dir);
 }
 
