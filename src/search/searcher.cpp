@@ -268,13 +268,17 @@ constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
 // above the best of 32 (15.86 s against 15.05 s), which takes 4 s.
 constexpr std::size_t kDives = 32;
 constexpr int kDiveSteps = 32;
-// The most skeletons one round of the initialization may hold under a
-// skeleton limit before it stops (at least; 4 x the limit when that is
-// more): its tasks keep a quarter of the limit each, so only a round whose
-// tasks all fill their share reaches it (about 1.7 GB). Where it stops
-// depends on which tasks ran first: the one place a limited search may
-// answer differently on another thread count, and only on such a space.
-constexpr std::size_t kRoundGuard = 1'000'000;
+// The most skeletons the tasks of one round of the initialization may hold
+// at their peaks under a skeleton limit (at least; 4 x the limit when that
+// is more; about 1.7 GB): past it the round is walked again as two halves
+// (prepare_search, walk_range). A task keeps a quarter of the limit and
+// holds at most twice that, so a round of one task never passes it.
+constexpr std::size_t kRoundGuard = 500'000;
+// A round past the memory guard is walked again in this many pieces: its
+// heaviest tasks, walked first, fill the guard before the rest begin, so
+// each level of cutting walks them again (Llama 3 70B on 8 groups: about
+// 11 s a level); one piece in eight is what two levels of halving reach.
+constexpr std::size_t kPiecesOfAnOverflow = 8;
 
 // run(task, part) for tasks [0, n) in parallel, a block at a time, each
 // task with a Part of its own; after each block, merge(part) in task order.
@@ -663,11 +667,14 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // task_cap of its own once it holds twice that, and the rounds after a
   // cut drop what lies above the list's last bound (limit_cutoff, changed
   // between rounds only); prepared.dropped_bound_s is the least bound ever
-  // dropped. `kept` counts what a round holds: past kRoundGuard (the
-  // memory guard) the initialization stops as before the limit had a proof.
+  // dropped. `kept` counts what a round's tasks have held at their most
+  // (each task's peak, a figure of the task alone, so the count does not
+  // depend on which tasks ran first): past the memory guard the round is
+  // walked again as two halves (walk_range below).
   const std::size_t list_cap = options.max_skeletons > 0 ? static_cast<std::size_t>(options.max_skeletons) : 0;
   const std::size_t task_cap = list_cap > 0 ? std::max<std::size_t>(1, list_cap / 4) : 0;
-  const auto round_guard = static_cast<std::int64_t>(std::max<std::size_t>(4 * list_cap, kRoundGuard));
+  const auto round_guard = static_cast<std::int64_t>(
+      options.round_guard > 0 ? options.round_guard : std::max<std::size_t>(2 * list_cap, kRoundGuard));
   double limit_cutoff = kInf;
   std::atomic<std::int64_t> kept{0};
   std::atomic<bool> overflow{false}, stopped{false};
@@ -725,6 +732,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<Skeleton> kept;
     PruneReport report;
     double dropped_bound = std::numeric_limits<double>::infinity();  // least bound the limit dropped
+    std::size_t peak = 0;  // the most `kept` has held
   };
   // One pass over the space: each memory-valid skeleton whose bound can
   // beat `threshold` goes to keep(part, skeleton). Subtree test: the
@@ -958,14 +966,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       s.work = skeleton_work(s, layers);
       part.kept.push_back(std::move(s));
       if (list_cap == 0) return;
-      if (kept.fetch_add(1, std::memory_order_relaxed) + 1 > round_guard) overflow.store(true);
+      if (part.kept.size() > part.peak) {
+        part.peak = part.kept.size();
+        if (kept.fetch_add(1, std::memory_order_relaxed) + 1 > round_guard) overflow.store(true);
+      }
       if (part.kept.size() >= 2 * task_cap) {
         // Keep this task's task_cap best; from here on it skips what could
         // only be dropped again.
         const auto dropped = static_cast<std::int64_t>(part.kept.size() - task_cap);
         const double cut = cut_to_best(part.kept, task_cap);
         part.report.add(PruneRule::beyond_skeleton_limit, dropped);
-        kept.fetch_sub(dropped, std::memory_order_relaxed);
         part.dropped_bound = std::min(part.dropped_bound, cut);
         keep_below = std::min(keep_below, cut * (1 + kBoundSlack));
       }
@@ -1079,8 +1089,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       for (std::size_t k = 2; k + 2 <= order.size(); ++k) weight *= static_cast<double>(k);
     return std::max(1.0, weight);
   };
-  // This participant's blocks of the round starting at task `round`.
-  auto walk_round = [&](std::size_t round) {
+  // This participant's blocks of the round of tasks [round, end).
+  auto walk_round = [&](std::size_t round, std::size_t end) {
     InitRound mine;
     catch_into(mine, [&] {
       // The round's tasks dealt to its kBlocksPerRound blocks by weight,
@@ -1090,7 +1100,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       // its tasks in task order. The deal depends on the round alone, not on
       // the thread or participant count. This participant's blocks are
       // walked in one parallel loop, then balanced each.
-      const std::size_t end = std::min(tasks, round + kTasksPerRound);
       std::vector<std::pair<double, std::size_t>> by_weight;  // (weight, task)
       for (std::size_t task = round; task < end; ++task) by_weight.emplace_back(task_weight(task), task);
       std::stable_sort(by_weight.begin(), by_weight.end(),
@@ -1129,8 +1138,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         block.plans = balanced_plans(best);
       }
     });
-    mine.stopped = stopped.load();
+    // A walk the memory guard cut short has stopped too (must_stop): the
+    // round says which, so every participant walks it again alike.
     mine.overflow = overflow.load();
+    mine.peak_kept = kept.load();
+    mine.stopped = stopped.load() && !mine.overflow;
     return mine;
   };
   auto rethrow = [](const InitRound& r) {
@@ -1140,9 +1152,19 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // No round to report it at: this participant alone fails, before any
   // exchange, as every one would.
   if (first_task >= tasks) rethrow(pending);
-  for (std::size_t round = first_task; round < tasks; round += kTasksPerRound) {
+  // Walks tasks [begin, end) as a round of their own and merges it; false
+  // when the initialization ends there (a stop, or the memory guard on a
+  // single task). A round whose tasks held more than the memory guard at
+  // their peaks is thrown away and walked again as two halves, each merged
+  // and cut to the limit before the next, so the second walks with the
+  // first's cutoff; the guard counts each task's own peak, so whether a
+  // round passes it, and with it the list, depends neither on the thread
+  // count nor on the participants. Llama 3 70B on 8 groups of 64 GPUs:
+  // one round of the 438,400 held over a million skeletons and stopped
+  // the initialization with a 21% gap.
+  const std::function<bool(std::size_t, std::size_t)> walk_range = [&](std::size_t begin, std::size_t end) {
     kept.store(0);
-    InitRound mine = pending.failure_code != 0 ? std::move(pending) : walk_round(round);
+    InitRound mine = pending.failure_code != 0 ? std::move(pending) : walk_round(begin, end);
     std::vector<InitRound> all;
     if (options.exchange)
       all = options.exchange(mine);
@@ -1151,12 +1173,27 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // Every participant leaves together: on an error (the lowest
     // participant's, alike everywhere), a stop, or too many skeletons.
     for (const InitRound& r : all) rethrow(r);
-    std::vector<InitBlock*> blocks;
-    for (InitRound& r : all) {
-      for (InitBlock& block : r.blocks) blocks.push_back(&block);
-      if (r.stopped) stopped.store(true);
-      if (r.overflow) overflow.store(true);
+    const bool any_stop = std::any_of(all.begin(), all.end(), [](const InitRound& r) { return r.stopped; });
+    // Past the guard together, though each alone may not be: what one
+    // process walking every block would have seen.
+    std::int64_t peak_kept = 0;
+    for (const InitRound& r : all) peak_kept += r.peak_kept;
+    const bool any_overflow = peak_kept > round_guard ||
+                              std::any_of(all.begin(), all.end(), [](const InitRound& r) { return r.overflow; });
+    if (any_overflow && !any_stop && end - begin > 1) {
+      ++prepared.rounds_split;
+      overflow.store(false);
+      stopped.store(false);
+      const std::size_t pieces = std::min<std::size_t>(kPiecesOfAnOverflow, end - begin);
+      for (std::size_t k = 0; k < pieces; ++k)
+        if (!walk_range(begin + (end - begin) * k / pieces, begin + (end - begin) * (k + 1) / pieces)) return false;
+      return true;
     }
+    if (any_stop) stopped.store(true);
+    if (any_overflow) overflow.store(true);
+    std::vector<InitBlock*> blocks;
+    for (InitRound& r : all)
+      for (InitBlock& block : r.blocks) blocks.push_back(&block);
     std::sort(blocks.begin(), blocks.end(), [](const InitBlock* x, const InitBlock* y) { return x->index < y->index; });
     const double before = prepared.threshold_s;
     for (InitBlock* block : blocks) {
@@ -1165,7 +1202,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       for (Skeleton& s : block->kept) list.push_back(std::move(s));
       offer(block->plans);
     }
-    if (stopped.load() || overflow.load()) break;
+    if (stopped.load() || overflow.load()) return false;
     if (list_cap > 0 && list.size() > list_cap) {
       // The list's list_cap best stay; the rounds after skip what lies
       // above the last of them.
@@ -1175,6 +1212,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       limit_cutoff = std::min(limit_cutoff, cut);
     }
     if (prepared.threshold_s < before && list.size() >= cut_at) cut_to_threshold();
+    return true;
+  };
+  for (std::size_t round = first_task; round < tasks; round += kTasksPerRound) {
+    if (!walk_range(round, std::min(tasks, round + kTasksPerRound))) break;
     // A whole round done, not the last: the progress a resumed
     // initialization goes on from, when it is time to save it or a stop was
     // just seen (a stop inside a round leaves that round unsaved). After

@@ -965,22 +965,34 @@ TEST(Search, AnInitializationResumedAfterAnyRoundListsWhatOneNeverStoppedLists) 
 }
 
 // With and without a skeleton limit (5: the list is cut in every round,
-// and tasks cut their own): the same list, threshold and dropped bound.
+// and tasks cut their own), and with a memory guard of 3 skeletons (tasks
+// hold 2 at their peak under that limit, so rounds are walked again in
+// pieces): the same list, threshold and dropped bound.
 TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
   const Problem problem = five_small_groups();
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
-  for (const std::int64_t limit : {0, 5}) {
-  SCOPED_TRACE("max_skeletons " + std::to_string(limit));
+  for (const auto& [limit, guard] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {5, 0}, {5, 3}}) {
+  SCOPED_TRACE("max_skeletons " + std::to_string(limit) + ", round_guard " + std::to_string(guard));
   PrepareOptions alone;
   alone.top_k = 2;
   alone.max_skeletons = limit;
+  alone.round_guard = guard;
   LatencyCache cache;
   const PreparedSearch one = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, alone); });
   ASSERT_FALSE(one.skeletons.empty());
   EXPECT_EQ(std::isfinite(one.dropped_bound_s), limit > 0);
   if (limit > 0) EXPECT_LE(one.skeletons.size(), static_cast<std::size_t>(limit));
   EXPECT_FALSE(one.stopped);
+  EXPECT_FALSE(one.skeleton_limit);
+  EXPECT_EQ(one.rounds_split > 0, guard > 0);
+  LatencyCache fresh;
+  const PreparedSearch on_one_thread =
+      parallel::with_threads(1, [&] { return prepare_search(cost, memory, fresh, alone); });
+  EXPECT_EQ(ids(on_one_thread.skeletons), ids(one.skeletons));
+  EXPECT_EQ(on_one_thread.threshold_s, one.threshold_s);
+  EXPECT_EQ(on_one_thread.dropped_bound_s, one.dropped_bound_s);
+  EXPECT_EQ(on_one_thread.rounds_split, one.rounds_split);
   for (const int n : {2, 3}) {
     // n participants on threads of their own; the exchange is an all-gather
     // between two barriers (what the MPI ranks do with a collective).
@@ -1007,9 +1019,13 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
       });
     }
     for (std::thread& t : participants) t.join();
-    EXPECT_EQ(rounds, 3) << "1300 tasks in rounds of 512";
+    if (guard == 0)
+      EXPECT_EQ(rounds, 3) << "1300 tasks in rounds of 512";
+    else
+      EXPECT_GT(rounds, 3 + one.rounds_split) << "each split round walked again in pieces";
     for (int i = 0; i < n; ++i) {
       SCOPED_TRACE(std::to_string(i) + " of " + std::to_string(n));
+      EXPECT_EQ(results[i].rounds_split, one.rounds_split);
       EXPECT_EQ(ids(results[i].skeletons), ids(one.skeletons));
       EXPECT_EQ(results[i].threshold_s, one.threshold_s);
       EXPECT_EQ(results[i].prune.removed, one.prune.removed);

@@ -35,6 +35,9 @@ struct InitRound {
   std::vector<InitBlock> blocks;
   bool stopped = false;   // a stop was seen: the blocks may be partial
   bool overflow = false;  // more skeletons in the round than the memory guard allows
+  // What its tasks held at their peaks, summed (the memory guard adds the
+  // participants' up).
+  std::int64_t peak_kept = 0;
   // Non-zero: the walk failed here (2: an InputError of these parts; 1:
   // another error, `value` its message).
   std::int32_t failure_code = 0;

@@ -142,11 +142,15 @@ struct PrepareOptions {
   // least bound (PreparedSearch::dropped_bound_s) then proves how far the
   // search's answer can be from the optimum. A task (one group order and B)
   // keeps at most max_skeletons / 2 itself, cutting to a quarter when it
-  // reaches that; a round that still holds more than 4 x max_skeletons
-  // (at least a million) stops the initialization as a stop does
-  // (skeleton_limit), with the probes' plan as the answer, or InputError
-  // when there is none.
+  // reaches that. A round whose tasks together held more than round_guard
+  // at their peaks (the memory guard) is walked again in pieces, each
+  // merged and cut before the next; a single task past it (only a
+  // round_guard below max_skeletons / 2 allows that) stops the
+  // initialization as a stop does (skeleton_limit), with the probes' plan
+  // as the answer, or InputError when there is none.
   std::int64_t max_skeletons = 0;
+  // The memory guard, in skeletons; 0: 2 x max_skeletons, at least 500,000.
+  std::int64_t round_guard = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
   // Go on from a saved initialization (a checkpoint's) instead of from the
@@ -183,10 +187,13 @@ struct PreparedSearch {
   // search stopped during initialization can still prove.
   double rate_bound_s = 0;
   bool stopped = false;  // cancel, deadline or skeleton limit: `skeletons` is incomplete
-  // Stopped because a round passed the memory guard (max_skeletons above)
-  // while a probe plan was in hand (without one, prepare_search throws
-  // InputError instead).
+  // Stopped because a single task passed the memory guard (round_guard
+  // above) while a probe plan was in hand (without one, prepare_search
+  // throws InputError instead).
   bool skeleton_limit = false;
+  // Rounds (or pieces of one) walked again in pieces because their tasks
+  // passed the memory guard.
+  int rounds_split = 0;
   // The least lower bound of any skeleton dropped to keep the list within
   // max_skeletons (infinity: none dropped). Every plan outside the list is
   // at least this slow, so the optimum is at least min(the best plan of the
