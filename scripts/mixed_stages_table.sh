@@ -3,6 +3,8 @@
 # the best plan of `autohaap search` with mixed stages (the default) and
 # with --no-mixed-stages, and how much faster mixing makes it.
 # Usage: scripts/mixed_stages_table.sh [AUTOHAAP]   (default: build/autohaap)
+#   TRAIN=FILE: a training file for every search (default: the built-in),
+#   e.g. tests/data/replicas/per-replica.yaml for micro-batch sizes per replica.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 autohaap=${1:-$here/build/autohaap}
@@ -18,8 +20,8 @@ echo "| cluster | GPUs | model | mixed stages | one device per stage | faster by
 echo "|---|---|---|---|---|---|---|"
 for c in "${clusters[@]}"; do
   for m in "${models[@]}"; do
-    "$autohaap" search -m "$m" -c "$c" > "$work/mixed.txt" 2>&1 || true
-    "$autohaap" search -m "$m" -c "$c" --no-mixed-stages > "$work/plain.txt" 2>&1 || true
+    "$autohaap" search -m "$m" -c "$c" ${TRAIN:+-t "$TRAIN"} > "$work/mixed.txt" 2>&1 || true
+    "$autohaap" search -m "$m" -c "$c" ${TRAIN:+-t "$TRAIN"} --no-mixed-stages > "$work/plain.txt" 2>&1 || true
     gpus=$(sed -n 's/^AutoHAAP search: .* (\([0-9]*\) GPUs.*/\1/p' "$work/mixed.txt")
     if [ "$(value status "$work/mixed.txt")" != found ]; then
       echo "| $(basename "$c" .yaml) | $gpus | $m | none fits | none fits | - | - |"

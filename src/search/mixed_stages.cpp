@@ -63,13 +63,6 @@ std::vector<int> replica_counts(int most) {
 // the work of a move whatever the global batch's divisors.
 constexpr std::size_t kMostMicroBatchesPerMove = 16;
 
-// The largest B the search lists (searched_micro_batches, once per plan:
-// with micro_batch_per_replica it walks every group's layouts).
-int largest_listed_micro_batch(const Problem& problem) {
-  const std::vector<int> listed = searched_micro_batches(problem);
-  return listed.empty() ? 0 : listed.back();
-}
-
 // The divisors of `n`, ascending, each once, in O(sqrt(n)).
 std::vector<int> divisors_of(int n) {
   std::vector<int> out;
@@ -80,20 +73,23 @@ std::vector<int> divisors_of(int n) {
   return out;
 }
 
-// Micro-batch sizes to try once stage `i` has `replicas` replicas: the
-// divisors of the global batch (`batch_divisors`) from the plan's B (and
-// one sequence per replica) up to the larger of the search's largest B
-// (`listed_most`) and the training file's largest per-replica size times
-// those replicas.
-std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas, int listed_most,
-                                      const std::vector<int>& batch_divisors) {
+// Micro-batch sizes to try once stage `i` has `replicas` replicas, from
+// the plan's B (and one sequence per replica) up: where the training
+// file's sizes are per pipeline (the default), those it lists that divide
+// the global batch (`listed`, the search's own); where they are per
+// replica (micro_batch_per_replica), the divisors of the global batch
+// (`batch_divisors`) up to the larger of the search's largest B and the
+// largest per-replica size times those replicas.
+std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, int replicas,
+                                      const std::vector<int>& listed, const std::vector<int>& batch_divisors) {
   const std::vector<int>& per_replica = problem.training.micro_batch_sizes;
-  long long most = listed_most;
-  if (!per_replica.empty())
+  const bool each_replica = problem.training.micro_batch_per_replica;
+  long long most = listed.empty() ? 0 : listed.back();
+  if (each_replica && !per_replica.empty())
     most = std::max(most, static_cast<long long>(*std::max_element(per_replica.begin(), per_replica.end())) * replicas);
   most = std::min<long long>(most, plan.global_batch);
   std::vector<int> out;
-  for (int b : batch_divisors)
+  for (int b : each_replica ? batch_divisors : listed)
     if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && out.size() < kMostMicroBatchesPerMove)
       out.push_back(b);
   return out;
@@ -163,7 +159,9 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopC
   double best_time = candidate_time(model, best);
   if (best_time == kNoPlan) return best;  // only a plan that runs is improved
   const TimeSource least = best.predicted.time_source;
-  const int listed_most = largest_listed_micro_batch(problem);
+  // The B the search lists, ascending (searched_micro_batches, once per
+  // plan: with micro_batch_per_replica it walks every group's layouts).
+  const std::vector<int> listed = searched_micro_batches(problem);
   const std::vector<int> batch_divisors = divisors_of(plan.global_batch);
 
   for (bool improved = true; improved && !stop();) {
@@ -178,7 +176,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopC
         for (int r : replica_counts(most_replicas(problem, best.stages[i], range))) {
           Plan moved = best;
           if (!add_set(problem, moved.stages[i], range, r)) continue;
-          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed_most, batch_divisors)) {
+          for (int B : micro_batches_to_try(problem, moved, moved.stages[i].dp, listed, batch_divisors)) {
             Plan candidate = moved;
             const double t = priced_at(model, candidate, B, least, stop);
             if (t < round_time) {

@@ -190,8 +190,17 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
     if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
     else ++i;
   if (static_cast<int>(top.size()) > settings.top_k) top.resize(static_cast<std::size_t>(settings.top_k));
-  // The time a plan took is the search's and its refinement's.
-  for (Plan& p : top) p.search.wall_s = result.stats.wall_s + refining.seconds();
+  // The time a plan took is the search's and its refinement's. A plan
+  // the refinement made faster than the search's bound (mixed stages lie
+  // outside the space the bound covers) is at the bound: never a proven
+  // bound above the answer.
+  for (Plan& p : top) {
+    p.search.wall_s = result.stats.wall_s + refining.seconds();
+    if (p.search.bound_s > p.predicted.iteration_time_s) {
+      p.search.bound_s = p.predicted.iteration_time_s;
+      p.search.gap = 0;
+    }
+  }
   return top;
 }
 

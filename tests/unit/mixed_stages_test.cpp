@@ -58,45 +58,53 @@ Plan rack_a_only(const Problem& p) {
 
 // rack-b is rack-a's twin: its 4 GPUs join the one stage as a second set
 // of 4 replicas with the same share as the first (equal speed), and the
-// micro-batch B is the best of every B the move allows (8, 16, 32 and 64
-// divide the global batch and give each of the 8 replicas a sequence),
-// each such plan built here by hand. It is faster than the plan by more
+// micro-batch B is the best of every B the move allows (with sizes per
+// replica, 8, 16, 32 and 64 divide the global batch and give each of the
+// 8 replicas a sequence; per pipeline, 8 is the largest listed), each
+// such plan built here by hand. It is faster than the plan by more
 // than a third: each replica has the same work per micro-batch at half the
 // micro-batches (B = 8), and a larger B only helps the GEMMs; only the
 // gradient sync, now also across the fabric, grows.
 TEST(MixedStages, IdleTwinGroupDoublesTheReplicas) {
-  const Problem p = twin_groups();
-  const CostModel model(p);
-  Plan plan = rack_a_only(p);
-  plan.predicted = model.estimate(plan);
-  ASSERT_TRUE(plan.predicted.fits);
+  // The training file's sizes per pipeline (the default) allow B = 8 alone
+  // once the stage has 8 replicas; per replica, up to 8 x 8.
+  for (const bool per_replica : {false, true}) {
+    SCOPED_TRACE(per_replica ? "micro_batch_per_replica" : "micro-batch sizes per pipeline");
+    Problem p = twin_groups();
+    p.training.micro_batch_per_replica = per_replica;
+    const CostModel model(p);
+    Plan plan = rack_a_only(p);
+    plan.predicted = model.estimate(plan);
+    ASSERT_TRUE(plan.predicted.fits);
 
-  const Plan mixed = add_idle_replica_sets(model, plan);
-  ASSERT_EQ(mixed.stages.size(), 1u);
-  const StagePlan& s = mixed.stages[0];
-  ASSERT_EQ(s.replicas.size(), 2u);
-  EXPECT_EQ(s.replicas[0].group, 0);
-  EXPECT_EQ(s.replicas[1].group, 1);
-  EXPECT_EQ(s.replicas[1].first_gpu, 0);
-  EXPECT_EQ(s.replicas[1].gpus, 4);
-  EXPECT_EQ(s.dp, 8);
-  EXPECT_EQ(s.replicas[0].sequences, mixed.micro_batch_size / 2);
-  EXPECT_EQ(s.replicas[1].sequences, mixed.micro_batch_size / 2);
-  EXPECT_NO_THROW(check_plan_against(mixed, p.model, p.cluster, p.seq_len(), "plan"));
-  EXPECT_EQ(model.estimate(mixed).iteration_time_s, mixed.predicted.iteration_time_s);
+    const Plan mixed = add_idle_replica_sets(model, plan);
+    ASSERT_EQ(mixed.stages.size(), 1u);
+    const StagePlan& s = mixed.stages[0];
+    ASSERT_EQ(s.replicas.size(), 2u);
+    EXPECT_EQ(s.replicas[0].group, 0);
+    EXPECT_EQ(s.replicas[1].group, 1);
+    EXPECT_EQ(s.replicas[1].first_gpu, 0);
+    EXPECT_EQ(s.replicas[1].gpus, 4);
+    EXPECT_EQ(s.dp, 8);
+    EXPECT_EQ(s.replicas[0].sequences, mixed.micro_batch_size / 2);
+    EXPECT_EQ(s.replicas[1].sequences, mixed.micro_batch_size / 2);
+    EXPECT_NO_THROW(check_plan_against(mixed, p.model, p.cluster, p.seq_len(), "plan"));
+    EXPECT_EQ(model.estimate(mixed).iteration_time_s, mixed.predicted.iteration_time_s);
+    if (!per_replica) EXPECT_EQ(mixed.micro_batch_size, 8) << "the largest size the training file lists";
 
-  double best = 1e300;
-  for (const int B : {8, 16, 32, 64}) {
-    Plan both = plan;
-    both.micro_batch_size = B;
-    both.num_micro_batches = 64 / B;
-    StagePlan& stage = both.stages[0];
-    set_replica_sets(stage, {{"a100-40gb", 0, 0, 4, B / 2}, {"a100-40gb", 1, 0, 4, B / 2}});
-    const PredictedPerformance e = model.estimate(both);
-    if (e.fits) best = std::min(best, e.iteration_time_s);
+    double best = 1e300;
+    for (const int B : per_replica ? std::vector<int>{8, 16, 32, 64} : std::vector<int>{8}) {
+      Plan both = plan;
+      both.micro_batch_size = B;
+      both.num_micro_batches = 64 / B;
+      StagePlan& stage = both.stages[0];
+      set_replica_sets(stage, {{"a100-40gb", 0, 0, 4, B / 2}, {"a100-40gb", 1, 0, 4, B / 2}});
+      const PredictedPerformance e = model.estimate(both);
+      if (e.fits) best = std::min(best, e.iteration_time_s);
+    }
+    EXPECT_EQ(mixed.predicted.iteration_time_s, best);
+    EXPECT_LT(mixed.predicted.iteration_time_s, 0.65 * plan.predicted.iteration_time_s);
   }
-  EXPECT_EQ(mixed.predicted.iteration_time_s, best);
-  EXPECT_LT(mixed.predicted.iteration_time_s, 0.65 * plan.predicted.iteration_time_s);
 }
 
 // A plan with no idle GPU, or none that helps, comes back as it was; the

@@ -19,7 +19,9 @@
 // B may grow with it (every stage's replicas must each take a sequence):
 // every B of the search's list (search_space.hpp searched_micro_batches)
 // that is at least the current one, divides the global batch and gives
-// each one-device stage whole sequences per replica. Every mixed stage then
+// each one-device stage whole sequences per replica (with sizes per
+// replica, micro_batch_per_replica, also every divisor of the global
+// batch up to the largest size times the stage's replicas). Every mixed stage then
 // takes its exact best shares (choose_replica_shares) and the plan is
 // estimated; the interleaving stays when its rule still holds, else 1. Of
 // all moves the fastest that fits and beats the plan is applied; moves
