@@ -25,8 +25,8 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"micro_batch_not_dividing_batch", "micro-batch size does not divide the global batch"},
     {"tp_exceeds_node", "tensor parallelism does not divide the GPUs of a node"},
     {"tp_not_dividing_heads",
-     "tensor parallelism does not divide the attention (or key/value) heads, or is above 1 on a generic "
-     "layer-list model"},
+     "tensor parallelism does not divide the attention (or key/value) heads or the MLP width, or is above 1 on a "
+     "generic layer-list model"},
     {"dp_not_dividing_micro_batch",
      "a stage's data parallelism does not divide the micro-batch, and no context parallelism makes it"},
     {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},

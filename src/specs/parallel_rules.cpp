@@ -90,7 +90,9 @@ namespace {
 // Megatron splits the query heads and the key/value head groups of
 // grouped-query attention evenly over the tensor-parallel ranks
 // (--tensor-model-parallel-size must divide --num-attention-heads and
-// --num-query-groups); generic layers are not tensor-parallel at all.
+// --num-query-groups), and the MLP's columns too (its column-parallel
+// linear divides --ffn-hidden-size); generic layers are not
+// tensor-parallel at all.
 int key_value_heads(const ModelSpec& model) { return model.kv_heads > 0 ? model.kv_heads : model.heads; }
 
 }  // namespace
@@ -103,7 +105,8 @@ std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, 
     return StageRule::tp_exceeds_node;
   const bool heads_ok = model.family == ModelFamily::generic
                             ? d.tp == 1
-                            : d.tp >= 1 && model.heads % d.tp == 0 && key_value_heads(model) % d.tp == 0;
+                            : d.tp >= 1 && model.heads % d.tp == 0 && key_value_heads(model) % d.tp == 0 &&
+                                  model.ffn_hidden % d.tp == 0;
   if (!heads_ok) return StageRule::tp_not_dividing_heads;
   if (!context_parallel_violation(model, seq_len, d.cp).empty()) return StageRule::cp_not_splitting_sequence;
   // Each replica of a stage takes micro_batch / dp sequences (DESIGN.md
@@ -126,8 +129,11 @@ std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_le
         return StageViolation{*rule, "1 (generic layers are not tensor-parallel)"};
       if (d.tp < 1 || model.heads % d.tp != 0)
         return StageViolation{*rule, "a divisor of the model's " + std::to_string(model.heads) + " attention heads"};
-      return StageViolation{*rule, "a divisor of the model's " + std::to_string(key_value_heads(model)) +
-                                       " key/value heads (kv_heads)"};
+      if (key_value_heads(model) % d.tp != 0)
+        return StageViolation{*rule, "a divisor of the model's " + std::to_string(key_value_heads(model)) +
+                                         " key/value heads (kv_heads)"};
+      return StageViolation{*rule, "a divisor of the model's MLP width (ffn_hidden " +
+                                       std::to_string(model.ffn_hidden) + ")"};
     case StageRule::cp_not_splitting_sequence:
       return StageViolation{*rule, context_parallel_violation(model, seq_len, d.cp)};
     case StageRule::dp_not_dividing_micro_batch:

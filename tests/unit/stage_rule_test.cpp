@@ -80,6 +80,13 @@ TEST(StageRule, MessagesSayWhatIsAllowed) {
   EXPECT_EQ(allowed(nullptr, 16, 1, 1, 1), "a divisor of the model's 8 key/value heads (kv_heads)");
   EXPECT_EQ(allowed(&eight, 2, 1, 3, 4), "a divisor of the micro-batch size (4)");
   EXPECT_EQ(allowed(&eight, 2, 3, 1, 1), context_parallel_violation(m, m.seq_len, 3));
+  // Megatron's column-parallel MLP divides ffn_hidden over tp as well.
+  ModelSpec odd_mlp = m;
+  odd_mlp.ffn_hidden = 14334;  // 2 x 3 x 2389
+  EXPECT_EQ(rule_of(odd_mlp, &eight, 2, 1, 1, 1), std::nullopt);
+  EXPECT_EQ(rule_of(odd_mlp, &eight, 4, 1, 1, 1), StageRule::tp_not_dividing_heads);
+  EXPECT_EQ(stage_violation(odd_mlp, m.seq_len, &eight, StageDegrees{4, 1, 1}, 1)->allowed,
+            "a divisor of the model's MLP width (ffn_hidden 14334)");
   ModelSpec generic = m;
   generic.family = ModelFamily::generic;
   EXPECT_EQ(stage_violation(generic, 16, &eight, StageDegrees{2, 1, 1}, 1)->allowed,

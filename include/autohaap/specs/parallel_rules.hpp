@@ -85,7 +85,7 @@ std::string runtime_context_parallel_violation(Runtime runtime, int cp);
 // under it, so the order is part of `--explain`'s figures):
 enum class StageRule {
   tp_exceeds_node,              // tp divides the GPUs of a node (TP all-reduces need intra-node links)
-  tp_not_dividing_heads,        // tp divides the attention heads and the key/value heads
+  tp_not_dividing_heads,        // tp divides the attention heads, the key/value heads and ffn_hidden
                                 // (--tensor-model-parallel-size); 1 on a generic layer list
   cp_not_splitting_sequence,    // context_parallel_violation
   dp_not_dividing_micro_batch,  // each replica takes micro_batch / dp sequences
