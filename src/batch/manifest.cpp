@@ -64,19 +64,24 @@ class SpecLoader {
  public:
   SpecLoader(std::string manifest, fs::path base_dir) : manifest_(std::move(manifest)), base_(std::move(base_dir)) {}
 
-  std::pair<Reference, const ModelSpec*> model(const YamlValue& v) { return get(v, models_, load_model); }
-  std::pair<Reference, const ClusterSpec*> cluster(const YamlValue& v) { return get(v, clusters_, load_cluster); }
+  std::pair<Reference, const ModelSpec*> model(const YamlValue& v) { return get(v, models_, load_model, named_model); }
+  std::pair<Reference, const ClusterSpec*> cluster(const YamlValue& v) {
+    return get(v, clusters_, load_cluster, named_cluster);
+  }
   std::pair<Reference, const TrainingSpec*> training(const std::optional<YamlValue>& v) {
     if (!v) {
       static const TrainingSpec kDefault = load_training("");
       return {Reference{"", "default"}, &kDefault};
     }
-    return get(*v, trainings_, load_training);
+    return get(*v, trainings_, load_training, named_training);
   }
 
  private:
-  template <class Spec, class Load>
-  std::pair<Reference, const Spec*> get(const YamlValue& v, std::map<std::string, Spec>& memo, Load load) {
+  // `load` reads a file the reference resolved to; `named` a catalog entry
+  // (never a file of that name where the batch happens to run).
+  template <class Spec, class Load, class Named>
+  std::pair<Reference, const Spec*> get(const YamlValue& v, std::map<std::string, Spec>& memo, Load load,
+                                        Named named) {
     const Reference ref = resolve(v.as_string(), base_);
     auto it = memo.find(ref.resolved);
     if (it == memo.end()) {
@@ -85,7 +90,7 @@ class SpecLoader {
         throw InputError(manifest_, v.path(), v.as_string(),
                          "a catalog name or an existing file (looked for " + ref.resolved + ")");
       try {
-        it = memo.emplace(ref.resolved, load(ref.resolved)).first;
+        it = memo.emplace(ref.resolved, ref.is_file ? load(ref.resolved) : named(ref.resolved)).first;
       } catch (const InputError& e) {
         // A catalog miss names no file: the manifest's value is the culprit.
         if (e.file().empty()) throw InputError(manifest_, v.path(), v.as_string(), e.allowed());
@@ -136,8 +141,13 @@ BatchOptions parse_options(const YamlObject& root) {
           else if constexpr (std::is_same_v<T, bool>) target = value->as_bool();
           else if constexpr (std::is_same_v<T, double>) target = value->as_double();
           else {
+            // The scalar rules of every spec file: decimal, unquoted (yaml-cpp
+            // reads 010 as 8 and 0x2 as 2).
+            const YAML::Node& node = value->node();
+            if (!is_plain_scalar(node) || !is_decimal_integer(node.Scalar()))
+              value->fail(std::string(option.allowed) + ", written in decimal and not quoted");
             try {
-              target = value->node().template as<T>();
+              target = node.template as<T>();
             } catch (const YAML::Exception&) {
               value->fail(std::string(option.allowed));
             }

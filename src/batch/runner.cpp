@@ -1,6 +1,7 @@
 #include "autohaap/batch/runner.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "autohaap/batch/cache_file.hpp"
@@ -137,8 +138,16 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
       r.gpus = best.num_gpus();
       r.stages = static_cast<int>(best.stages.size());
       r.plan_file = fs::path(plan_file).filename().string();
-      if (result.status == PlanStatus::stopped_with_plan)
-        r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far";
+      // Stopped short of a proof: by what (the time limit, or the skeleton
+      // limit's stop_reason), and how far the plan may be from the best.
+      if (result.status == PlanStatus::stopped_with_plan) {
+        char gap[48];
+        std::snprintf(gap, sizeof gap, " (proven within %.2f%% of the best)", 100 * result.stats.gap);
+        r.error = (result.stop_reason.empty()
+                       ? "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far"
+                       : result.stop_reason) +
+                  gap;
+      }
     } else if (result.status == PlanStatus::stopped_no_plan) {
       r.status = r.outcome = EntryStatus::failed;
       r.error = "time limit of " + seconds_text(manifest.options.time_limit_s) +

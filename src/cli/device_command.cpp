@@ -3,7 +3,10 @@
 // (io/device_measurements.hpp), printed beside the base device's.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -12,6 +15,7 @@
 #include "autohaap/io/device_measurements.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "commands.hpp"
+#include "problem_args.hpp"
 
 namespace autohaap::cli {
 namespace {
@@ -58,7 +62,15 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("-o,--out", a->out, "device YAML file to write");
   action = [a, cmd] {
     if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, false);
-    if (!a->out.empty()) check_writable(a->out);
+    if (!a->out.empty()) {
+      // A device file, never one of the measurement tables it is made from.
+      std::string ext = std::filesystem::path(a->out).extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (ext != ".yaml" && ext != ".yml")
+        throw InputError("command line", "--out", a->out, "a device file name ending .yaml or .yml");
+      check_outputs_apart({{"--out", a->out}}, {{"--base", a->base}});
+      check_writable(a->out);
+    }
     // The base is named on the command line: a name that is neither a
     // catalog device nor a file is refused as --base's.
     const DeviceSpec base = [&] {

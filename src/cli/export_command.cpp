@@ -113,10 +113,14 @@ int run_export(const ExportArgs& a) {
   }
   if (a.out.empty()) {
     std::cout << text;
+  } else if (code != kExitOk) {
+    // Arguments of another plan (the nearest expressible) must not land
+    // where a launch script reads this plan's: the file is left as it was,
+    // and the verdict and the nearest plan go to the terminal.
+    std::cout << text << "note: not written to " << a.out << ": the plan is not expressible (exit "
+              << code << "); the nearest plan's arguments are above\n";
   } else {
     write_file_atomically(a.out, text);
-    // The verdict stays visible on the terminal when the text goes to a file.
-    if (code != kExitOk) std::cout << text.substr(0, text.find("\n# Megatron-LM arguments")) << "\n";
     std::cout << a.to << " export written to " << a.out << "\n";
   }
   return code;

@@ -3,12 +3,33 @@
 // 2 invalid input, 3 no feasible plan, 4 interrupted / time limit.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <vector>
 
 #include "autohaap/error.hpp"
+#include "autohaap/io/yaml_value.hpp"
 #include "commands.hpp"
+
+namespace {
+
+// A command's exit code once everything it printed reached standard
+// output: a write that failed (a full disk, a closed pipe: SIGPIPE is
+// ignored during searches) would otherwise end with exit 0 and a partial
+// plan, manifest or table where the caller redirected it.
+int with_output_written(int code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout) && !std::cout.fail()) return code;
+  const int err = errno;
+  std::cerr << "error: standard output: " << (err != 0 ? std::strerror(err) : "write failed")
+            << " (what was printed is incomplete)\n";
+  return code == autohaap::kExitOk ? autohaap::kExitFailure : code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace autohaap;
@@ -45,19 +66,30 @@ int main(int argc, char** argv) {
 
   try {
     // Every option that takes a value names a file, a name or a number: an
-    // empty one (`-o ''`) would silently mean "none" or "the default".
-    for (auto& [cmd, action] : commands) {
-      if (!cmd->parsed()) continue;
+    // empty one (`-o ''`) would silently mean "none" or "the default". A
+    // number is written in decimal, as in every input file (the scalar
+    // rules, io/yaml_value.hpp): CLI11 reads 010 as octal 8, 0x10 as 16
+    // and 0x1p4 as a hexadecimal float.
+    std::vector<const CLI::App*> parsed{&app};
+    for (auto& [cmd, action] : commands)
+      if (cmd->parsed()) parsed.push_back(cmd);
+    for (const CLI::App* cmd : parsed) {
       for (const CLI::Option* option : cmd->get_options()) {
         if (option->get_expected_min() == 0 || option->count() == 0) continue;
-        for (const std::string& value : option->results())
+        const std::string type = option->get_type_name();
+        for (const std::string& value : option->results()) {
           if (value.empty()) throw InputError("command line", option->get_name(), "", "a non-empty value");
+          if ((type == "INT" || type == "UINT") && !is_decimal_integer(value))
+            throw InputError("command line", option->get_name(), value, "an integer written in decimal");
+          if (type == "FLOAT" && !is_decimal_number(value))
+            throw InputError("command line", option->get_name(), value, "a number written in decimal");
+        }
       }
     }
     for (auto& [cmd, action] : commands) {
-      if (cmd->parsed()) return action();
+      if (cmd->parsed()) return with_output_written(action());
     }
-    return default_action();
+    return with_output_written(default_action());
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitInvalidInput;

@@ -356,11 +356,23 @@ bool is_file_reference(const std::string& ref) {
   return fs::is_regular_file(ref, ec);
 }
 
+ModelSpec named_model(const std::string& name) {
+  if (!is_catalog_model(name)) unknown_name("model", name, catalog_model_names());
+  return catalog_model(name);
+}
+
+ClusterSpec named_cluster(const std::string& name) {
+  if (!is_catalog_cluster(name)) unknown_name("cluster", name, catalog_cluster_names());
+  return catalog_cluster(name);
+}
+
+TrainingSpec named_training(const std::string& name) {
+  if (!is_catalog_training(name)) unknown_name("training", name, catalog_training_names());
+  return catalog_training(name);
+}
+
 ModelSpec load_model(const std::string& ref) {
-  if (!is_file_reference(ref)) {
-    if (!is_catalog_model(ref)) unknown_name("model", ref, catalog_model_names());
-    return catalog_model(ref);
-  }
+  if (!is_file_reference(ref)) return named_model(ref);
   return parse_model(YamlObject(load_yaml_file(ref), ref, ""), stem_of(ref));
 }
 
@@ -373,19 +385,13 @@ DeviceSpec load_device(const std::string& ref) {
 }
 
 ClusterSpec load_cluster(const std::string& ref) {
-  if (!is_file_reference(ref)) {
-    if (!is_catalog_cluster(ref)) unknown_name("cluster", ref, catalog_cluster_names());
-    return catalog_cluster(ref);
-  }
+  if (!is_file_reference(ref)) return named_cluster(ref);
   return parse_cluster(YamlObject(load_yaml_file(ref), ref, ""), stem_of(ref));
 }
 
 TrainingSpec load_training(const std::string& ref) {
   if (ref.empty()) return catalog_training(kDefaultTrainingName);
-  if (!is_file_reference(ref)) {
-    if (!is_catalog_training(ref)) unknown_name("training", ref, catalog_training_names());
-    return catalog_training(ref);
-  }
+  if (!is_file_reference(ref)) return named_training(ref);
   return parse_training(YamlObject(load_yaml_file(ref), ref, ""));
 }
 

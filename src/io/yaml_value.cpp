@@ -66,7 +66,7 @@ class DocumentContent final : public YAML::EventHandler {
 // A file is one document: a second one ('---' and another model) would be
 // silently ignored, and `validate` would call the file valid. The
 // documents after the first are walked as parser events, a fixed number of
-// them: yaml-cpp's LoadAll, which loops until the parser reports no more
+// them, and a file with more is refused: yaml-cpp's LoadAll, which loops until the parser reports no more
 // documents, never returns on some malformed streams (a "document" that
 // consumes no token).
 void refuse_later_documents(const std::string& text, const std::string& source) {
@@ -82,12 +82,15 @@ void refuse_later_documents(const std::string& text, const std::string& source) 
       throw InputError(source, line_column(later.first), "a second YAML document",
                        "one document (nothing after a second '---')");
   }
+  // Past the documents looked at, one not read could hold anything.
+  throw InputError(source, "", "more than " + std::to_string(kLaterDocumentsLookedAt + 1) + " YAML documents",
+                   "one document (nothing after a second '---')");
 }
 
-// Not quoted (yaml_value.hpp, the scalar rules).
-bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
-
 }  // namespace
+
+// Not quoted (yaml_value.hpp, the scalar rules).
+bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
 
 std::string describe_int(Bound bound) {
   switch (bound) {
@@ -118,6 +121,24 @@ bool is_decimal_integer(std::string_view text) {
   if (text[i] == '0' && i + 1 != text.size()) return false;
   return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.end(),
                      [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_decimal_number(std::string_view text) {
+  std::size_t i = 0, digits = 0;
+  auto digit = [&] { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  for (; digit(); ++i) ++digits;
+  if (i < text.size() && text[i] == '.')
+    for (++i; digit(); ++i) ++digits;
+  if (digits == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    std::size_t exponent = 0;
+    for (; digit(); ++i) ++exponent;
+    if (exponent == 0) return false;
+  }
+  return i == text.size();
 }
 
 bool is_valid_utf8(std::string_view text) {
@@ -174,7 +195,7 @@ int YamlValue::as_int(Bound bound) const {
   int v = 0;
   // convert<int> demands the whole scalar be an integer: "3.5", "4x" and
   // out-of-range numbers fail instead of being truncated.
-  if (!plain_scalar(node_) || !is_decimal_integer(node_.Scalar()) || !YAML::convert<int>::decode(node_, v) ||
+  if (!is_plain_scalar(node_) || !is_decimal_integer(node_.Scalar()) || !YAML::convert<int>::decode(node_, v) ||
       !within(v, bound))
     fail(describe_int(bound) + ", written in decimal and not quoted");
   return v;
@@ -182,13 +203,13 @@ int YamlValue::as_int(Bound bound) const {
 
 double YamlValue::as_double(Bound bound) const {
   double v = 0;
-  if (!plain_scalar(node_) || !YAML::convert<double>::decode(node_, v) || !std::isfinite(v) || !within(v, bound))
+  if (!is_plain_scalar(node_) || !YAML::convert<double>::decode(node_, v) || !std::isfinite(v) || !within(v, bound))
     fail(describe_double(bound) + ", not quoted");
   return v;
 }
 
 bool YamlValue::as_bool() const {
-  if (plain_scalar(node_))
+  if (is_plain_scalar(node_))
     if (const auto v = yaml12_bool(node_.Scalar())) return *v;
   fail("true or false, not quoted");
 }

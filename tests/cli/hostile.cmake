@@ -138,7 +138,11 @@ set(_hostile_cases
   "hostile_huge_batch|2|huge_batch.yaml: global_batch: got '1000000000'. allowed: an integer from 1 to 16777216|search|-m|gpt3-125m|-c|a100x8|-t|${_hostile}/huge_batch.yaml"
   "hostile_huge_dp|2|--dp: got '2147483647'. allowed: at most the cluster's 8 GPUs|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|2147483647|--micro-batch|1"
   "hostile_profile_inf_latency|2|inf_latency.csv: row 2.latency_ms: got 'inf'. allowed: a number of milliseconds above 0|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/inf_latency.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
-  "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
+  "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number written in decimal|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
+  "hostile_time_limit_hex|2|--time-limit: got '0x10'. allowed: a number written in decimal|search|-m|gpt3-125m|-c|a100x8|--time-limit|0x10"
+  "hostile_top_octal|2|--top: got '010'. allowed: an integer written in decimal|search|-m|gpt3-125m|-c|a100x8|--top|010"
+  "hostile_dp_octal|2|--dp: got '010'. allowed: an integer written in decimal|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|010|--micro-batch|1"
+  "hostile_device_out_is_a_table|2|--out: got '.*gemm.csv'. allowed: a device file name ending .yaml or .yml|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200|-o|${_hostile}/gemm.csv"
   "hostile_gap_negative|2|--gap: got '-0.1'. allowed: a fraction from 0 to 1|search|-m|gpt3-125m|-c|a100x8|--gap|-0.1"
   "hostile_gap_above_one|2|--gap: got '2'. allowed: a fraction from 0 to 1|search|-m|gpt3-125m|-c|a100x8|--gap|2"
   "hostile_gap_without_bound|2|--gap: got '0.1'. allowed: 0 unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|--strategy|uniform|--gap|0.1"
@@ -193,6 +197,10 @@ add_test(NAME cli_hostile_sigterm_during_startup
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/sigterm_during_startup.sh $<TARGET_FILE:autohaap>
                  ${_hostile}/eight_groups.yaml ${_hostile}/sigterm)
 set_tests_properties(cli_hostile_sigterm_during_startup PROPERTIES LABELS "cli" TIMEOUT 30)
+add_test(NAME cli_hostile_stdout_write_failure
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/stdout_write_failure.sh $<TARGET_FILE:autohaap>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml)
+set_tests_properties(cli_hostile_stdout_write_failure PROPERTIES LABELS "cli" TIMEOUT 60)
 # The batch case needs its damaged result file in place on every run (the
 # run itself replaces it).
 add_test(NAME cli_hostile_batch_result_setup

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "autohaap/error.hpp"
@@ -54,6 +55,24 @@ trainings: [default, ../train/short.yaml]
   EXPECT_EQ(m.entries[1].problem.training.global_batch, 8);
   EXPECT_EQ(m.entries[0].problem.training.global_batch, 512);
   EXPECT_EQ(m.entries[5].source, "models[1] x clusters[0] x trainings[1]");
+}
+
+// A bare name is the catalog's unless the manifest's folder holds a file
+// of that name: a file of that name where the batch runs (a Slurm submit
+// folder) once took its place.
+TEST_F(BatchManifest, ABareNameIsTheCatalogsWhereverTheBatchRuns) {
+  write("run/a100x8", testing::kTinyCluster);
+  const auto path = write("jobs/m.yaml", "models: [gpt3-125m]\nclusters: [a100x8]\n");
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir_ / "run");
+  const Manifest m = load_manifest(path);
+  std::filesystem::current_path(before);
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].problem.cluster.name, "a100x8");
+  EXPECT_EQ(m.entries[0].problem.cluster.total_gpus(), 8);
+  // Beside the manifest, the file is what the name means.
+  write("jobs/a100x8", testing::kTinyCluster);
+  EXPECT_EQ(load_manifest(path).entries[0].problem.cluster.name, "tiny");
 }
 
 TEST_F(BatchManifest, ExplicitEntriesKeepTheirOrderAndNames) {
@@ -147,6 +166,11 @@ TEST_F(BatchManifest, RejectsEmptyListsUnknownKeysAndBadOptions) {
       {"options: {strategy: fastest}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.strategy"},
       {"options: {top: 0}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.top"},
       {"options: {threads: -1}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.threads"},
+      // Integers in decimal, unquoted, as in every spec file (yaml-cpp
+      // reads 010 as 8 and 0x2 as 2).
+      {"options: {max_skeletons: 010}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.max_skeletons"},
+      {"options: {top: 0x2}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.top"},
+      {"options: {top: \"2\"}\nmodels: [gpt3-125m]\nclusters: [a100x8]\n", "options.top"},
       {"entries:\n  - {model: gpt3-125m, cluster: a100x8, name: summary}\n", "entries[0].name"},
       {"entries:\n  - {model: gpt3-125m, cluster: a100x8, name: a/b}\n", "entries[0].name"},
       // Its files are named after it: a name past 200 bytes would stop the

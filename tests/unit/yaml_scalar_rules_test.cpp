@@ -25,6 +25,25 @@ TEST(YamlScalarRules, IntegersAreDecimalWithoutALeadingZero) {
     EXPECT_FALSE(is_decimal_integer(bad)) << bad;
 }
 
+// The command line's numbers (CLI11 reads 0x10 as 16 and 0x1p4 as a
+// hexadecimal float).
+TEST(YamlScalarRules, NumbersAreDecimal) {
+  for (const char* ok : {"0", "10", "+1.5", "-.5", "5.", "1e3", "2.5E-3", "0.25"})
+    EXPECT_TRUE(is_decimal_number(ok)) << ok;
+  for (const char* bad : {"", ".", "+", "e3", "1e", "1e+", "0x10", "0x1p4", "inf", "nan", "1.5s", " 1", "1 ", "1,5"})
+    EXPECT_FALSE(is_decimal_number(bad)) << bad;
+}
+
+// A file of more documents than the reader looks at is refused, not read
+// as its first (yaml-cpp's LoadAll can loop forever on some streams).
+TEST(YamlScalarRules, ManyEmptyDocumentsAreNotAFile) {
+  std::string text = "global_batch: 8\n";
+  for (int i = 0; i < 10; ++i) text += "---\n";
+  EXPECT_THROW(parse_yaml(text + "global_batch: 16\n", "t.yaml"), InputError);
+  EXPECT_THROW(parse_yaml(text, "t.yaml"), InputError);
+  EXPECT_NO_THROW(parse_yaml("global_batch: 8\n---\n", "t.yaml"));
+}
+
 TEST(YamlScalarRules, BooleansAreYaml12s) {
   for (const char* t : {"true", "True", "TRUE"}) EXPECT_EQ(yaml12_bool(t), true) << t;
   for (const char* f : {"false", "False", "FALSE"}) EXPECT_EQ(yaml12_bool(f), false) << f;

@@ -37,6 +37,13 @@ ClusterSpec load_cluster(const std::string& path_or_name);
 // Empty => the catalog's default training setup.
 TrainingSpec load_training(const std::string& path_or_name);
 
+// A catalog entry by name alone, never a file of that name in the working
+// directory (a manifest's bare names mean the same wherever the batch
+// runs); InputError naming the catalog's entries when there is none.
+ModelSpec named_model(const std::string& name);
+ClusterSpec named_cluster(const std::string& name);
+TrainingSpec named_training(const std::string& name);
+
 // The same from a mapping already parsed — a spec written inside another
 // file, as the specs a plan file embeds (io/plan_io.hpp). Key paths in
 // errors lie under obj.path(); a group's device given as a relative path

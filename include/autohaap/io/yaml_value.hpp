@@ -102,6 +102,12 @@ class YamlObject {
 //   16, where YAML 1.2's core schema reads 010 as 10, so a node count of
 //   "010" would silently be 8; anything else is refused, not guessed.
 bool is_decimal_integer(std::string_view text);
+// - Other numbers are decimal too: digits with an optional sign, point
+//   and exponent (no hexadecimal float, no inf or nan).
+bool is_decimal_number(std::string_view text);
+// - Numbers and booleans are plain scalars: a quoted "2" is text, not 2
+//   (yaml-cpp converts it all the same).
+bool is_plain_scalar(const YAML::Node& node);
 // - Booleans are YAML 1.2's true/false (any of three casings). yaml-cpp
 //   also takes YAML 1.1's yes/no/on/off/y/n, so a name or a country code
 //   ("no") would become a flag. nullopt for anything else.
