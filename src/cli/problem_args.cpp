@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -48,9 +49,28 @@ ProfileTable load_profiles_arg(const std::string& profiles, const Problem& probl
   // A directory is Metis's layout (one JSON file per device, tp and
   // micro-batch); a file is AutoHAAP's own CSV table.
   std::error_code ec;
-  if (std::filesystem::is_directory(profiles, ec)) return load_metis_profiles(profiles, problem);
-  ProfileTable table = load_profile_csv(profiles);
-  check_profile_fits(table, problem, profiles);
+  ProfileTable table;
+  if (std::filesystem::is_directory(profiles, ec)) {
+    table = load_metis_profiles(profiles, problem);
+  } else {
+    table = load_profile_csv(profiles);
+    check_profile_fits(table, problem, profiles);
+  }
+  // Measurements of none of the cluster's devices would price every stage
+  // analytically without a word (and leave --profiles-only nothing).
+  std::set<std::string> cluster_devices, measured;
+  for (const NodeGroup& g : problem.cluster.groups) cluster_devices.insert(g.device.name);
+  for (const auto& [key, latency] : table.entries()) measured.insert(key.device);
+  if (!table.empty() && std::none_of(cluster_devices.begin(), cluster_devices.end(),
+                                     [&](const std::string& d) { return table.measures_device(d); })) {
+    auto joined = [](const std::set<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out;
+    };
+    throw InputError(profiles, "device", joined(measured),
+                     "measurements of at least one of the cluster's devices: " + joined(cluster_devices));
+  }
   return table;
 }
 

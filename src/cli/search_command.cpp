@@ -323,8 +323,16 @@ int run_distributed(const SearchArgs& a, const std::atomic<bool>& stop) {
   if (!root) return exit_code(r.result.status);
   if (a.rank_report) std::cout << "\nper-rank report\n" << dist::format_rank_table(r.ranks);
   if (!a.settings.distributed.checkpoint_path.empty()) {
-    std::cout << "\ncheckpoint: " << r.chunks << " chunks, " << r.chunks_restored << " restored, "
-              << r.chunks_searched << " searched in this run\n";
+    // A search stopped during its initialization has no chunks yet: what
+    // the file holds then is the initialization's progress, if any.
+    if (r.chunks > 0)
+      std::cout << "\ncheckpoint: " << r.chunks << " chunks, " << r.chunks_restored << " restored, "
+                << r.chunks_searched << " searched in this run\n";
+    else if (r.checkpoints_written > 0)
+      std::cout << "\ncheckpoint: the initialization's progress saved to " << a.settings.distributed.checkpoint_path
+                << " (a rerun goes on from it)\n";
+    else
+      std::cout << "\ncheckpoint: nothing saved (stopped before a round of the initialization ended)\n";
   }
   // Every collective is over: an error from here on (say, an unwritable
   // --out) ends this rank alone, like a one-process run.

@@ -96,6 +96,10 @@ void validate_gap_rule(const SearchSettings& settings) {
   if (settings.gap > 0 && settings.strategy != "autohaap")
     throw InputError("", "gap", seconds_text(settings.gap),
                      "0 unless strategy is autohaap (only its search proves a bound on the optimum)");
+  // A setting the baselines have no use for is refused, not ignored.
+  if (settings.max_skeletons != SearchSettings{}.max_skeletons && settings.strategy != "autohaap")
+    throw InputError("", "max skeletons", std::to_string(settings.max_skeletons),
+                     "the default unless strategy is autohaap (only its initialization keeps a skeleton list)");
 }
 }  // namespace
 
@@ -105,6 +109,10 @@ void validate(const SearchConfig& config) {
   if (!config.distributed.checkpoint_path.empty() && config.search.strategy != "autohaap")
     throw InputError("", "checkpoint", config.distributed.checkpoint_path,
                      "only with strategy autohaap (the baselines are not resumable)");
+  if (config.distributed.checkpoint_path.empty() &&
+      config.distributed.checkpoint_interval_s != dist::DistributedSettings{}.checkpoint_interval_s)
+    throw InputError("", "checkpoint interval", seconds_text(config.distributed.checkpoint_interval_s),
+                     "the default unless a checkpoint is written (--checkpoint FILE)");
 }
 
 void validate(const SearchSettings& settings) {

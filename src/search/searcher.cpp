@@ -1152,6 +1152,25 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // No round to report it at: this participant alone fails, before any
   // exchange, as every one would.
   if (first_task >= tasks) rethrow(pending);
+  // The progress of every round before `next_task` (a multiple of
+  // kTasksPerRound), for a resumed initialization to go on from.
+  auto save_progress = [&](std::size_t next_task) {
+    InitProgress progress;
+    progress.next_task = next_task;
+    progress.tasks = tasks;
+    progress.kept = list;
+    progress.probes = seeds.plans();
+    progress.threshold_s = prepared.threshold_s;
+    progress.prune = prepared.prune;
+    progress.cut_at = cut_at;
+    progress.dropped_bound_s = prepared.dropped_bound_s;
+    progress.limit_cutoff_s = limit_cutoff;
+    catch_into(pending, [&] { options.save(progress); });
+  };
+  // The probes and dives ran to their end (or were restored): a resumed
+  // initialization does not run them again, so only then is progress saved.
+  // A dive stopped midway says so only by the stop, which stays.
+  const bool probes_complete = !stopped.load() && !must_stop();
   // Walks tasks [begin, end) as a round of their own and merges it; false
   // when the initialization ends there (a stop, or the memory guard on a
   // single task). A round whose tasks held more than the memory guard at
@@ -1189,6 +1208,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         if (!walk_range(begin + (end - begin) * k / pieces, begin + (end - begin) * (k + 1) / pieces)) return false;
       return true;
     }
+    // A stop inside a round that began with the list as the rounds before
+    // it left it: that progress is saved (a search stopped mid-round, by a
+    // signal or its time limit, resumes from there; the round itself is
+    // walked again).
+    if (any_stop && options.save && probes_complete && begin % kTasksPerRound == 0) save_progress(begin);
     if (any_stop) stopped.store(true);
     if (any_overflow) overflow.store(true);
     std::vector<InitBlock*> blocks;
@@ -1218,22 +1242,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (!walk_range(round, std::min(tasks, round + kTasksPerRound))) break;
     // A whole round done, not the last: the progress a resumed
     // initialization goes on from, when it is time to save it or a stop was
-    // just seen (a stop inside a round leaves that round unsaved). After
-    // the last, the caller saves what comes next.
+    // just seen. After the last, the caller saves what comes next.
     const std::size_t next_task = round + kTasksPerRound;
-    if (options.save && next_task < tasks && (options.save_due() || options.stop())) {
-      InitProgress progress;
-      progress.next_task = next_task;
-      progress.tasks = tasks;
-      progress.kept = list;
-      progress.probes = seeds.plans();
-      progress.threshold_s = prepared.threshold_s;
-      progress.prune = prepared.prune;
-      progress.cut_at = cut_at;
-      progress.dropped_bound_s = prepared.dropped_bound_s;
-      progress.limit_cutoff_s = limit_cutoff;
-      catch_into(pending, [&] { options.save(progress); });
-    }
+    if (options.save && next_task < tasks && (options.save_due() || options.stop())) save_progress(next_task);
   }
   if (options.top_k > 0 && !overflow.load()) cut_to_threshold();
 

@@ -217,3 +217,10 @@ add_test(NAME cli_hostile_device_base_unknown
          COMMAND $<TARGET_FILE:autohaap> device --measured ${PROJECT_SOURCE_DIR}/tests/data/device/h200 --base nope)
 set_tests_properties(cli_hostile_device_base_unknown PROPERTIES LABELS "cli" TIMEOUT 30
                      PASS_REGULAR_EXPRESSION "error: command line: --base: got 'nope'. allowed: a YAML file path or a catalog device")
+# Profiles of no device of the cluster once priced every stage analytically
+# without a word (and with --profiles-only blamed the micro-batch rule).
+file(WRITE ${_hostile}/h100_only.csv "device,op,tp,micro_batch,seq_len,latency_ms\nh100-sxm,layer,1,1,2048,5\n")
+autohaap_cli_cases("cli"
+  "hostile_profiles_of_no_device|2|h100_only.csv: device: got 'h100-sxm'. allowed: measurements of at least one of the cluster's devices: a100-40gb, v100-32gb|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--profiles|${_hostile}/h100_only.csv"
+  "hostile_checkpoint_interval_alone|2|--checkpoint-interval: got '5'. allowed: the default unless a checkpoint is written|search|-m|gpt3-125m|-c|a100x8|--checkpoint-interval|5"
+  "hostile_max_skeletons_for_a_baseline|2|--max-skeletons: got '5'. allowed: the default unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|-s|uniform|--max-skeletons|5")

@@ -964,6 +964,57 @@ TEST(Search, AnInitializationResumedAfterAnyRoundListsWhatOneNeverStoppedLists) 
   EXPECT_THROW(prepare_search(cost, memory, cache, refused), InputError);
 }
 
+// A stop inside a round (a signal, a time limit) saves the rounds before
+// it, and an initialization resumed from that lists what one never stopped
+// lists. The stop comes after the k-th look at the clock, for several k
+// spread over an unstopped run's looks; a stop before the probes end saves
+// nothing (a resumed run does not balance them again).
+TEST(Search, AnInitializationStoppedInsideARoundSavesTheRoundsBeforeIt) {
+  const Problem problem = five_small_groups();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  PrepareOptions whole_options;
+  whole_options.top_k = 2;
+  std::atomic<long> looks{0};
+  whole_options.stop.deadline_s = 1;
+  whole_options.stop.clock = [&] { return ++looks, 0.0; };
+  const PreparedSearch whole =
+      parallel::with_threads(1, [&] { return prepare_search(cost, memory, cache, whole_options); });
+  ASSERT_FALSE(whole.stopped);
+  const long total = looks.load();
+  int resumed_runs = 0;
+  for (const double at : {0.3, 0.6, 0.9, 0.95, 0.98, 0.995}) {
+    const long stop_after = static_cast<long>(at * static_cast<double>(total));
+    SCOPED_TRACE("stopped after " + std::to_string(stop_after) + " of " + std::to_string(total) + " looks");
+    PrepareOptions options;
+    options.top_k = 2;
+    std::atomic<long> seen{0};
+    options.stop.deadline_s = 1;
+    options.stop.clock = [&] { return ++seen > stop_after ? 2.0 : 0.0; };
+    std::vector<InitProgress> saved;
+    options.save = [&](const InitProgress& progress) { saved.push_back(progress); };
+    LatencyCache own;
+    const PreparedSearch stopped = parallel::with_threads(1, [&] { return prepare_search(cost, memory, own, options); });
+    EXPECT_TRUE(stopped.stopped);
+    if (saved.empty()) continue;
+    ASSERT_EQ(saved.size(), 1u);
+    EXPECT_EQ(saved.front().next_task % 512, 0u);
+    PrepareOptions resumed;
+    resumed.top_k = 2;
+    resumed.resume = &saved.front();
+    LatencyCache fresh;
+    const PreparedSearch r = parallel::with_threads(1, [&] { return prepare_search(cost, memory, fresh, resumed); });
+    EXPECT_EQ(ids(r.skeletons), ids(whole.skeletons));
+    EXPECT_EQ(r.threshold_s, whole.threshold_s);
+    EXPECT_EQ(r.prune.removed, whole.prune.removed);
+    if (saved.front().next_task > 0) ++resumed_runs;
+    std::printf("stopped after %ld of %ld looks: resumed at task %zu\n", stop_after, total,
+                static_cast<std::size_t>(saved.front().next_task));
+  }
+  EXPECT_GT(resumed_runs, 0) << "no stop fell after the first round";
+}
+
 // With and without a skeleton limit (5: the list is cut in every round,
 // and tasks cut their own), and with a memory guard of 3 skeletons (tasks
 // hold 2 at their peak under that limit, so rounds are walked again in
