@@ -1,6 +1,7 @@
 #include "autohaap/io/spec_loader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -444,10 +445,14 @@ std::string validate_file(const std::string& path) {
 // ------------------------------------------------------------- invariants
 
 void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word) {
-  bool blank = true, control = false, space = false;
+  bool blank = true, control = false, not_host = false;
   std::string shown;
   for (const char ch : name) {
     const unsigned char c = static_cast<unsigned char>(ch);
+    // A host name's characters (RFC 1123, and '_' and '.'): '#' starts a
+    // comment in a hostfile, ':' and ',' separate its fields, and a
+    // non-ASCII space looks like none.
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') not_host = true;
     if (c < 0x20 || c == 0x7f) {
       control = true;
       static const char* kHex = "0123456789abcdef";
@@ -455,12 +460,12 @@ void check_name(const std::string& file, const std::string& key, const std::stri
       continue;
     }
     shown += ch;
-    if (c == ' ') space = true;
-    else blank = false;
+    if (c != ' ') blank = false;
   }
-  if (blank || control || (one_word && space))
+  if (blank || control || (one_word && not_host))
     throw InputError(file, key, shown,
-                     one_word ? "a name of printable characters without spaces (it prefixes host names)"
+                     one_word ? "a name of letters, digits, '-', '_' and '.' (it prefixes host names; a group "
+                                "without one takes its device's)"
                               : "a name of printable characters, not blank");
 }
 

@@ -19,15 +19,27 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 }
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
-// The most GPUs of one group any plan can use: every layer its own stage,
-// tp a whole node, and as many replicas as a micro-batch has sequences (the
-// largest B listed; with micro_batch_per_replica, the global batch).
+// The most GPUs of one group a plan can use without context parallelism:
+// every layer its own stage (at most max_pipeline_stages), the largest tp
+// the model and the node allow (the stage rules: a divisor of the node's
+// GPUs, the heads and the MLP width; 1 on a layer list), and as many
+// replicas as a micro-batch has sequences (the largest B listed; with
+// micro_batch_per_replica, the global batch). Context parallelism is left
+// out: past this size a group also offers a smaller prefix, an extra choice
+// that never loses a plan. With tp a whole node whatever the model, a
+// 4-layer list on 8 nodes of 8 GPUs, or a GPT of odd sequence length (no
+// cp) on 64 nodes, was offered only the whole group, more than any plan
+// fills, and had no plan where fewer nodes had one.
 long long most_useful_gpus(const Problem& problem, const NodeGroup& g) {
   const TrainingSpec& t = problem.training;
   long long replicas = t.global_batch;
   if (!t.micro_batch_per_replica && !t.micro_batch_sizes.empty())
     replicas = *std::max_element(t.micro_batch_sizes.begin(), t.micro_batch_sizes.end());
-  return static_cast<long long>(std::max(1, problem.model.layers)) * g.gpus_per_node * std::max(1LL, replicas);
+  int tp = 1;
+  for (int d = 1; d <= g.gpus_per_node; ++d)
+    if (!broken_stage_rule(problem.model, problem.seq_len(), &g, StageDegrees{d, 1, 1}, 1)) tp = d;
+  const long long stages = std::max(1, std::min(problem.model.layers, max_pipeline_stages(problem)));
+  return stages * tp * std::max(1LL, replicas);
 }
 
 // A group of several parts (a merged group, NodeGroup::parts) is used

@@ -72,6 +72,9 @@ file(WRITE ${_hostile}/two_hundred_groups.yaml "${_two_hundred}")
 # Names that would break a hostfile or a line of Megatron arguments.
 file(WRITE ${_hostile}/newline_group.yaml
      "groups:\n  - {device: a100-80gb, name: \"rack 1\\nrack 2\", nodes: 1, gpus_per_node: 8}\n")
+# '#' starts a comment in a hostfile, ':' and ',' separate its fields.
+file(WRITE ${_hostile}/comment_group.yaml
+     "groups:\n  - {device: a100-80gb, name: \"#a:b,c=d\", nodes: 1, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/newline_model.yaml
      "name: \"evil\\n--inject 1\"\nfamily: gpt\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/repeated_row.csv
@@ -155,7 +158,8 @@ set(_hostile_cases
   "hostile_startup_time_limit|4|== AutoHAAP summary ==\nstatus +: (interrupted-no-plan)?(time-limit-best-so-far)?\n|search|-m|llama3-8b|-c|${_hostile}/eight_groups.yaml|--time-limit|2"
   "hostile_twenty_groups|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/twenty_groups.yaml|--threads|2"
   "hostile_two_hundred_groups_time_limit|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/two_hundred_groups.yaml|--time-limit|3|--threads|2"
-  "hostile_group_name_newline|2|newline_group.yaml: groups.0..name: got 'rack 1.x0arack 2'. allowed: a name of printable characters without spaces|validate|${_hostile}/newline_group.yaml"
+  "hostile_group_name_newline|2|newline_group.yaml: groups.0..name: got 'rack 1.x0arack 2'. allowed: a name of letters, digits, '-', '_' and '.'|validate|${_hostile}/newline_group.yaml"
+  "hostile_group_name_comment|2|comment_group.yaml: groups.0..name: got '#a:b,c=d'. allowed: a name of letters, digits|validate|${_hostile}/comment_group.yaml"
   "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters, not blank|validate|${_hostile}/newline_model.yaml"
   "hostile_validate_every_file|2|newline_model.yaml: name: got 'evil.x0a--inject 1'|validate|${_hostile}/newline_group.yaml|${_hostile}/newline_model.yaml"
   "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of printable characters, not blank|validate|${_hostile}/blank_device.yaml"

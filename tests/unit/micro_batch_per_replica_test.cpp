@@ -79,6 +79,28 @@ TEST(MicroBatchPerReplica, MoreGpusNeverSlower) {
   }
 }
 
+// Models a node's worth of tp cannot serve: a layer list (tp 1) and a GPT
+// of odd sequence length with 12 heads (tp at most 4, no cp). On 2 to 16
+// nodes a power-of-two group was offered whole only, more than any plan of
+// them fills: 8 and 16 nodes had no plan. Each now has one, never slower
+// with more nodes.
+TEST(MicroBatchPerReplica, ModelsThatCannotFillANodeKeepAPlanOnMoreNodes) {
+  ModelSpec odd = catalog_model("gpt3-125m");
+  odd.seq_len = 2047;
+  for (const ModelSpec& model : {catalog_model("lstm-2layer-lm"), odd}) {
+    double previous = 1e300;
+    for (const int nodes : {2, 4, 8, 16}) {
+      Problem p = gpt_on(nodes, false);
+      p.model = model;
+      const SearchResult r = search(p);
+      ASSERT_FALSE(r.top.empty()) << model.name << " on " << nodes << " nodes: " << r.infeasible_reason;
+      const double t = r.top[0].predicted.iteration_time_s;
+      EXPECT_LE(t, previous * (1 + 1e-12)) << model.name << " on " << nodes << " nodes";
+      previous = t;
+    }
+  }
+}
+
 TEST(MicroBatchPerReplica, ReadWrittenAndFingerprintedOnlyWhenSet) {
   const std::string path = testing::TempDir() + "per_replica_training.yaml";
   {
