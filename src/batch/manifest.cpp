@@ -212,6 +212,12 @@ class Expander {
     e.problem.model = *mspec;
     e.problem.cluster = *cspec;
     e.problem.training = *tspec;
+    try {
+      check_training_for_model(*mspec, *tspec, tref.resolved);
+    } catch (const InputError& refused) {
+      throw InputError(m_.path, source + " (" + refused.file() + ": " + refused.key() + ")", refused.value(),
+                       refused.allowed());
+    }
     m_.entries.push_back(std::move(e));
   }
 

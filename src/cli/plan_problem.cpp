@@ -48,6 +48,7 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     p.model = args.model.empty() ? embedded->model : load_model(args.model);
     p.cluster = args.cluster.empty() ? embedded->cluster : load_cluster(args.cluster);
     p.training = args.train.empty() ? embedded->training : load_training(args.train);
+    check_training_for_model(p.model, p.training, args.train.empty() ? plan_file : args.train);
     if (!args.profiles.empty()) p.profiles = load_profiles_arg(args.profiles, p);
     if (!args.model.empty())
       out.notes += differs("model", "--model " + args.model, p.model, embedded->model, plan_file);

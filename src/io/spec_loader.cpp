@@ -404,11 +404,20 @@ ClusterSpec read_cluster(const YamlObject& obj, const std::string& default_name)
 
 TrainingSpec read_training(const YamlObject& obj) { return parse_training(obj); }
 
+void check_training_for_model(const ModelSpec& model, const TrainingSpec& training, const std::string& training_file) {
+  if (model.family == ModelFamily::generic && training.seq_len > 0 && training.seq_len != model.seq_len)
+    throw InputError(training_file.empty() ? "built-in training settings" : training_file, "seq_len",
+                     std::to_string(training.seq_len),
+                     "the layer list's own " + std::to_string(model.seq_len) + " of model " + model.name +
+                         ", or absent (its layers are measured per sequence of that length)");
+}
+
 Problem load_problem(const std::string& model, const std::string& cluster, const std::string& training) {
   Problem p;
   p.model = load_model(model);
   p.cluster = load_cluster(cluster);
   p.training = load_training(training);
+  check_training_for_model(p.model, p.training, training);
   return p;
 }
 
@@ -522,6 +531,19 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
   // 0: the device has no such tensor cores.
   if (d.peak_tf32_tflops != 0) range("peak_tf32_tflops", d.peak_tf32_tflops, kMinTflops, kMaxTflops);
   if (d.peak_fp8_tflops != 0) range("peak_fp8_tflops", d.peak_fp8_tflops, kMinTflops, kMaxTflops);
+  // The peaks against each other, as every GPU since Volta has them (dense
+  // rates): FP32 and TF32 no faster than the 16-bit tensor cores, FP8 at
+  // most twice them (H100, L40S, MI300X: 2.0-2.02x; a sparse figure is 4x).
+  // MFU is measured against the 16-bit peak, so a larger ratio gave MFUs
+  // above 1 without a word.
+  const std::string sixteen = number_text(d.peak_tflops);
+  require(d.peak_fp32_tflops <= d.peak_tflops, "peak_fp32_tflops", d.peak_fp32_tflops,
+          "at most peak_tflops (" + sixteen + "): CUDA cores are no faster than 16-bit tensor cores");
+  require(d.peak_tf32_tflops <= d.peak_tflops, "peak_tf32_tflops", d.peak_tf32_tflops,
+          "0 (none) or at most peak_tflops (" + sixteen + ")");
+  require(d.peak_fp8_tflops <= kMostFp8Over16Bit * d.peak_tflops, "peak_fp8_tflops", d.peak_fp8_tflops,
+          "0 (none) or at most " + number_text(kMostFp8Over16Bit) + " x peak_tflops (" + sixteen +
+              "; dense FP8 runs at twice the 16-bit rate, a sparse figure is not a training peak)");
   range("hbm_GBps", d.hbm_GBps, kMinGBps, kMaxGBps);
   require(d.memory_efficiency > 0 && d.memory_efficiency <= 1, "memory_efficiency", d.memory_efficiency,
           describe_double(Bound::fraction));

@@ -228,3 +228,13 @@ autohaap_cli_cases("cli"
   "hostile_profiles_of_no_device|2|h100_only.csv: device: got 'h100-sxm'. allowed: measurements of at least one of the cluster's devices: a100-40gb, v100-32gb|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--profiles|${_hostile}/h100_only.csv"
   "hostile_checkpoint_interval_alone|2|--checkpoint-interval: got '5'. allowed: the default unless a checkpoint is written|search|-m|gpt3-125m|-c|a100x8|--checkpoint-interval|5"
   "hostile_max_skeletons_for_a_baseline|2|--max-skeletons: got '5'. allowed: the default unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|-s|uniform|--max-skeletons|5")
+# A layer list's costs are per sequence of its own length: a training file
+# with another seq_len scaled tokens/s 8x and left the time as it was.
+file(WRITE ${_hostile}/long_sequences.yaml "global_batch: 64\nseq_len: 4096\n")
+autohaap_cli_cases("cli"
+  "hostile_layer_list_other_seq_len|2|long_sequences.yaml: seq_len: got '4096'. allowed: the layer list's own 512 of model lstm-2layer-lm|search|-m|lstm-2layer-lm|-c|a100x8|-t|${_hostile}/long_sequences.yaml")
+# An FP8 peak 100 times the 16-bit one: MFU (against the 16-bit peak) came
+# out at 2.78 without a word.
+file(WRITE ${_hostile}/fp8_absurd.yaml "base: h100-sxm\nname: weird\npeak_fp8_tflops: 100000\n")
+autohaap_cli_cases("cli"
+  "hostile_device_fp8_past_twice|2|fp8_absurd.yaml: peak_fp8_tflops: got '100000'. allowed: 0 .none. or at most 2.1 x peak_tflops|validate|${_hostile}/fp8_absurd.yaml")

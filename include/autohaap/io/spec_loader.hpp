@@ -37,6 +37,12 @@ ClusterSpec load_cluster(const std::string& path_or_name);
 // Empty => the catalog's default training setup.
 TrainingSpec load_training(const std::string& path_or_name);
 
+// The training's sequence length against the model: a layer list (family
+// generic) is priced per sequence of its own seq_len, so a training file
+// that sets another would scale tokens/s and not the work; InputError
+// naming `training_file` then.
+void check_training_for_model(const ModelSpec& model, const TrainingSpec& training, const std::string& training_file);
+
 // A catalog entry by name alone, never a file of that name in the working
 // directory (a manifest's bare names mean the same wherever the batch
 // runs); InputError naming the catalog's entries when there is none.
@@ -105,6 +111,9 @@ inline constexpr double kMaxLatencyUs = 1e6;
 // Dense peak per GPU (TFLOP/s): 1 GFLOP/s to 1 EFLOP/s.
 inline constexpr double kMinTflops = 1e-3;
 inline constexpr double kMaxTflops = 1e6;
+// FP8 over the 16-bit peak: dense FP8 is twice the rate on every GPU that
+// has it (2.02 on L40S by its rounded figures), with a little room.
+inline constexpr double kMostFp8Over16Bit = 2.1;
 // Memory per GPU, and the headroom kept free of it (GiB): 1 MiB to 1 PiB.
 inline constexpr double kMinMemoryGiB = 1.0 / 1024;
 inline constexpr double kMaxMemoryGiB = 1 << 20;
