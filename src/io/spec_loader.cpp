@@ -92,6 +92,9 @@ std::vector<std::pair<std::string, Architecture>> architecture_choices() {
 }
 
 [[noreturn]] void unknown_name(const char* what, const std::string& ref, const std::vector<std::string>& names) {
+  std::error_code ec;
+  if (fs::is_directory(ref, ec))
+    throw InputError("", what, ref, "a YAML file (this is a folder) or a catalog " + std::string(what));
   throw InputError("", what, ref,
                    "a YAML file path or a catalog " + std::string(what) + ": " + detail::names_with_hint(names, ref));
 }

@@ -40,10 +40,11 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   result.candidates = candidates;
   if (candidates > options.exhaustive_limit) {
     throw InputError("search options", "strategy", "exhaustive",
-                     "at most " + std::to_string(options.exhaustive_limit) + " candidates; this problem has " +
+                     "a problem of at most " + std::to_string(options.exhaustive_limit) +
+                         " candidates for the exhaustive reference (a check of small cases); this one has " +
                          (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
                                                                                  : std::to_string(candidates)) +
-                         " (use --strategy autohaap, or raise the exhaustive limit)");
+                         ": use --strategy autohaap, whose answer is the same optimum with a proof");
   }
   const SearchSpace space(problem);
   const SkeletonList list = initialize_skeletons(space, nullptr);

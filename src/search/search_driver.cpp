@@ -192,6 +192,7 @@ class SearchDriver {
         prepare.top_k = search_.top_k;
         prepare.max_skeletons = search_.max_skeletons;
         prepare.stop = stop_;
+        prepare.gap = search_.gap;
         prepare.resume = resume ? &*resume : nullptr;
         // The participants share the initialization's rounds.
         prepare.participant = sync_.rank();
@@ -225,6 +226,9 @@ class SearchDriver {
       progress_.add_pruned(prepared_.prune.removed_initially());
     }
     if (sync_.any(prepared_.stopped)) {
+      // Within the gap asked for by the rate bound alone: the answer asked
+      // for (every participant's probes, and with them this, are alike).
+      if (prepared_.gap_reached) goal_.store(true);
       stopped_ = true;
       init_stopped_ = true;    // part of the space never listed: only the rate bound holds
       plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather

@@ -678,10 +678,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   double limit_cutoff = kInf;
   std::atomic<std::int64_t> kept{0};
   std::atomic<bool> overflow{false}, stopped{false};
+  // Set (between steps, on the calling thread) once the best plan so far is
+  // within options.gap of the rate bound: the gap asked for is proven.
+  std::atomic<bool> gap_met{false};
   // Asked in every loop of the initialization (per task, per probe, every
   // few thousand skeletons walked), so a time limit or a signal stops it
   // within about a second, whatever the size of the space.
-  const std::function<bool()> must_stop = [&] { return overflow.load(std::memory_order_relaxed) || options.stop(); };
+  const std::function<bool()> must_stop = [&] {
+    return overflow.load(std::memory_order_relaxed) || gap_met.load(std::memory_order_relaxed) || options.stop();
+  };
 
   if (must_stop()) {
     // Alone, nothing more to do; sharing the rounds, the others hear of it
@@ -726,6 +731,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (options.top_k > 0 && static_cast<int>(prepared.probes.size()) == options.top_k) {
       prepared.threshold_s = prepared.probes.back().predicted.iteration_time_s;
     }
+    if (options.gap > 0 && !prepared.probes.empty() && prepared.rate_bound_s > 0 &&
+        search_gap(prepared.probes.front().predicted.iteration_time_s, prepared.rate_bound_s) <= options.gap)
+      gap_met.store(true);
   };
 
   struct Part {
@@ -1263,6 +1271,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     prepared.skeleton_limit = true;
   }
   prepared.stopped = stopped.load();
+  prepared.gap_reached = gap_met.load() && prepared.stopped;
   std::sort(prepared.skeletons.begin(), prepared.skeletons.end(), by_bound);
   prepared.prune.kept = static_cast<std::int64_t>(prepared.skeletons.size());
   return prepared;

@@ -162,6 +162,38 @@ TEST(SearchGap, TheRateBoundHoldsBeforeAnySkeletonIsListed) {
   EXPECT_GE(cases, 6);
 }
 
+// A gap the rate bound already proves ends the initialization once a plan
+// within it is in hand (a --gap of 0.99 on six groups walked all of it,
+// 21 s, where the first probes answer in 1 s); one it cannot prove runs on.
+TEST(SearchGap, AGapTheRateBoundProvesEndsTheInitialization) {
+  const Problem problem = two_group_problem(8);
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  LatencyCache cache;
+  PrepareOptions prepare;
+  prepare.top_k = 1;
+  prepare.gap = 0.99;
+  const PreparedSearch prepared = prepare_search(cost, memory, cache, prepare);
+  ASSERT_FALSE(prepared.probes.empty());
+  EXPECT_TRUE(prepared.stopped);
+  EXPECT_TRUE(prepared.gap_reached);
+  EXPECT_LE(search_gap(prepared.probes.front().predicted.iteration_time_s, prepared.rate_bound_s), 0.99);
+
+  SearchOptions options;
+  options.gap = 0.99;
+  const SearchResult r = run_search(problem, options);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(r.status, PlanStatus::gap_reached);
+  EXPECT_EQ(r.stats.bound_s, prepared.rate_bound_s);
+  EXPECT_LE(r.stats.gap, 0.99);
+
+  options.gap = 1e-9;
+  const SearchResult exact = run_search(problem, options);
+  EXPECT_EQ(exact.status, PlanStatus::found);
+  EXPECT_EQ(exact.stats.gap, 0);
+  EXPECT_LE(best_time(exact), best_time(r));
+}
+
 TEST(SearchGap, GapZeroRunsToTheExactOptimum) {
   for (std::uint32_t seed : {101u, 107u, 113u}) {
     const Problem problem = random_problem(seed);

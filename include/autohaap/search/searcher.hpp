@@ -153,6 +153,10 @@ struct PrepareOptions {
   std::int64_t round_guard = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
+  // > 0: stop early too once the best plan so far is proven within this
+  // fraction of the optimum by the rate bound (PreparedSearch::gap_reached);
+  // checked whenever plans are offered (probes, dives, each round's).
+  double gap = 0;
   // Go on from a saved initialization (a checkpoint's) instead of from the
   // start: the probes are not balanced again, the tasks before its
   // next_task not walked again, and the result is what an initialization
@@ -191,6 +195,9 @@ struct PreparedSearch {
   // above) while a probe plan was in hand (without one, prepare_search
   // throws InputError instead).
   bool skeleton_limit = false;
+  // Stopped because the best plan so far was within PrepareOptions::gap of
+  // the rate bound: the answer asked for, not a cut-short search.
+  bool gap_reached = false;
   // Rounds (or pieces of one) walked again in pieces because their tasks
   // passed the memory guard.
   int rounds_split = 0;
