@@ -12,6 +12,7 @@
 
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "initialization_bench.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {
@@ -167,13 +168,11 @@ TEST(SearchGap, TheRateBoundHoldsBeforeAnySkeletonIsListed) {
 // 21 s, where the first probes answer in 1 s); one it cannot prove runs on.
 TEST(SearchGap, AGapTheRateBoundProvesEndsTheInitialization) {
   const Problem problem = two_group_problem(8);
-  const CostModel cost(problem);
-  const MemoryPruner memory(cost);
-  LatencyCache cache;
+  search_fixtures::InitializationBench bench(problem);
   PrepareOptions prepare;
   prepare.top_k = 1;
   prepare.gap = 0.99;
-  const PreparedSearch prepared = prepare_search(cost, memory, cache, prepare);
+  const PreparedSearch prepared = bench.prepare(prepare);
   ASSERT_FALSE(prepared.probes.empty());
   EXPECT_TRUE(prepared.stopped);
   EXPECT_TRUE(prepared.gap_reached);

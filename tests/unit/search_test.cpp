@@ -24,6 +24,7 @@
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "initialization_bench.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {
@@ -970,17 +971,13 @@ TEST(Search, AnInitializationResumedAfterAnyRoundListsWhatOneNeverStoppedLists) 
 // spread over an unstopped run's looks; a stop before the probes end saves
 // nothing (a resumed run does not balance them again).
 TEST(Search, AnInitializationStoppedInsideARoundSavesTheRoundsBeforeIt) {
-  const Problem problem = five_small_groups();
-  const CostModel cost(problem);
-  const MemoryPruner memory(cost);
-  LatencyCache cache;
+  search_fixtures::InitializationBench bench(five_small_groups());
   PrepareOptions whole_options;
   whole_options.top_k = 2;
   std::atomic<long> looks{0};
   whole_options.stop.deadline_s = 1;
   whole_options.stop.clock = [&] { return ++looks, 0.0; };
-  const PreparedSearch whole =
-      parallel::with_threads(1, [&] { return prepare_search(cost, memory, cache, whole_options); });
+  const PreparedSearch whole = bench.prepare(whole_options);
   ASSERT_FALSE(whole.stopped);
   const long total = looks.load();
   int resumed_runs = 0;
@@ -994,8 +991,7 @@ TEST(Search, AnInitializationStoppedInsideARoundSavesTheRoundsBeforeIt) {
     options.stop.clock = [&] { return ++seen > stop_after ? 2.0 : 0.0; };
     std::vector<InitProgress> saved;
     options.save = [&](const InitProgress& progress) { saved.push_back(progress); };
-    LatencyCache own;
-    const PreparedSearch stopped = parallel::with_threads(1, [&] { return prepare_search(cost, memory, own, options); });
+    const PreparedSearch stopped = bench.prepare(options, 1, /*fresh_cache=*/true);
     EXPECT_TRUE(stopped.stopped);
     if (saved.empty()) continue;
     ASSERT_EQ(saved.size(), 1u);
@@ -1003,8 +999,7 @@ TEST(Search, AnInitializationStoppedInsideARoundSavesTheRoundsBeforeIt) {
     PrepareOptions resumed;
     resumed.top_k = 2;
     resumed.resume = &saved.front();
-    LatencyCache fresh;
-    const PreparedSearch r = parallel::with_threads(1, [&] { return prepare_search(cost, memory, fresh, resumed); });
+    const PreparedSearch r = bench.prepare(resumed, 1, /*fresh_cache=*/true);
     EXPECT_EQ(ids(r.skeletons), ids(whole.skeletons));
     EXPECT_EQ(r.threshold_s, whole.threshold_s);
     EXPECT_EQ(r.prune.removed, whole.prune.removed);
