@@ -103,7 +103,7 @@ class SearchDriver {
         merge_(merge_identical_groups(problem.cluster)), merged_problem_(merged(problem, merge_)),
         cost_(merged_problem_), memory_(cost_),
         cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
-        threads_(search.threads > 0 ? search.threads : parallel::hardware_threads()),
+        threads_(parallel::usable_threads(search.threads)),
         stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
     stop_.goal = &goal_;
   }

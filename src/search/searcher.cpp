@@ -38,7 +38,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   const StopCondition stop = StopCondition::of(options.cancel, options.time_limit_s, clock);
   strategy::ProgressReporter progress(options, clock);
   SearchResult result;
-  const int threads = options.threads > 0 ? options.threads : parallel::hardware_threads();
+  const int threads = parallel::usable_threads(options.threads);
   bool stopped = false;
   parallel::with_threads(threads, [&] {
     if (options.strategy == "exhaustive")

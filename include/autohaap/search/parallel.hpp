@@ -41,9 +41,14 @@ inline int hardware_threads() { return std::max(1, tbb::info::default_concurrenc
 // Workers the current context may use (inside with_threads: its limit).
 inline int current_threads() { return std::max(1, tbb::this_task_arena::max_concurrency()); }
 
+// The workers a request for `asked` threads gets (0: all): never more
+// than the hardware threads, which is all TBB runs (past them it warns and
+// ignores the rest), so a summary reports what ran.
+inline int usable_threads(int asked) { return asked > 0 ? std::min(asked, hardware_threads()) : hardware_threads(); }
+
 template <class Body>
 decltype(auto) with_threads(int threads, Body&& body) {
-  tbb::task_arena arena(threads > 0 ? threads : hardware_threads());
+  tbb::task_arena arena(usable_threads(threads));
   return arena.execute(std::forward<Body>(body));
 }
 
