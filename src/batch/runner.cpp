@@ -1,6 +1,7 @@
 #include "autohaap/batch/runner.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -46,10 +47,25 @@ bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entr
   std::error_code ec;
   if (previous->outcome != EntryStatus::found || !fs::is_regular_file(path, ec)) return false;
   // The plan must still read back: a damaged one is planned again.
+  Plan plan;
   try {
-    read_plan(path);
+    plan = read_plan(path);
   } catch (const std::exception& e) {
     *refused_plan = e.what();
+    return false;
+  }
+  // And it must be the answer the result file describes: made for this
+  // entry's specs, with the result's time and GPUs (a plan copied over it,
+  // or a result file edited by hand, once stood in for the entry).
+  const bool same_specs =
+      plan.specs && problem_fingerprint(Problem{plan.specs->model, plan.specs->cluster, plan.specs->training, {}}) ==
+                        problem_fingerprint(Problem{entry.problem.model, entry.problem.cluster, entry.problem.training, {}});
+  const double t = plan.predicted.iteration_time_s;
+  const bool same_answer = t > 0 && std::abs(previous->iteration_time_s - t) <= 1e-6 * t &&
+                           previous->gpus == plan.num_gpus() && previous->mfu > 0 && previous->mfu <= 1;
+  if (!same_specs || !same_answer) {
+    *refused_plan = path + (!same_specs ? " was made for other specs than this entry's"
+                                        : " does not carry the time, GPUs and MFU its result file gives");
     return false;
   }
   return true;

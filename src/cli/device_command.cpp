@@ -61,7 +61,7 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--name", a->name, "name of the new device (default: BASE-measured)");
   cmd->add_option("-o,--out", a->out, "device YAML file to write");
   action = [a, cmd] {
-    if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, false);
+    if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, true);
     if (!a->out.empty()) {
       // A device file, never one of the measurement tables it is made from.
       std::string ext = std::filesystem::path(a->out).extension().string();

@@ -26,12 +26,20 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
                   "measured latencies: a CSV file, or a Metis profile directory (DeviceType.<T>_tp<N>_bs<B>.json)");
 }
 
-std::string precision_notes(const Problem& p) {
+std::string precision_notes(const Problem& p, const Plan* plan) {
   std::string notes;
   const Precision precision = p.training.precision;
+  // With a plan, only the devices its stages run on.
+  std::set<std::string> used;
+  if (plan)
+    for (const StagePlan& s : plan->stages) {
+      used.insert(s.device);
+      for (const ReplicaSet& r : s.replicas) used.insert(r.device);
+    }
   std::set<std::string> seen;
   for (const NodeGroup& g : p.cluster.groups) {
     const DeviceSpec& d = g.device;
+    if (plan && !used.count(d.name)) continue;
     if (!seen.insert(d.name).second) continue;
     const std::string sixteen = d.has_bf16 ? "BF16" : "FP16";
     if (precision == Precision::fp8 && !gemms_in_fp8(precision, d))

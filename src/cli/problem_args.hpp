@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autohaap/plan.hpp"
 #include "autohaap/specs/problem.hpp"
 #include "commands.hpp"
 
@@ -15,8 +16,9 @@ Problem load_problem_args(const ProblemArgs& args);
 // directory or a CSV table.
 ProfileTable load_profiles_arg(const std::string& profiles, const Problem& problem);
 // Lines that tell the user how the inputs were interpreted, e.g. BF16
-// requested on a device without it (costed in FP16: same bytes, FP16 peak).
-std::string precision_notes(const Problem& problem);
+// requested on a device without it (costed in FP16: same bytes, FP16 peak):
+// one note a line, with `plan` only for the devices its stages use.
+std::string precision_notes(const Problem& problem, const Plan* plan = nullptr);
 Recompute parse_recompute(const std::string& value, const std::string& flag);
 
 // A flag and the file it names ("" when it was not given).

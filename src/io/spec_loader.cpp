@@ -476,8 +476,8 @@ void check_name(const std::string& file, const std::string& key, const std::stri
   }
   if (blank || control || (one_word && not_host))
     throw InputError(file, key, shown,
-                     one_word ? "a name of letters, digits, '-', '_' and '.' (it prefixes host names; a group "
-                                "without one takes its device's)"
+                     one_word ? "a name of letters, digits, '-', '_' and '.' (a column of the hostfile and "
+                                "node list, and a prefix of host names)"
                               : "a name of printable characters, not blank");
 }
 
@@ -527,7 +527,9 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
   auto range = [&](const char* key, double value, double lo, double hi) {
     require_number(file, under(path, key), value, lo, hi);
   };
-  check_name(file, under(path, "name"), d.name, false);
+  // One word of host-name characters: the exports print it as a column
+  // (nodelist, hostfile) and a group without a name takes it.
+  check_name(file, under(path, "name"), d.name, true);
   range("memory_GiB", d.memory_GiB, kMinMemoryGiB, kMaxMemoryGiB);
   range("peak_tflops", d.peak_tflops, kMinTflops, kMaxTflops);
   range("peak_fp32_tflops", d.peak_fp32_tflops, kMinTflops, kMaxTflops);

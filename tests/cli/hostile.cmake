@@ -81,6 +81,9 @@ file(WRITE ${_hostile}/repeated_row.csv
      "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,1\na100-40gb,layer,1,1,2048,5\n")
 file(WRITE ${_hostile}/far_layer.csv "device,op,tp,micro_batch,seq_len,latency_ms,layer\na100-40gb,layer,1,1,2048,1,99999\n")
 file(WRITE ${_hostile}/blank_device.yaml "name: \"   \"\nbase: h100-sxm\n")
+# A device name is a column of the node list and hostfile (and the launch
+# script reads it as one): a space shifted torchrun's arguments.
+file(WRITE ${_hostile}/spaced_device.yaml "name: my a100\nbase: a100-80gb\n")
 # 4,194,304 micro-batches: once a 500 MB picture, or bad_alloc.
 file(READ ${CMAKE_CURRENT_SOURCE_DIR}/data/report/uniform_4stage.yaml _plan)
 string(REPLACE "global_batch: 512" "global_batch: 16777216" _plan "${_plan}")
@@ -162,7 +165,8 @@ set(_hostile_cases
   "hostile_group_name_comment|2|comment_group.yaml: groups.0..name: got '#a:b,c=d'. allowed: a name of letters, digits|validate|${_hostile}/comment_group.yaml"
   "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters, not blank|validate|${_hostile}/newline_model.yaml"
   "hostile_validate_every_file|2|newline_model.yaml: name: got 'evil.x0a--inject 1'|validate|${_hostile}/newline_group.yaml|${_hostile}/newline_model.yaml"
-  "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of printable characters, not blank|validate|${_hostile}/blank_device.yaml"
+  "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of letters, digits, '-', '_' and '.'|validate|${_hostile}/blank_device.yaml"
+  "hostile_device_name_with_a_space|2|spaced_device.yaml: name: got 'my a100'. allowed: a name of letters, digits, '-', '_' and '.' .a column of the hostfile|validate|${_hostile}/spaced_device.yaml"
   "hostile_batch_index_negative|2|command line: --index: got '-1'. allowed: an entry index from 0 .the manifest has 6 entries|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|--index|-1"
   "hostile_batch_threads_negative|2|command line: --threads: got '-1'. allowed: 0 .all cores. to 4096|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|-j|-1"
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"

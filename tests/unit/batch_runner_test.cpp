@@ -284,6 +284,31 @@ TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
   EXPECT_NO_THROW(read_plan(plan));
 }
 
+// A readable plan that is not the one the result describes: another
+// entry's plan copied over it, or a result file whose numbers were edited.
+// Either once stood in for the entry (skipped, with the result's numbers).
+TEST_F(Batch, APlanOtherThanItsResultDescribesIsPlannedAgain) {
+  ASSERT_EQ(run({0, 2}).results[0].status, EntryStatus::found);
+  const std::string plan = plan_path(options_.out_dir, kSmall);
+  fs::copy_file(plan_path(options_.out_dir, kMixed), plan, fs::copy_options::overwrite_existing);
+  std::vector<std::string> warnings;
+  BatchReport r = run_warned(warnings, {0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("other specs"), std::string::npos) << warnings[0];
+
+  const std::string sidecar = result_path(options_.out_dir, kSmall);
+  EntryResult edited = *read_entry_result(sidecar, nullptr);
+  edited.iteration_time_s *= 0.5;
+  write_file_atomically(sidecar, entry_result_to_json(edited));
+  warnings.clear();
+  r = run_warned(warnings, {0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("does not carry the time"), std::string::npos) << warnings[0];
+  EXPECT_EQ(run({0}).results[0].status, EntryStatus::skipped) << "planned again, then unchanged";
+}
+
 TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
   BatchSummary s;
   EntryResult r;
