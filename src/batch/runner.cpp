@@ -19,11 +19,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void make_folder(const std::string& dir) {
+// `dir`, created if need be; `flag` names the option it came from in an
+// error (the folder itself, a file there, says nothing of which option).
+void make_folder(const std::string& dir, const std::string& flag) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    throw InputError(dir, "", ec ? ec.message() : "not a folder", "a folder that can be created");
+    throw InputError("command line", flag, dir,
+                     std::string("a folder that can be created (") + (ec ? ec.message() : "not a folder") + ")");
 }
 
 std::string cache_dir_of(const BatchRunOptions& o) {
@@ -195,9 +198,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
 
 BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& selected,
                       const BatchRunOptions& options) {
-  make_folder(options.out_dir);
-  make_folder((fs::path(options.out_dir) / "results").string());
-  make_folder(cache_dir_of(options));
+  make_folder(options.out_dir, "--out");
+  make_folder((fs::path(options.out_dir) / "results").string(), "--out");
+  make_folder(cache_dir_of(options), options.cache_dir.empty() ? "--out" : "--cache");
 
   BatchReport report;
   for (std::size_t k = 0; k < selected.size(); ++k) {

@@ -242,3 +242,7 @@ autohaap_cli_cases("cli"
 file(WRITE ${_hostile}/fp8_absurd.yaml "base: h100-sxm\nname: weird\npeak_fp8_tflops: 100000\n")
 autohaap_cli_cases("cli"
   "hostile_device_fp8_past_twice|2|fp8_absurd.yaml: peak_fp8_tflops: got '100000'. allowed: 0 .none. or at most 2.1 x peak_tflops|validate|${_hostile}/fp8_absurd.yaml")
+# A --cache that is a file: the error named the path alone, not the option.
+file(WRITE ${_hostile}/cache_is_a_file "not a folder\n")
+autohaap_cli_cases("cli"
+  "hostile_batch_cache_is_a_file|2|command line: --cache: got '.*cache_is_a_file'. allowed: a folder that can be created|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_cache_file|--cache|${_hostile}/cache_is_a_file|--index|0")
