@@ -269,8 +269,8 @@ constexpr std::size_t kTasksPerRound = kTasksPerBlock * kBlocksPerRound;
 constexpr std::size_t kDives = 32;
 constexpr int kDiveSteps = 32;
 // The most skeletons the tasks of one round of the initialization may hold
-// at their peaks under a skeleton limit (at least; 4 x the limit when that
-// is more; about 1.7 GB): past it the round is walked again as two halves
+// at their peaks under a skeleton limit (at least; 2 x the limit when that
+// is more; about 850 MB): past it the round is walked again in pieces
 // (prepare_search, walk_range). A task keeps a quarter of the limit and
 // holds at most twice that, so a round of one task never passes it.
 constexpr std::size_t kRoundGuard = 500'000;
@@ -670,7 +670,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // dropped. `kept` counts what a round's tasks have held at their most
   // (each task's peak, a figure of the task alone, so the count does not
   // depend on which tasks ran first): past the memory guard the round is
-  // walked again as two halves (walk_range below).
+  // walked again in pieces (walk_range below).
   const std::size_t list_cap = options.max_skeletons > 0 ? static_cast<std::size_t>(options.max_skeletons) : 0;
   const std::size_t task_cap = list_cap > 0 ? std::max<std::size_t>(1, list_cap / 4) : 0;
   const auto round_guard = static_cast<std::int64_t>(
@@ -1182,9 +1182,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // Walks tasks [begin, end) as a round of their own and merges it; false
   // when the initialization ends there (a stop, or the memory guard on a
   // single task). A round whose tasks held more than the memory guard at
-  // their peaks is thrown away and walked again as two halves, each merged
-  // and cut to the limit before the next, so the second walks with the
-  // first's cutoff; the guard counts each task's own peak, so whether a
+  // their peaks is thrown away and walked again in kPiecesOfAnOverflow
+  // pieces, each merged and cut to the limit before the next, so later ones
+  // walk with the earlier ones' cutoff; the guard counts each task's own peak, so whether a
   // round passes it, and with it the list, depends neither on the thread
   // count nor on the participants. Llama 3 70B on 8 groups of 64 GPUs:
   // one round of the 438,400 held over a million skeletons and stopped
