@@ -13,6 +13,7 @@
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"
 
 namespace autohaap {
 namespace {
@@ -60,9 +61,9 @@ bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entr
   // And it must be the answer the result file describes: made for this
   // entry's specs, with the result's time and GPUs (a plan copied over it,
   // or a result file edited by hand, once stood in for the entry).
-  const bool same_specs =
-      plan.specs && problem_fingerprint(Problem{plan.specs->model, plan.specs->cluster, plan.specs->training, {}}) ==
-                        problem_fingerprint(Problem{entry.problem.model, entry.problem.cluster, entry.problem.training, {}});
+  const bool same_specs = plan.specs && spec_fingerprint(plan.specs->model) == spec_fingerprint(entry.problem.model) &&
+                          spec_fingerprint(plan.specs->cluster) == spec_fingerprint(entry.problem.cluster) &&
+                          spec_fingerprint(plan.specs->training) == spec_fingerprint(entry.problem.training);
   const double t = plan.predicted.iteration_time_s;
   const bool same_answer = t > 0 && std::abs(previous->iteration_time_s - t) <= 1e-6 * t &&
                            previous->gpus == plan.num_gpus() && previous->mfu > 0 && previous->mfu <= 1;

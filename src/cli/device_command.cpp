@@ -3,10 +3,7 @@
 // (io/device_measurements.hpp), printed beside the base device's.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -64,8 +61,7 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
     if (cmd->count("--name") > 0) check_name("command line", "--name", a->name, true);
     if (!a->out.empty()) {
       // A device file, never one of the measurement tables it is made from.
-      std::string ext = std::filesystem::path(a->out).extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+      const std::string ext = lowercase_extension(a->out);
       if (ext != ".yaml" && ext != ".yml")
         throw InputError("command line", "--out", a->out, "a device file name ending .yaml or .yml");
       check_outputs_apart({{"--out", a->out}}, {{"--base", a->base}});

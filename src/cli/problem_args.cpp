@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -64,21 +63,7 @@ ProfileTable load_profiles_arg(const std::string& profiles, const Problem& probl
     table = load_profile_csv(profiles);
     check_profile_fits(table, problem, profiles);
   }
-  // Measurements of none of the cluster's devices would price every stage
-  // analytically without a word (and leave --profiles-only nothing).
-  std::set<std::string> cluster_devices, measured;
-  for (const NodeGroup& g : problem.cluster.groups) cluster_devices.insert(g.device.name);
-  for (const auto& [key, latency] : table.entries()) measured.insert(key.device);
-  if (!table.empty() && std::none_of(cluster_devices.begin(), cluster_devices.end(),
-                                     [&](const std::string& d) { return table.measures_device(d); })) {
-    auto joined = [](const std::set<std::string>& names) {
-      std::string out;
-      for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-      return out;
-    };
-    throw InputError(profiles, "device", joined(measured),
-                     "measurements of at least one of the cluster's devices: " + joined(cluster_devices));
-  }
+  check_profile_serves_cluster(table, problem, profiles);
   return table;
 }
 

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -151,6 +153,12 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
     fail_write(path, "cannot replace the file: " + os_reason());
   tmp.commit();
   sync_directory(path, dir);
+}
+
+std::string lowercase_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
 }
 
 std::string read_file(const std::string& path) {

@@ -14,6 +14,7 @@
 #include "autohaap/io/spec_loader.hpp"
 #include "csv_cells.hpp"
 #include "document_writer.hpp"
+#include "name_list.hpp"
 #include "spec_writer.hpp"
 
 namespace autohaap {
@@ -115,8 +116,7 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   // No row of the device's 16-bit type at all: a table of another GPU, or
   // of another spelling ("BF16"), not a broken timing.
   if (out.largest == 0) {
-    std::string found;
-    for (const std::string& d : other_dtypes) found += (found.empty() ? "" : ", ") + d;
+    const std::string found = detail::join_names({other_dtypes.begin(), other_dtypes.end()});
     throw InputError(path, "dtype", found.empty() ? "(no rows)" : found,
                      "rows of dtype " + dtype + ", the 16-bit type " + d.name +
                          " trains in (is --base the GPU that was measured?)");

@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -485,8 +484,7 @@ bool is_json_path(std::string_view path) {
 }
 
 void check_plan_file_name(const std::string& path, const std::string& flag) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = lowercase_extension(path);
   if (ext == ".json" || ext == ".yaml" || ext == ".yml") return;
   throw InputError("command line", flag, path, "a plan file name ending .json, .yaml or .yml");
 }

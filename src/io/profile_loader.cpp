@@ -1,8 +1,10 @@
 #include "autohaap/io/profile_loader.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "csv_cells.hpp"
+#include "name_list.hpp"
 
 namespace autohaap {
 
@@ -92,6 +95,18 @@ void check_profile_fits(const ProfileTable& table, const Problem& problem, const
     throw InputError(path, "seq_len", "no row at " + std::to_string(problem.seq_len()),
                      "rows measured at the training's sequence length, " + std::to_string(problem.seq_len()) +
                          " tokens (the others can time nothing here)");
+}
+
+void check_profile_serves_cluster(const ProfileTable& table, const Problem& problem, const std::string& path) {
+  std::set<std::string> cluster_devices, measured;
+  for (const NodeGroup& g : problem.cluster.groups) cluster_devices.insert(g.device.name);
+  for (const auto& [key, latency] : table.entries()) measured.insert(key.device);
+  if (table.empty() || std::any_of(cluster_devices.begin(), cluster_devices.end(),
+                                   [&](const std::string& d) { return table.measures_device(d); }))
+    return;
+  throw InputError(path, "device", detail::join_names({measured.begin(), measured.end()}),
+                   "measurements of at least one of the cluster's devices: " +
+                       detail::join_names({cluster_devices.begin(), cluster_devices.end()}));
 }
 
 ProfileTable load_profile_csv(const std::string& path) {

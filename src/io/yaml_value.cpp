@@ -66,9 +66,9 @@ class DocumentContent final : public YAML::EventHandler {
 // A file is one document: a second one ('---' and another model) would be
 // silently ignored, and `validate` would call the file valid. The
 // documents after the first are walked as parser events, a fixed number of
-// them, and a file with more is refused: yaml-cpp's LoadAll, which loops until the parser reports no more
-// documents, never returns on some malformed streams (a "document" that
-// consumes no token).
+// them, and a file with more is refused: yaml-cpp's LoadAll, which loops
+// until the parser reports no more documents, never returns on some
+// malformed streams (a "document" that consumes no token).
 void refuse_later_documents(const std::string& text, const std::string& source) {
   constexpr int kLaterDocumentsLookedAt = 8;
   std::istringstream in(text);

@@ -1183,10 +1183,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // when the initialization ends there (a stop, or the memory guard on a
   // single task). A round whose tasks held more than the memory guard at
   // their peaks is thrown away and walked again in kPiecesOfAnOverflow
-  // pieces, each merged and cut to the limit before the next, so later ones
-  // walk with the earlier ones' cutoff; the guard counts each task's own peak, so whether a
-  // round passes it, and with it the list, depends neither on the thread
-  // count nor on the participants. Llama 3 70B on 8 groups of 64 GPUs:
+  // pieces, each merged and cut to the limit before the next, so later
+  // ones walk with the earlier ones' cutoff; the guard counts each task's
+  // own peak, so whether a round passes it, and with it the list, depends
+  // neither on the thread count nor on the participants. Llama 3 70B on 8 groups of 64 GPUs:
   // one round of the 438,400 held over a million skeletons and stopped
   // the initialization with a 21% gap.
   const std::function<bool(std::size_t, std::size_t)> walk_range = [&](std::size_t begin, std::size_t end) {

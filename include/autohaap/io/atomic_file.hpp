@@ -30,6 +30,10 @@ void write_file_atomically(const std::string& path, std::string_view contents);
 // temporary file in the folder, as a write would.
 void check_writable(const std::string& path);
 
+// The extension of a file name in lower case (".json", ".yaml", or "" when
+// it has none): what an output's format is chosen and checked by.
+std::string lowercase_extension(const std::string& path);
+
 // The whole contents of a regular file; InputError if it is missing, a
 // directory or unreadable.
 std::string read_file(const std::string& path);

@@ -31,4 +31,10 @@ void add_profile_csv(ProfileTable& table, const std::string& path);
 // several clusters.
 void check_profile_fits(const ProfileTable& table, const Problem& problem, const std::string& path);
 
+// A table (CSV or Metis's) that measures at least one of the cluster's
+// devices: one of none would price every stage analytically without a
+// word (and leave --profiles-only nothing); InputError naming the devices
+// measured and those of the cluster.
+void check_profile_serves_cluster(const ProfileTable& table, const Problem& problem, const std::string& path);
+
 }  // namespace autohaap

@@ -105,8 +105,9 @@ bool is_decimal_integer(std::string_view text);
 // - Other numbers are decimal too: digits with an optional sign, point
 //   and exponent (no hexadecimal float, no inf or nan).
 bool is_decimal_number(std::string_view text);
-// - Numbers and booleans are plain scalars: a quoted "2" is text, not 2
-//   (yaml-cpp converts it all the same).
+// - A number or a boolean is a plain scalar: a quoted "8" is a string to
+//   YAML, as a JSON string is (io/json_input.cpp tags both "!"), though
+//   yaml-cpp converts it all the same.
 bool is_plain_scalar(const YAML::Node& node);
 // - Booleans are YAML 1.2's true/false (any of three casings). yaml-cpp
 //   also takes YAML 1.1's yes/no/on/off/y/n, so a name or a country code
@@ -117,8 +118,6 @@ std::optional<bool> yaml12_bool(std::string_view text);
 //   Names are written into JSON plans and reports, whose readers reject
 //   anything else.
 bool is_valid_utf8(std::string_view text);
-// - A number or a boolean is a plain scalar: a quoted "8" is a string to
-//   YAML, as a JSON string is (io/json_input.cpp tags both "!").
 
 // Words for an error message's "allowed" part, e.g. "a positive integer".
 std::string describe_int(Bound bound);
