@@ -203,16 +203,20 @@ std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
 }
 
 double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) const {
-  return lower_bound_placed(skeleton, refine_below, 0, 0);
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/false);
+}
+
+double LoadBalancer::searched_lower_bound(const Skeleton& skeleton, double refine_below) const {
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/true);
 }
 
 double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
                                              double refine_below) const {
-  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back);
+  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back, /*per_vpp_memory=*/false);
 }
 
-double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin,
-                                        int loose_end) const {
+double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin, int loose_end,
+                                        bool per_vpp_memory) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -225,17 +229,38 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   for (int i = 0; i < p; ++i)
     capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);
   const double fastest = iteration_lower_bound(speeds, capacities, L, m, max_vpp(skeleton));
-  if (!identical || modes_.size() == 1 || !(fastest <= refine_below)) return fastest;
+  if (!identical || (modes_.size() == 1 && !(per_vpp_memory && max_vpp(skeleton) > 1)) || !(fastest <= refine_below))
+    return fastest;
   // Each stage's modes, fastest first: what k layers cost where memory
-  // forces a leaner mode on them.
+  // forces a leaner mode on them (and, under interleaving, where its
+  // micro-batches in flight do).
   StageTiers tiers(p);
+  std::vector<std::vector<double>> layer_s;  // per mode, per stage
   for (const Recompute mode : modes_) {
     const StageSpeeds in_mode = mode == modes_.front() ? speeds : stage_speeds(cost_, cache_, mode, skeleton, true);
     for (int i = 0; i < p; ++i)
       tiers[i].push_back({memory_.max_layers(skeleton.stages[i], mode, skeleton.micro_batch, place(i), p, m),
                           in_mode.layer[i]});
+    layer_s.push_back(in_mode.layer);
   }
-  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, max_vpp(skeleton), refine_below));
+  // The same modes under w chunks: more micro-batches in flight
+  // (CostModel::in_flight, rounded down), so each holds at most as many.
+  const int most_vpp = max_vpp(skeleton);
+  std::vector<StageTiers> chunked(static_cast<std::size_t>(std::max(0, most_vpp - 1)));
+  const InterleavedTiers interleaved = [&](int w) -> const StageTiers& {
+    StageTiers& t = chunked[w - 2];
+    if (!t.empty()) return t;
+    t.resize(p);
+    for (int i = 0; i < p; ++i) {
+      const int in_flight = static_cast<int>(CostModel::in_flight(place(i), p, m, w));
+      for (std::size_t k = 0; k < modes_.size(); ++k)
+        t[i].push_back({memory_.max_layers_in_flight(skeleton.stages[i], modes_[k], skeleton.micro_batch, in_flight),
+                        layer_s[k][i]});
+    }
+    return t;
+  };
+  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below,
+                                                 per_vpp_memory ? interleaved : InterleavedTiers{}));
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {

@@ -262,6 +262,11 @@ int MemoryPruner::max_layers_in_flight_leanest(const StageSlot& slot, int micro_
   return max_layers_leanest(slot, micro_batch, 1, in_flight + 2, in_flight);
 }
 
+int MemoryPruner::max_layers_in_flight(const StageSlot& slot, Recompute recompute, int micro_batch,
+                                       int in_flight) const {
+  return max_layers(slot, recompute, micro_batch, 1, in_flight + 2, in_flight);
+}
+
 std::vector<int> MemoryPruner::capacities(const Skeleton& skeleton) const {
   const int m = num_micro_batches(cost_.problem(), skeleton);
   const int p = skeleton.num_stages();

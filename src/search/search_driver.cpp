@@ -605,14 +605,8 @@ class SearchDriver {
     result.status = search_status(!result.top.empty(), stopped_ || short_of_proof,
                                   (stopped_ && goal_.load()) || (short_of_proof && within_gap));
     if (stopped_early(result.status))
-      result.stopped_by = prepared_.skeleton_limit ? "memory-guard"
-                          : !stopped_                ? "max-skeletons"
-                                                     : stop_.cause_of_stop();
-    if (prepared_.skeleton_limit)
-      result.stop_reason = "too many skeletons in one round of memory-aware initialization (the memory guard of "
-                           "--max-skeletons): the best plan the probes found, proven only by the per-layer rate "
-                           "bound";
-    else if (short_of_proof && !stopped_)
+      result.stopped_by = stopped_ ? stop_.cause_of_stop() : "max-skeletons";
+    if (short_of_proof && !stopped_)
       result.stop_reason = "more than " + std::to_string(search_.max_skeletons) +
                            " skeletons left after memory-aware initialization (--max-skeletons): the best plan of "
                            "those with the least lower bounds, proven within the gap below";

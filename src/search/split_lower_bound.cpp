@@ -287,7 +287,7 @@ namespace {
 // Both bounds: the whole-layer bottleneck of `finish` and, with `paced`,
 // the sum term at each pace (paced_sum_bound); else the unpaced sum.
 double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
-                      double enough) {
+                      double enough, const InterleavedTiers& interleaved) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   std::vector<double> rate(p), cap(p);  // cap and need: the generic layers' fractional bottleneck only
@@ -343,6 +343,20 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
     if (speeds.layers.empty())
       for (int i = 0; i < p; ++i) floor = finish.capacity(i) < w ? kInf : std::max(floor, finish.at(i, w));
     interleaved_floor.push_back(floor);
+  }
+  // Each w's own capacities (the header), for the w whose term with the
+  // unpaced sum (at most its paced one) could still reach `enough`.
+  if (interleaved && speeds.layers.empty()) {
+    for (int w = 2; w <= v; ++w) {
+      double& floor = interleaved_floor[w - 2];
+      if (floor == kInf) continue;
+      const double P = std::max(bottleneck, floor);
+      if (m * P + (sum - P) / w > enough) continue;
+      const StageFinish chunked(speeds.edge, interleaved(w));
+      for (int i = 0; i < p && floor < kInf; ++i)
+        floor = chunked.capacity(i) < w ? kInf : std::max(floor, chunked.at(i, w));
+      if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, L / rates * (1 - 1e-12)));
+    }
   }
   auto time_at = [&](double pace, double stage_sum) {
     return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor);
@@ -416,12 +430,13 @@ double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_v
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
-  return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp, kInf);
+  return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp, kInf,
+                        {});
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
-                             double enough) {
-  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp, enough);
+                             double enough, const InterleavedTiers& interleaved) {
+  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp, enough, interleaved);
 }
 
 }  // namespace autohaap

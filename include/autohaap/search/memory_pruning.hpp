@@ -136,6 +136,11 @@ class MemoryPruner {
   // keeps at least (a pipeline's prefix). Non-increasing in in_flight; at
   // least what a first stage holds there (the edges only add memory).
   int max_layers_in_flight_leanest(const StageSlot& slot, int micro_batch, int in_flight) const;
+  // The same in one recompute mode: what a stage holds under an
+  // interleaved schedule, whose memory differs from plain 1F1B's only in
+  // the micro-batches in flight (CostModel::in_flight with vpp; rounded
+  // down, it gives a capacity at least the true one).
+  int max_layers_in_flight(const StageSlot& slot, Recompute recompute, int micro_batch, int in_flight) const;
   // Per stage of the skeleton, max_layers_leanest.
   std::vector<int> capacities(const Skeleton& skeleton) const;
   // The first memory rule the skeleton breaks, if any.

@@ -105,7 +105,7 @@ struct SearchResult {
   std::string stop_reason;
   // What ended a search short of its end, for the summary's `stopped_by`
   // line: "time-limit", "signal" (the cancel flag: SIGINT, SIGTERM),
-  // "memory-guard" or "max-skeletons" (stop_reason above); empty when the
+  // or "max-skeletons" (stop_reason above); empty when the
   // search ran to its end or reached the requested gap.
   std::string stopped_by;
   std::int64_t candidates = 0;    // size of the strategy's candidate space (saturating)
@@ -144,12 +144,11 @@ struct PrepareOptions {
   // keeps at most max_skeletons / 2 itself, cutting to a quarter when it
   // reaches that. A round whose tasks together held more than round_guard
   // at their peaks (the memory guard) is walked again in pieces, each
-  // merged and cut before the next; a single task past it (only a
-  // round_guard below max_skeletons / 2 allows that) stops the
-  // initialization as a stop does (skeleton_limit), with the probes' plan
-  // as the answer, or InputError when there is none.
+  // merged and cut before the next.
   std::int64_t max_skeletons = 0;
   // The memory guard, in skeletons; 0: 2 x max_skeletons, at least 500,000.
+  // Never below what one task holds at its peak (max_skeletons / 2), so a
+  // single task never passes it.
   std::int64_t round_guard = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
@@ -190,11 +189,7 @@ struct PreparedSearch {
   // per-layer rates alone (no memory, no communication; 0: none): what a
   // search stopped during initialization can still prove.
   double rate_bound_s = 0;
-  bool stopped = false;  // cancel, deadline or skeleton limit: `skeletons` is incomplete
-  // Stopped because a single task passed the memory guard (round_guard
-  // above) while a probe plan was in hand (without one, prepare_search
-  // throws InputError instead).
-  bool skeleton_limit = false;
+  bool stopped = false;  // cancel, deadline or --gap met: `skeletons` is incomplete
   // Stopped because the best plan so far was within PrepareOptions::gap of
   // the rate bound: the answer asked for, not a cut-short search.
   bool gap_reached = false;
