@@ -1,9 +1,11 @@
 #include "plan_problem.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "autohaap/error.hpp"
+#include "autohaap/io/plan_fingerprints.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
@@ -22,6 +24,19 @@ std::string differs(const char* what, const std::string& flag, const Spec& given
   if (ours == theirs) return "";
   return std::string("note: the ") + what + " given (" + flag + ") is not the one " + plan_file +
          " was made for (fingerprint " + ours + ", the plan's " + theirs + "); scored with the one given\n";
+}
+
+// "note: ..." when a spec embedded in the plan file is not what the file
+// recorded for it when written: edited since (io/plan_fingerprints.hpp).
+template <class Spec>
+std::string edited(const char* what, const Spec& embedded, const std::map<std::string, std::string>& recorded,
+                   const std::string& plan_file) {
+  const auto it = recorded.find(what);
+  const std::string now = spec_fingerprint(embedded);
+  if (it == recorded.end() || it->second == now) return "";
+  return std::string("note: the ") + what + " embedded in " + plan_file +
+         " was edited after the plan was written (fingerprint " + now + ", written as " + it->second +
+         "); scored as it stands\n";
 }
 
 }  // namespace
@@ -50,6 +65,10 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     p.training = args.train.empty() ? embedded->training : load_training(args.train);
     check_training_for_model(p.model, p.training, args.train.empty() ? plan_file : args.train);
     if (!args.profiles.empty()) p.profiles = load_profiles_arg(args.profiles, p);
+    const std::map<std::string, std::string> recorded = recorded_spec_fingerprints(plan_file);
+    if (args.model.empty()) out.notes += edited("model", embedded->model, recorded, plan_file);
+    if (args.cluster.empty()) out.notes += edited("cluster", embedded->cluster, recorded, plan_file);
+    if (args.train.empty()) out.notes += edited("training", embedded->training, recorded, plan_file);
     if (!args.model.empty())
       out.notes += differs("model", "--model " + args.model, p.model, embedded->model, plan_file);
     if (!args.cluster.empty())
