@@ -100,12 +100,18 @@ Recompute parse_recompute(const std::string& value, const std::string& flag) {
 namespace {
 
 // Whether two names are one file: the same inode where both exist, else
-// the same path once made absolute and normal.
+// the same path once made absolute and normal (weakly_canonical alone
+// leaves a relative name whose first part does not exist as it is, so
+// `a.json` and `./a.json` differed).
 bool same_file(const std::string& x, const std::string& y) {
   namespace fs = std::filesystem;
   std::error_code ex, ey;
   if (fs::exists(x, ex) && fs::exists(y, ey)) return fs::equivalent(x, y, ex) && !ex;
-  const fs::path px = fs::weakly_canonical(x, ex), py = fs::weakly_canonical(y, ey);
+  auto normal = [](const std::string& name, std::error_code& ec) {
+    const fs::path whole = fs::absolute(name, ec);
+    return ec ? whole : fs::weakly_canonical(whole, ec);
+  };
+  const fs::path px = normal(x, ex), py = normal(y, ey);
   return !ex && !ey && px == py;
 }
 

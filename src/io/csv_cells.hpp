@@ -1,14 +1,18 @@
 // The cells of one line of a plain CSV file (no quoting: the tables this
 // project reads — measured profiles, device measurements — hold names and
 // numbers only), each trimmed of spaces and a carriage return; a trailing
-// comma gives a last empty cell.
+// comma gives a last empty cell. Numbers in decimal only.
 //
 // Internal to src/io. Cost: linear in the line.
 #pragma once
 
+#include <exception>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "autohaap/io/yaml_value.hpp"
 
 namespace autohaap::detail {
 
@@ -23,6 +27,20 @@ inline std::vector<std::string> split_csv_line(const std::string& line) {
   }
   if (!line.empty() && line.back() == ',') cells.emplace_back();
   return cells;
+}
+
+// A cell's number, written in decimal (yaml_value.hpp is_decimal_number:
+// std::stod alone reads `0x10` as 16 and `0x1p1` as 2), within
+// (low, high] and so finite; none otherwise.
+inline std::optional<double> decimal_cell(const std::string& cell, double low, double high) {
+  if (!is_decimal_number(cell)) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(cell, &used);
+    if (used == cell.size() && v > low && v <= high) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace autohaap::detail

@@ -55,12 +55,7 @@ class MeasurementTable {
   // A finite number in (low, high]: times and sizes are positive.
   double number(std::size_t r, const std::string& column, double low, double high, const char* allowed) const {
     const std::string& s = text(r, column);
-    try {
-      std::size_t used = 0;
-      const double v = std::stod(s, &used);
-      if (used == s.size() && v > low && v <= high) return v;
-    } catch (const std::exception&) {
-    }
+    if (const std::optional<double> v = detail::decimal_cell(s, low, high)) return *v;
     throw InputError(path_, "row " + std::to_string(rows_[r].line) + "." + column, s, allowed);
   }
 

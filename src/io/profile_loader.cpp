@@ -61,16 +61,13 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     key.tp = integer(2, 1);
     key.micro_batch = integer(3, 1);
     key.seq_len = integer(4, 1);
-    double ms = 0;
-    try {
-      std::size_t used = 0;
-      ms = std::stod(c[5], &used);
-      // Not inf, not nan (which stod reads): a latency the cost model can add up.
-      if (used != c[5].size() || !(ms > 0 && ms <= limits::kMaxOpLatencyMs)) throw std::invalid_argument("");
-    } catch (const std::exception&) {
+    // Not inf, not nan: a latency the cost model can add up.
+    const std::optional<double> latency = detail::decimal_cell(c[5], 0, limits::kMaxOpLatencyMs);
+    if (!latency)
       throw InputError(path, where + ".latency_ms", c[5],
-                       "a number of milliseconds above 0 and at most " + std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)));
-    }
+                       "a decimal number of milliseconds above 0 and at most " +
+                           std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)));
+    const double ms = *latency;
     key.layer = (c.size() == 7 && !c[6].empty()) ? (c[6] == "-1" ? -1 : integer(6, 0)) : -1;
     if (const auto [earlier, fresh] = row_of.emplace(key, row); !fresh)
       throw InputError(path, where, line,

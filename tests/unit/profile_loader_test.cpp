@@ -39,11 +39,16 @@ TEST_F(ProfileLoader, RowsBecomeLatenciesInSeconds) {
   const ProfileTable t = load_profile_csv(write("0.25"));
   EXPECT_DOUBLE_EQ(*t.lookup(ProfileKey{"a100-40gb", "layer", 1, 2, 2048, -1}), 1.5e-3);
   EXPECT_DOUBLE_EQ(*t.lookup(ProfileKey{"a100-40gb", "mlp", 1, 2, 2048, 7}), 0.25e-3);
+  // Any decimal form: a sign, no leading digit, an exponent.
+  for (const auto& [text, ms] : {std::pair<const char*, double>{"+2", 2}, {".5", 0.5}, {"2.5e-1", 0.25}, {"3E0", 3}})
+    EXPECT_DOUBLE_EQ(*load_profile_csv(write(text)).lookup(ProfileKey{"a100-40gb", "mlp", 1, 2, 2048, 7}), ms * 1e-3)
+        << text;
 }
 
 TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
-  // `inf` once loaded and `estimate` wrote Infinity into its JSON.
-  for (const char* bad : {"inf", "Infinity", "nan", "0", "-1", "1e300", "1.5ms"}) {
+  // `inf` once loaded and `estimate` wrote Infinity into its JSON; `0x10`
+  // loaded as 16 ms and `0x1p1` as 2.
+  for (const char* bad : {"inf", "Infinity", "nan", "0", "-1", "1e300", "1.5ms", "0x10", "0x1p1", ".", "1e"}) {
     const std::string path = write(bad);
     try {
       load_profile_csv(path);
@@ -52,7 +57,7 @@ TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
       EXPECT_EQ(e.file(), path);
       EXPECT_EQ(e.key(), "row 3.latency_ms");
       EXPECT_EQ(e.value(), bad);
-      EXPECT_EQ(e.allowed(), "a number of milliseconds above 0 and at most 1000000000");
+      EXPECT_EQ(e.allowed(), "a decimal number of milliseconds above 0 and at most 1000000000");
     }
   }
 }
