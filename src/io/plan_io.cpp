@@ -400,7 +400,7 @@ class FileReader {
       T value{};
       const bool quoted = v.node().Tag() == "!";
       const bool as_text = std::is_same_v<T, std::string>;
-      bool ok = v.is_scalar() && (as_text ? quoted || !json_ : !quoted);
+      bool ok = as_text ? v.is_scalar() && (quoted || !json_) : is_plain_scalar(v.node());
       // The scalar rules of every user file (io/yaml_value.hpp).
       if constexpr (std::is_same_v<T, bool>) {
         const auto flag = ok ? yaml12_bool(v.node().Scalar()) : std::nullopt;

@@ -89,8 +89,11 @@ void refuse_later_documents(const std::string& text, const std::string& source) 
 
 }  // namespace
 
-// Not quoted (yaml_value.hpp, the scalar rules).
-bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+// Not quoted and not tagged (yaml_value.hpp, the scalar rules): yaml-cpp
+// gives a plain scalar the non-specific tag "?", one built in code none.
+bool is_plain_scalar(const YAML::Node& node) {
+  return node.IsScalar() && (node.Tag().empty() || node.Tag() == "?");
+}
 
 std::string describe_int(Bound bound) {
   switch (bound) {

@@ -101,6 +101,8 @@ file(WRITE ${_hostile}/own_model.yaml "family: gpt\nlayers: 2\nhidden: 64\nheads
 # written raw into JSON plans.
 file(WRITE ${_hostile}/octal_gpus.yaml "groups:\n  - {device: a100-80gb, nodes: 2, gpus_per_node: 010}\n")
 file(WRITE ${_hostile}/quoted_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: \"2\", gpus_per_node: 8}\n")
+# A tag makes a string of a number as quotes do (`!!str 2` was read as 2).
+file(WRITE ${_hostile}/tagged_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: !!str 2, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/yes_flag.yaml "global_batch: 64\noverlap_grad_reduce: yes\n")
 string(ASCII 255 _not_utf8)
 file(WRITE ${_hostile}/not_utf8_name.yaml "name: rack${_not_utf8}\ngroups:\n  - {device: a100-80gb, nodes: 1, gpus_per_node: 8}\n")
@@ -182,6 +184,7 @@ set(_hostile_cases
   "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.json|--report|${_hostile}/same.html"
   "hostile_checkpoint_is_out_spelled_otherwise|2|command line: -[-a-z]+: got '(./)?spelled.json'. allowed: a file other than -[-a-z]+'s|search|-m|gpt3-125m|-c|a100x8|-o|spelled.json|--checkpoint|./spelled.json"
   "hostile_out_is_model|2|command line: -o: got '.*own_model.yaml'. allowed: a file other than the input --model reads|search|-m|${_hostile}/own_model.yaml|-c|a100x8|-o|${_hostile}/own_model.yaml"
+  "hostile_yaml_tagged_integer|2|tagged_nodes.yaml: groups.0..nodes: got '2'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/tagged_nodes.yaml"
   "hostile_yaml_octal_integer|2|octal_gpus.yaml: groups.0..gpus_per_node: got '010'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/octal_gpus.yaml"
   "hostile_yaml_quoted_integer|2|quoted_nodes.yaml: groups.0..nodes: got '2'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/quoted_nodes.yaml"
   "hostile_yaml_yes_flag|2|yes_flag.yaml: overlap_grad_reduce: got 'yes'. allowed: true or false, not quoted|validate|${_hostile}/yes_flag.yaml"

@@ -107,7 +107,8 @@ bool is_decimal_integer(std::string_view text);
 bool is_decimal_number(std::string_view text);
 // - A number or a boolean is a plain scalar: a quoted "8" is a string to
 //   YAML, as a JSON string is (io/json_input.cpp tags both "!"), though
-//   yaml-cpp converts it all the same.
+//   yaml-cpp converts it all the same; so is `!!str 8` or any other
+//   explicitly tagged scalar.
 bool is_plain_scalar(const YAML::Node& node);
 // - Booleans are YAML 1.2's true/false (any of three casings). yaml-cpp
 //   also takes YAML 1.1's yes/no/on/off/y/n, so a name or a country code
