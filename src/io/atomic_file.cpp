@@ -120,6 +120,14 @@ std::pair<std::filesystem::path, std::string> target_of(const std::string& path)
   const fs::file_status status = fs::status(target, ec);
   if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status))
     fail_write(path, "not a regular file (a device, pipe or socket): an output replaces a file");
+  // A rename replaces a file its permissions forbid writing: such a file,
+  // or one without any write permission (write-protected, as rm treats it,
+  // whoever runs), is kept.
+  if (fs::is_regular_file(status) &&
+      ((status.permissions() & (fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write)) ==
+           fs::perms::none ||
+       ::access(target.c_str(), W_OK) != 0))
+    fail_write(path, "a write-protected file (its permissions forbid writing it; the output would replace it)");
   const std::string base = target.filename().string();
   if (base.empty() || base == "." || base == "..") fail_write(path, "a directory name, not a file name");
   fs::path dir = target.parent_path();

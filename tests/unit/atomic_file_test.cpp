@@ -124,6 +124,29 @@ TEST_F(AtomicFile, UnwritableDirectoryIsAClearError) {
   fs::permissions(dir_ / "locked", fs::perms::owner_all);
 }
 
+TEST_F(AtomicFile, WriteProtectedFileIsKept) {
+  // A rename replaced a file of mode 0444 (the inode changed, the mode was
+  // kept): whoever runs, a file without any write permission is kept.
+  const fs::path target = dir_ / "plan.json";
+  std::ofstream(target) << "kept";
+  fs::permissions(target, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  for (const bool preflight : {true, false}) {
+    try {
+      if (preflight)
+        check_writable(target.string());
+      else
+        write_file_atomically(target.string(), "replaced");
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), target.string());
+      EXPECT_NE(e.value().find("write-protected"), std::string::npos) << e.what();
+    }
+  }
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "kept");
+  fs::permissions(target, fs::perms::owner_all);
+}
+
 TEST_F(AtomicFile, CheckWritableSaysWhatAWriteWouldAndTouchesNothing) {
   // For outputs written after long work: the same error before it starts.
   check_writable((dir_ / "plan.json").string());
