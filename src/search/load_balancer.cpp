@@ -207,7 +207,8 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) 
 }
 
 double LoadBalancer::searched_lower_bound(const Skeleton& skeleton, double refine_below) const {
-  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/true);
+  // Without interleaving it is lower_bound itself.
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/max_vpp(skeleton) > 1);
 }
 
 double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back,

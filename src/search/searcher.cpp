@@ -1263,19 +1263,43 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // interleave, its bound is the plain schedule's, so the search stops
   // sooner and the threshold cuts more (Llama 3 70B on six groups: 70,416
   // kept skeletons became 52,704, 22 s became 18). A pure function of each
-  // skeleton, so the list stays alike on every thread count and
-  // participant. A stop asked meanwhile (looked for every 1,024
-  // skeletons: about 30 ms) stops the initialization there.
-  if (!stopped.load()) {
-    const double cut = options.top_k > 0 ? prepared.threshold_s * (1 + kBoundSlack) : kInf;
-    parallel::for_each(list.size(), [&](std::size_t k) {
-      if (stopped.load(std::memory_order_relaxed) || (k % 1024 == 0 && options.stop())) {
-        stopped.store(true);
-        return;
-      }
-      Skeleton& s = list[k];
-      s.lower_bound_s = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
-    });
+  // skeleton, so the list stays alike on every thread count; participants
+  // share the work (every participants-th skeleton from their own index)
+  // and exchange the bounds once, always, so each calls the exchange as
+  // often as the others. A stop asked meanwhile (looked for every 1,024
+  // skeletons: about 30 ms) stops the initialization there; the bounds not
+  // tightened by then stay the walk's, valid as they are.
+  {
+    const bool shared = static_cast<bool>(options.exchange);
+    const std::size_t step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
+    const std::size_t first = shared ? static_cast<std::size_t>(options.participant) : 0;
+    InitRound mine;
+    mine.stopped = stopped.load();
+    if (!mine.stopped && first < list.size()) {
+      const double cut = options.top_k > 0 ? prepared.threshold_s * (1 + kBoundSlack) : kInf;
+      mine.bounds.resize((list.size() - first + step - 1) / step);
+      std::atomic<bool> interrupted{false};
+      parallel::for_each(mine.bounds.size(), [&](std::size_t j) {
+        const Skeleton& s = list[first + j * step];
+        mine.bounds[j] = s.lower_bound_s;
+        if (interrupted.load(std::memory_order_relaxed) || (j % 1024 == 0 && options.stop())) {
+          interrupted.store(true);
+          return;
+        }
+        // Without interleaving the walk's bound is already this one.
+        if (balancer.max_vpp(s) > 1) mine.bounds[j] = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
+      });
+      mine.stopped = interrupted.load();
+    }
+    std::vector<InitRound> all;
+    if (shared)
+      all = options.exchange(mine);
+    else
+      all.push_back(std::move(mine));
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      if (all[q].stopped) stopped.store(true);
+      for (std::size_t j = 0; j < all[q].bounds.size(); ++j) list[q + j * step].lower_bound_s = all[q].bounds[j];
+    }
   }
   if (options.top_k > 0) cut_to_threshold();
 

@@ -1135,7 +1135,7 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
     }
     for (std::thread& t : participants) t.join();
     if (guard == 0)
-      EXPECT_EQ(rounds, 3) << "1300 tasks in rounds of 512";
+      EXPECT_EQ(rounds, 4) << "1300 tasks in rounds of 512, then the tightened bounds";
     else
       EXPECT_GT(rounds, 3 + one.rounds_split) << "each split round walked again in pieces";
     for (int i = 0; i < n; ++i) {

@@ -5,7 +5,8 @@
 // every block in block order and holds the same list and threshold after
 // each round as one process would. Also how the round ended there: a stop,
 // too many skeletons, or an error (an InputError travels as its four
-// parts, so every participant reports it alike).
+// parts, so every participant reports it alike). One more after the last
+// round carries each participant's share of the list's tightened bounds.
 //
 // Its cereal form is in io/search_serialization.hpp. Plain data.
 #pragma once
@@ -42,6 +43,10 @@ struct InitRound {
   // another error, `value` its message).
   std::int32_t failure_code = 0;
   std::string file, key, value, allowed;
+  // After the last round: the tightened bounds of this participant's
+  // share of the list (every participants-th skeleton from its own index,
+  // in list order; prepare_search), empty when stopped before.
+  std::vector<double> bounds;
 };
 
 }  // namespace autohaap
