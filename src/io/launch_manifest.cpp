@@ -15,6 +15,7 @@
 #include "autohaap/io/spec_loader.hpp"  // limits
 #include "autohaap/io/yaml_value.hpp"
 #include "document_writer.hpp"
+#include "job_precision.hpp"
 
 namespace autohaap {
 namespace {
@@ -382,7 +383,7 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
   m.micro_batch_size = plan.micro_batch_size;
   m.num_micro_batches = plan.num_micro_batches;
   m.vpp = plan.vpp;
-  m.precision = problem.training.precision;
+  m.precision = detail::job_precision(problem, plan);  // one dtype a job
   m.pipeline_p2p = pipeline_p2p(problem.training);
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];

@@ -8,6 +8,7 @@
 #include "autohaap/plan_builder.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/runnable_by.hpp"
+#include "job_precision.hpp"
 
 namespace autohaap {
 namespace {
@@ -74,13 +75,6 @@ std::string stages_lacking(const Problem& problem, const Plan& plan,
   std::string out;
   for (const auto& [device, stages] : groups) out += (out.empty() ? "" : ", ") + device + " (" + stage_list(stages) + ")";
   return out;
-}
-
-bool device_has_bf16(const Problem& problem, const Plan& plan) {
-  for (const StagePlan& s : plan.stages) {
-    if (!problem.cluster.groups.at(s.group).device.has_bf16) return false;
-  }
-  return true;
 }
 
 bool gemms_in_fp8_everywhere(const Problem& problem, const Plan& plan) {
@@ -259,7 +253,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     if (plan.zero >= 1) add("--overlap-param-gather");
   }
   if (tr.precision == Precision::bf16 || tr.precision == Precision::fp8)
-    add(device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
+    add(detail::every_device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
   if (tr.precision == Precision::fp16) add("--fp16");
   if (gemms_in_fp8_everywhere(problem, plan)) {
     // Transformer Engine's recipe as NeMo runs it: E4M3 forward, E5M2

@@ -72,6 +72,20 @@ TEST(LaunchManifest, MixedPlanPeersMatchHandCalculation) {
   for (int r = 4; r < 8; ++r) EXPECT_EQ(m.ranks[r].send_to, Peers{}) << r;
 }
 
+// One dtype a job: a BF16 plan with a stage on the V100 (no BF16) runs
+// FP16 on every rank, as `export --to megatron` passes --fp16; it recorded
+// bf16. With BF16 everywhere the training's precision stands.
+TEST(LaunchManifest, ThePrecisionIsOneEveryRankRuns) {
+  Problem p = problem();
+  p.training.precision = Precision::bf16;
+  const Plan plan = mixed_plan();
+  EXPECT_EQ(launch_manifest(plan, p).precision, Precision::fp16);
+  for (NodeGroup& g : p.cluster.groups) g.device.has_bf16 = true;
+  EXPECT_EQ(launch_manifest(plan, p).precision, Precision::bf16);
+  p.training.precision = Precision::fp32;
+  EXPECT_EQ(launch_manifest(plan, p).precision, Precision::fp32);
+}
+
 TEST(LaunchManifest, ContextParallelRanksExchangeTheirTokenChunks) {
   // Stage 0: cp 2 (ranks 0, 1, tokens [0, 1024) and [1024, 2048));
   // stage 1: dp 2 (ranks 2, 3, sequences [0, 2) and [2, 4)).
