@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <yaml-cpp/yaml.h>
+
 #include "autohaap/batch/cache_file.hpp"
 #include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/error.hpp"
@@ -28,6 +30,27 @@ void make_folder(const std::string& dir, const std::string& flag) {
   if (ec || !fs::is_directory(dir))
     throw InputError("command line", flag, dir,
                      std::string("a folder that can be created (") + (ec ? ec.message() : "not a folder") + ")");
+}
+
+// A folder another manifest's batch wrote (its summary.json names that
+// manifest) is refused: this one's entries would replace those of the
+// same name and orphan the rest, and the summary would list this
+// manifest's alone. A summary that does not read is left to be rewritten.
+void check_folder_is_this_manifests(const std::string& out_dir, const Manifest& manifest) {
+  const fs::path summary = fs::path(out_dir) / "summary.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(summary, ec)) return;
+  std::string written_for;
+  try {
+    const YAML::Node root = YAML::Load(read_file(summary.string()));
+    if (root.IsMap() && root["manifest"] && root["manifest"].IsScalar()) written_for = root["manifest"].Scalar();
+  } catch (const std::exception&) {
+    return;
+  }
+  if (!written_for.empty() && written_for != manifest.name)
+    throw InputError("command line", "--out", out_dir,
+                     "a new folder, or one written for manifest '" + manifest.name +
+                         "' (this one holds the results of manifest '" + written_for + "': " + summary.string() + ")");
 }
 
 std::string cache_dir_of(const BatchRunOptions& o) {
@@ -200,6 +223,7 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
 BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& selected,
                       const BatchRunOptions& options) {
   make_folder(options.out_dir, "--out");
+  check_folder_is_this_manifests(options.out_dir, manifest);
   make_folder((fs::path(options.out_dir) / "results").string(), "--out");
   make_folder(cache_dir_of(options), options.cache_dir.empty() ? "--out" : "--cache");
 

@@ -15,9 +15,10 @@ set(_batch_cases
   "batch_unknown_model|2|unknown_model.yaml: entries.1..model: got 'gpt3-9b'|batch|${CMAKE_CURRENT_SOURCE_DIR}/data/batch/unknown_model.yaml|--out|${_batch_out}/never"
   "batch_missing_manifest|2|no_such_manifest.yaml|batch|no_such_manifest.yaml|--count"
   "batch_fleet|0|failed +: 0\nskipped +: [06]\ninterrupted +: no\nbatch_entries +: 6\nbatch_pending +: 0|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet|--threads|2"
+  "batch_out_of_another_manifest|2|command line: --out: got '[^']*fleet'. allowed: a new folder, or one written for manifest 'sweep-gpt3' .this one holds the results of manifest 'fleet'|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/fleet|--index|0"
   "batch_fleet_again_skips|0|found +: 0\ninfeasible +: 0\nfailed +: 0\nskipped +: 6|batch|${_jobs}/fleet.yaml|--out|${_batch_out}/fleet"
 )
 autohaap_cli_cases("cli;batch" ${_batch_cases})
 # The second fleet run needs the first one's plans.
 set_tests_properties(cli_batch_fleet PROPERTIES FIXTURES_SETUP batch_fleet)
-set_tests_properties(cli_batch_fleet_again_skips PROPERTIES FIXTURES_REQUIRED batch_fleet)
+set_tests_properties(cli_batch_fleet_again_skips cli_batch_out_of_another_manifest PROPERTIES FIXTURES_REQUIRED batch_fleet)
