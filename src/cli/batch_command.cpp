@@ -2,7 +2,8 @@
 // manifest (jobs/*.yaml), or one entry (--index, a Slurm array task id) or
 // a shard of them, skipping entries whose inputs did not change; print one
 // line per entry and a summary block. `--count` and `--list` only read the
-// manifest, so a submit script can size its job array.
+// manifest, so a submit script can size its job array; with --index or
+// --shard they count or list the entries those select.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -57,17 +58,8 @@ int run_batch_command(const BatchArgs& a) {
   if (a.threads && (*a.threads < 0 || *a.threads > kMaxThreads))
     throw InputError("command line", "--threads", std::to_string(*a.threads), "0 (all cores) to 4096");
   const Manifest manifest = load_manifest(a.manifest);
-  if (a.count) {
-    std::cout << manifest.entries.size() << "\n";
-    return kExitOk;
-  }
-  if (a.list) {
-    for (std::size_t i = 0; i < manifest.entries.size(); ++i)
-      std::cout << i << " " << manifest.entries[i].name << "\n";
-    return kExitOk;
-  }
-  if (a.out.empty()) throw InputError("command line", "--out", "(missing)", "an output folder (or --count / --list)");
-
+  // --index and --shard are checked first: --count and --list answer for
+  // the entries they select (what a Slurm task of the array would run).
   EntrySelection selection = EntrySelection::all();
   if (a.index || !a.shard.empty()) {
     if (a.index && !a.shard.empty())
@@ -79,6 +71,15 @@ int run_batch_command(const BatchArgs& a) {
     selection = a.shard.empty() ? EntrySelection::one(*a.index) : parse_shard(a.shard);
   }
   const std::vector<std::size_t> selected = select_entries(manifest.entries.size(), selection);
+  if (a.count) {
+    std::cout << selected.size() << "\n";
+    return kExitOk;
+  }
+  if (a.list) {
+    for (const std::size_t i : selected) std::cout << i << " " << manifest.entries[i].name << "\n";
+    return kExitOk;
+  }
+  if (a.out.empty()) throw InputError("command line", "--out", "(missing)", "an output folder (or --count / --list)");
 
   std::cout << "AutoHAAP batch: " << manifest.name << " (" << manifest.path << "), " << manifest.entries.size()
             << " entries, running " << describe(selection) << " (" << selected.size() << "), strategy "
@@ -129,8 +130,9 @@ CLI::App* register_batch_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--shard", a->shard, "run only entries whose index is I modulo N (I/N, 0 <= I < N)");
   cmd->add_option("-j,--threads", a->threads, "worker threads per search (default: the manifest's; 0: all cores)");
   cmd->add_option("--cache", a->cache, "latency cache folder, one file per problem (default: <out>/cache)");
-  cmd->add_flag("--count", a->count, "print the number of entries and exit");
-  cmd->add_flag("--list", a->list, "print each entry's index and name and exit");
+  cmd->add_flag("--count", a->count, "print the number of entries (those --index or --shard select) and exit");
+  cmd->add_flag("--list", a->list, "print each entry's index and name (those --index or --shard select) and exit")
+      ->excludes("--count");
   action = [a] { return run_batch_command(*a); };
   return cmd;
 }

@@ -7,6 +7,9 @@ set(_jobs ${PROJECT_SOURCE_DIR}/jobs)
 set(_batch_out ${CMAKE_CURRENT_BINARY_DIR}/batch_out)
 set(_batch_cases
   "batch_count|0|^8\n$|batch|${_jobs}/sweep-gpt3.yaml|--count"
+  "batch_count_of_a_shard|0|^4\n$|batch|${_jobs}/sweep-gpt3.yaml|--count|--shard|1/2"
+  "batch_list_of_a_shard|0|^1 [^\n]*\n3 [^\n]*\n5 [^\n]*\n7 [^\n]*\n$|batch|${_jobs}/sweep-gpt3.yaml|--list|--shard|1/2"
+  "batch_list_malformed_shard|2|--shard: got '0/0'. allowed: I/N with integers 0 <= I < N|batch|${_jobs}/sweep-gpt3.yaml|--list|--shard|0/0"
   "batch_list|0|^0 gpt3-1.3b__a100x8__default\n1 gpt3-2.7b__a100x8__default\n2 gpt3-6.7b__mixed-a100-v100__default\n|batch|${_jobs}/fleet.yaml|--list"
   "batch_index_out_of_range|2|--index: got '8'. allowed: an entry index from 0 to 7|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/never|--index|8"
   "batch_malformed_shard|2|--shard: got '2/2'. allowed: I/N with integers 0 <= I < N|batch|${_jobs}/sweep-gpt3.yaml|--out|${_batch_out}/never|--shard|2/2"
