@@ -84,6 +84,8 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
     if (!a->out.empty()) {
       write_device_file(calibrated, a->out);
       std::cout << "device written to " << a->out << "\n";
+    } else {
+      std::cout << "no device file written (-o FILE.yaml writes one)\n";
     }
     return int{kExitOk};
   };

@@ -26,6 +26,7 @@ set(_cli_cases
   "search_skeleton_limit_best_so_far|4|search stopped early: more than 1 skeletons.*--max-skeletons.*status +: time-limit-best-so-far.*gap +: 0[.][0-9]*[1-9]|search|-m|llama3-8b|-c|mixed-h100-a100-v100|--max-skeletons|1"
   "search_bad_report_extension|2|command line: --report: got 'x.png'. allowed: a file name ending .svg, .html or .htm|search|--report|x.png"
   "device_from_measurements|0|GEMM of 2199.023 GFLOP +0.585 +0.585\n.*flash3 / cuDNN backward +0.402 +0.403\nmemory efficiency +0.800 +0.748\nfrom 162 GEMMs, attention, streaming kernels\ndevice written to .*h200-measured.yaml|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200|-o|${CMAKE_CURRENT_BINARY_DIR}/h200-measured.yaml"
+  "device_from_measurements_without_out|0|from 162 GEMMs, attention, streaming kernels\nno device file written .-o FILE.yaml writes one.|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200"
   "device_measurements_missing|2|no_such_folder: got 'no_such_folder'. allowed: a folder written by scripts/device/measure.sh|device|--measured|no_such_folder|--base|h200"
   "device_measured_on_another_gpu|2|gemm.csv: largest bf16 product's efficiency: got .*is --base the GPU that was measured|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|a100-80gb"
   "search_unknown_strategy|2|--strategy: alpa not in|search|--strategy|alpa"
