@@ -31,7 +31,14 @@ int run_report(const ReportArgs& a) {
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cout << pp.notes;
   const CostModel model(pp.problem);
-  write_report(model, pp.plan, a.out);
+  try {
+    write_report(model, pp.plan, a.out);
+  } catch (const InputError& e) {
+    // What the picture cannot draw of the plan (its stage count): said of
+    // the plan file, not of an unnamed input.
+    if (!e.file().empty()) throw;
+    throw InputError(a.plan_file, e.key(), e.value(), e.allowed());
+  }
   const PredictedPerformance perf = model.estimate(pp.plan);
   std::cout << "report written to " << a.out << " (" << (format == ReportFormat::svg ? "svg" : "html") << ": "
             << pp.plan.stages.size() << " stages, " << pp.plan.num_micro_batches << " micro-batches, iteration "

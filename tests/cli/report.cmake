@@ -10,6 +10,7 @@ file(MAKE_DIRECTORY ${_out})
 set(_report_cases
   "report_svg|0|report written to .*mixed.svg \\(svg: 3 stages, 64 micro-batches, iteration [0-9.]+ s\\)|report|${_mixed}|--out|${_out}/mixed.svg"
   "report_html|0|report written to .*mixed.html \\(html: 3 stages|report|${_mixed}|-o|${_out}/mixed.html|--model|gpt3-1.3b|--cluster|mixed-a100-v100"
+  "report_too_many_stages_names_the_plan|2|plan_129_stages.yaml: stages: got '129 pipeline stages'. allowed: at most 128 for a schedule|report|${CMAKE_CURRENT_SOURCE_DIR}/data/report/too_many_stages/plan_129_stages.yaml|-o|${_out}/too_many.svg|-m|${CMAKE_CURRENT_SOURCE_DIR}/data/report/too_many_stages/deep.yaml|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/report/too_many_stages/c320.yaml"
   "report_bad_extension|2|command line: --out: got '[^']*mixed.png'. allowed: a file name ending .svg, .html or .htm|report|${_mixed}|--out|${_out}/mixed.png"
   "report_unwritable_path|2|no_such_dir/mixed.svg: .*No such file or directory|report|${_mixed}|--out|${_out}/no_such_dir/mixed.svg"
   "report_plan_of_other_model|2|mixed_3stage.yaml: model: got 'gpt3-1.3b'. allowed: 'gpt3-2.7b'|report|${_mixed}|--out|${_out}/x.svg|-m|gpt3-2.7b"
