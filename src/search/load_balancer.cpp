@@ -207,8 +207,8 @@ double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) 
 }
 
 double LoadBalancer::searched_lower_bound(const Skeleton& skeleton, double refine_below) const {
-  // Without interleaving it is lower_bound itself.
-  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/max_vpp(skeleton) > 1);
+  // Without interleaving (max_vpp 1) this is lower_bound itself.
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/true);
 }
 
 double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back,

@@ -1183,14 +1183,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // A dive stopped midway says so only by the stop, which stays.
   const bool probes_complete = !stopped.load() && !must_stop();
   // Walks tasks [begin, end) as a round of their own and merges it; false
-  // when the initialization ends there (a stop). A round whose tasks held more than the memory guard at
-  // their peaks is thrown away and walked again in kPiecesOfAnOverflow
-  // pieces, each merged and cut to the limit before the next, so later
-  // ones walk with the earlier ones' cutoff; the guard counts each task's
-  // own peak, so whether a round passes it, and with it the list, depends
-  // neither on the thread count nor on the participants. Llama 3 70B on 8 groups of 64 GPUs:
-  // one round of the 438,400 held over a million skeletons and stopped
-  // the initialization with a 21% gap.
+  // when the initialization ends there (a stop). A round whose tasks held
+  // more than the memory guard at their peaks is thrown away and walked
+  // again in kPiecesOfAnOverflow pieces, each merged and cut to the limit
+  // before the next, so later ones walk with the earlier ones' cutoff; the
+  // guard counts each task's own peak, so whether a round passes it, and
+  // with it the list, depends neither on the thread count nor on the
+  // participants. Llama 3 70B on 8 groups of 64 GPUs: one round of the
+  // 438,400 held over a million skeletons and stopped the initialization
+  // with a 21% gap.
   const std::function<bool(std::size_t, std::size_t)> walk_range = [&](std::size_t begin, std::size_t end) {
     kept.store(0);
     InitRound mine = pending.failure_code != 0 ? std::move(pending) : walk_round(begin, end);
@@ -1286,8 +1287,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           interrupted.store(true);
           return;
         }
-        // Without interleaving the walk's bound is already this one.
-        if (balancer.max_vpp(s) > 1) mine.bounds[j] = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
+        // Without interleaving the walk's bound is already this one: not
+        // computed again.
+        if (balancer.max_vpp(s) > 1)
+          mine.bounds[j] = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
       });
       mine.stopped = interrupted.load();
     }
