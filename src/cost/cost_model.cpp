@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -880,29 +881,49 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   // interleaved schedule only): what compute cannot hide stays exposed.
   if (v > 1 && tr.runtime == Runtime::megatron) e.p2p_s = std::max(0.0, e.p2p_s - e.time_s());
 
-  // Data parallelism: each tp rank's gradient reduction spans its dp·cp
-  // replicas (cp ranks hold the same weights), gpus_per_node / tp of them
-  // per node (ranks are ordered tp fastest, then cp, then dp).
-  const int replicas = s.dp * s.cp;
-  const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
-  const Link dp_link = dp_link_of_sets                                    ? *dp_link_of_sets
-                       : crosses_node(s.first_gpu, s.gpus, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, parameters_)
-                                                                            : tp_link(g, parameters_);
-  const double grad_bytes = params * bytes_per_element(grad_precision(tr));
-  const double weight_bytes = params * eb;
+  const Link dp_link = dp_link_of_sets ? *dp_link_of_sets : stage_dp_link(s);
   if (zero >= 3) {
     // ZeRO-3 (Rajbhandari et al. 2020, Sec. 7.2.2): every micro-batch
     // all-gathers the weights for the forward and again for the backward and
     // reduce-scatters the gradients, partly hidden by prefetching.
-    const double gather = ring_allgather_s(weight_bytes, replicas, dp_link);
-    const double scatter_grads = ring_reduce_scatter_s(grad_bytes, replicas, dp_link);
+    const int replicas = s.dp * s.cp;
+    const double gather = ring_allgather_s(params * eb, replicas, dp_link);
+    const double scatter_grads = ring_reduce_scatter_s(params * bytes_per_element(grad_precision(tr)), replicas, dp_link);
     const double x = parameters_.zero3_exposed_fraction;
     auto overlap = [x](double compute, double comm) {
       return std::max(compute, comm) + x * std::min(compute, comm);
     };
     e.forward_s = overlap(e.forward_s, gather);
     e.backward_s = overlap(e.backward_s, gather + scatter_grads);
-  } else {
+  }
+  const StageTail tail = stage_tail(plan, i, s, zero, params, e.backward_s, dp_link);
+  e.dp_sync_s = tail.dp_sync_s;
+  e.optimizer_s = tail.optimizer_s;
+
+  e.memory = stage_memory(shape, zero, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
+  e.capacity_bytes = capacity_bytes(s.group);
+  return e;
+}
+
+Link CostModel::stage_dp_link(const StagePlan& s) const {
+  // Data parallelism: each tp rank's gradient reduction spans its dp·cp
+  // replicas (cp ranks hold the same weights), gpus_per_node / tp of them
+  // per node (ranks are ordered tp fastest, then cp, then dp).
+  const NodeGroup& g = problem_.cluster.groups.at(s.group);
+  const int replicas = s.dp * s.cp;
+  const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
+  return crosses_node(s.first_gpu, s.gpus, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, parameters_)
+                                                             : tp_link(g, parameters_);
+}
+
+StageTail CostModel::stage_tail(const Plan& plan, int i, const StagePlan& s, int zero, double params,
+                                double backward_s, const Link& dp_link) const {
+  const TrainingSpec& tr = problem_.training;
+  const int p = static_cast<int>(plan.stages.size());
+  const bool first = i == 0, last = i == p - 1;
+  const int replicas = s.dp * s.cp;
+  StageTail t;
+  if (zero < 3) {
     // Once per iteration: without ZeRO an all-reduce of the gradients in
     // their element type; with a sharded optimizer (ZeRO-1/2, Megatron's
     // distributed optimizer) a reduce-scatter of the gradients and, after
@@ -910,12 +931,15 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
     // docs/source/distrib_optimizer.md), i.e. 6 bytes a parameter against
     // the 8 of an fp32 all-reduce. Overlapped with the backward pass, only
     // what the last micro-batch's backward cannot hide stays exposed
-    // (gradients are final only then).
+    // (gradients are final only then). ZeRO-3 reduces its gradients with
+    // every micro-batch's backward (stage_part), not here.
+    const double grad_bytes = params * bytes_per_element(grad_precision(tr));
+    const double weight_bytes = params * bytes_per_element(tr.precision);
     const double sync = zero >= 1 ? ring_reduce_scatter_s(grad_bytes, replicas, dp_link) +
                                         ring_allgather_s(weight_bytes, replicas, dp_link)
                                   : nccl_allreduce_s(grad_bytes, replicas, dp_link);
     const double reduce = (1.0 - parameters_.dp_overlap) * sync;
-    e.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - e.backward_s) : reduce;
+    t.dp_sync_s = tr.overlap_grad_reduce ? std::max(0.0, reduce - backward_s) : reduce;
   }
   // Tied embeddings split by the pipeline: the first stage's word embedding
   // and the last stage's output layer are one matrix held twice, so after
@@ -927,17 +951,29 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   if (p > 1 && (first || last) && problem_.model.tied_embeddings && problem_.model.family != ModelFamily::generic) {
     const double tied_bytes = static_cast<double>(problem_.model.vocab) * problem_.model.hidden / s.tp *
                               bytes_per_element(grad_precision(tr));
-    e.dp_sync_s += ring_allreduce_s(
+    t.dp_sync_s += ring_allreduce_s(
         tied_bytes, 2, pipeline_link(problem_.cluster, plan.stages.front(), plan.stages.back(), parameters_));
   }
+  const DeviceSpec& device = problem_.cluster.groups.at(s.group).device;
   const double owned = params / (zero >= 1 ? replicas : 1);
-  e.optimizer_s = optimizer_step_s(owned, tr, g.device);
+  t.optimizer_s = optimizer_step_s(owned, tr, device);
   // A profile's measured step, where it has one, sets the rate of this device.
-  if (!correction_.empty()) e.optimizer_s *= correction_.factor(g.device.name, "optimizer").value_or(1.0);
+  if (!correction_.empty()) t.optimizer_s *= correction_.factor(device.name, "optimizer").value_or(1.0);
+  return t;
+}
 
-  e.memory = stage_memory(shape, zero, B, s.layer_begin, s.layer_end, i, p, plan.num_micro_batches, plan.vpp);
-  e.capacity_bytes = capacity_bytes(s.group);
-  return e;
+double CostModel::stage_tail_floor(const Plan& plan, int i, int layers) const {
+  const StagePlan& s = plan.stages.at(i);
+  const int p = static_cast<int>(plan.stages.size());
+  const bool first = i == 0, last = i == p - 1;
+  double params = layer_params(problem_.model, s.layer_begin) * layers;
+  if (first) params += embedding_params(problem_.model);
+  if (last) params += head_params(problem_.model, first);
+  params /= s.tp;
+  // An infinite backward hides all the sync overlap_grad_reduce can hide.
+  const StageTail t = stage_tail(plan, i, s, plan.zero, params, std::numeric_limits<double>::infinity(),
+                                 stage_dp_link(s));
+  return t.dp_sync_s + t.optimizer_s;
 }
 
 double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, int m, int vpp) {

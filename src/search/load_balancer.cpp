@@ -229,7 +229,10 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   std::vector<int> capacities(p);
   for (int i = 0; i < p; ++i)
     capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);
-  const double fastest = iteration_lower_bound(speeds, capacities, L, m, max_vpp(skeleton));
+  // The searched bound adds the tail's own (tail_lower_bound), the walk's
+  // leaves it out (its bound is asked of millions of skeletons).
+  const double tail = per_vpp_memory ? tail_lower_bound(skeleton, &capacities) : 0;
+  const double fastest = iteration_lower_bound(speeds, capacities, L, m, max_vpp(skeleton)) + tail;
   if (!identical || (modes_.size() == 1 && !(per_vpp_memory && max_vpp(skeleton) > 1)) || !(fastest <= refine_below))
     return fastest;
   // Each stage's modes, fastest first: what k layers cost where memory
@@ -260,8 +263,35 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
     }
     return t;
   };
-  return std::max(fastest, iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below,
-                                                 per_vpp_memory ? interleaved : InterleavedTiers{}));
+  return std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
+                                                        per_vpp_memory ? interleaved : InterleavedTiers{}));
+}
+
+double LoadBalancer::tail_lower_bound(const Skeleton& skeleton, const std::vector<int>* capacities) const {
+  const Problem& problem = cost_.problem();
+  const int p = skeleton.num_stages();
+  const int L = problem.model.layers;
+  if (problem.model.family == ModelFamily::generic || p < 1 || p > L) return 0;
+  const Plan plan = make_plan(problem, skeleton, even_split(L, p), std::vector<Recompute>(p, modes_.front()), 1);
+  std::vector<int> held(p, 1);
+  std::vector<double> next(p);  // each stage's tail with one layer more
+  double bound = 0;
+  for (int i = 0; i < p; ++i) {
+    const int cap = capacities ? std::min((*capacities)[i], L - p + 1) : L - p + 1;
+    if (cap < 1) return kInf;
+    bound = std::max(bound, cost_.stage_tail_floor(plan, i, 1));
+    next[i] = cap > 1 ? cost_.stage_tail_floor(plan, i, 2) : kInf;
+  }
+  for (int left = L - p; left > 0; --left) {
+    const int i = static_cast<int>(std::min_element(next.begin(), next.end()) - next.begin());
+    if (next[i] == kInf) return kInf;
+    bound = std::max(bound, next[i]);
+    ++held[i];
+    const int cap = capacities ? std::min((*capacities)[i], L - p + 1) : L - p + 1;
+    next[i] = held[i] < cap ? cost_.stage_tail_floor(plan, i, held[i] + 1) : kInf;
+  }
+  // Rounding must never lift the bound above the optimum's tail.
+  return bound * (1 - 1e-12);
 }
 
 BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, const std::function<bool()>& stop) const {

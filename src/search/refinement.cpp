@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autohaap/search/mixed_stages.hpp"
+#include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
@@ -163,15 +164,10 @@ void refine_plans(const CostModel& model, std::vector<Plan>& plans, bool mixed_s
   });
 }
 
-StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
-                              const Stopwatch& watch) {
-  const double grace = std::min(1.0, 0.1 * time_limit_s);
-  const double left = time_limit_s > 0 ? std::max(grace, time_limit_s - searched_s) : 0.0;
-  return StopCondition::of(cancel, left, watch);
-}
+namespace {
 
-std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
-                               const StopCondition& stop) {
+std::vector<Plan> finish_plans_here(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
+                                    const StopCondition& stop) {
   const Stopwatch refining;
   std::vector<Plan> top = result.top;
   if (top.empty()) return top;
@@ -202,6 +198,22 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
     }
   }
   return top;
+}
+
+}  // namespace
+
+StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit_s, double searched_s,
+                              const Stopwatch& watch) {
+  const double grace = std::min(1.0, 0.1 * time_limit_s);
+  const double left = time_limit_s > 0 ? std::max(grace, time_limit_s - searched_s) : 0.0;
+  return StopCondition::of(cancel, left, watch);
+}
+
+std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
+                               const StopCondition& stop) {
+  // As many workers as the search had (-j), not every core: an MPI rank's
+  // share of a node is its -j.
+  return parallel::with_threads(settings.threads, [&] { return finish_plans_here(model, result, settings, stop); });
 }
 
 }  // namespace autohaap

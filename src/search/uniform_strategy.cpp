@@ -94,6 +94,25 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
   return out;
 }
 
+// A time no plan on the GPUs of `used` goes below: the model's FLOPs of an
+// iteration (forward and backward, no recompute) spread over every one of
+// those GPUs at its highest peak at once. The cost model prices no op above
+// its device's peak (every efficiency is a fraction: spec_loader.cpp) and
+// adds recompute, communication and the pipeline's bubble on top. 0 (no
+// bound) where times come from elsewhere: measured profiles, or a layer
+// list whose layers may be timed apart.
+double uniform_rate_bound(const CostModel& cost, const std::vector<int>& used) {
+  const Problem& problem = cost.problem();
+  if (!problem.profiles.empty() || problem.model.family == ModelFamily::generic) return 0;
+  double flops_per_s = 0;
+  for (int g : used) {
+    const DeviceSpec& d = problem.cluster.groups[g].device;
+    const double peak = std::max({d.peak_tflops, d.peak_fp32_tflops, d.peak_tf32_tflops, d.peak_fp8_tflops});
+    flops_per_s += problem.cluster.groups[g].gpus() * peak * 1e12;
+  }
+  return flops_per_s > 0 ? cost.model_flops_per_iteration() / flops_per_s * (1 - 1e-9) : 0;
+}
+
 }  // namespace
 
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
@@ -101,11 +120,26 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   const Problem& problem = cost.problem();
   Incumbent best(top_k);
   if (stopped) *stopped = false;
-  for (const std::vector<int>& used : uniform_group_sets(problem.cluster)) {
+  // The sets of most GPUs first: their plans are the likeliest to be the
+  // best, and a set whose rate bound is above the K-th best plan found
+  // cannot place one (the plans kept are the same in any order:
+  // Incumbent's order is total). Skipped only where each candidate costs a
+  // refinement (context_and_interleaving); the strategy's own run
+  // estimates, and counts, every candidate.
+  std::vector<std::vector<int>> sets = uniform_group_sets(problem.cluster);
+  auto gpus_of = [&](const std::vector<int>& used) {
+    std::int64_t n = 0;
+    for (int g : used) n += problem.cluster.groups[g].gpus();
+    return n;
+  };
+  std::stable_sort(sets.begin(), sets.end(),
+                   [&](const std::vector<int>& a, const std::vector<int>& b) { return gpus_of(a) > gpus_of(b); });
+  for (const std::vector<int>& used : sets) {
     if (stop()) {
       if (stopped) *stopped = true;
       break;
     }
+    if (context_and_interleaving && uniform_rate_bound(cost, used) > best.bound()) continue;
     const std::vector<UniformCandidate> candidates = uniform_candidates(problem, used, context_and_interleaving);
     parallel::for_each(candidates.size(), [&](std::size_t i) {
       const UniformCandidate& c = candidates[i];

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -220,6 +221,7 @@ TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
       if (truth == kInf) continue;
       const double bound = balancer.lower_bound(s);
       EXPECT_LE(bound, truth) << "seed " << seed << " skeleton " << s.id;
+      EXPECT_LE(balancer.searched_lower_bound(s), truth) << "seed " << seed << " skeleton " << s.id;
       // The bound is a fractional relaxation: with 4-8 layers on devices of
       // very different speed (a T4 beside an H100), whole layers cost it up
       // to ~4.2x (a stage of the slow device must hold a whole layer where
@@ -234,6 +236,58 @@ TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// The tail bound (LoadBalancer::tail_lower_bound) against every split:
+// it is the least, over splits, of the largest stage tail floor
+// (CostModel::stage_tail_floor), the greedy that computes it exact; and no
+// split's tail as the cost model prices it (any recompute, gradient sync
+// overlapped with the backward or not, ZeRO 0, 1 or 3) lies below it.
+TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
+  int checked = 0, positive = 0;
+  for (std::uint32_t seed = 60; seed < 76; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.overlap_grad_reduce = seed % 2 == 0;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const int L = problem.model.layers;
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 10, seed)) {
+      const int p = s.num_stages();
+      if (p < 2) continue;
+      const double bound = balancer.tail_lower_bound(s);
+      double least = kInf;
+      std::vector<int> layer_end(p);
+      std::function<void(int, int)> place = [&](int i, int begin) {
+        if (i == p - 1) {
+          layer_end[i] = L;
+          const std::vector<Recompute> none(p, Recompute::none), full(p, Recompute::full);
+          const Plan plan = make_plan(problem, s, layer_end, none);
+          double floor = 0;
+          for (int k = 0; k < p; ++k)
+            floor = std::max(floor, cost.stage_tail_floor(plan, k, plan.stages[k].num_layers()));
+          least = std::min(least, floor);
+          for (const std::vector<Recompute>* modes : {&none, &full}) {
+            const Plan priced = make_plan(problem, s, layer_end, *modes);
+            double tail = 0;
+            for (int k = 0; k < p; ++k) tail = std::max(tail, cost.stage(priced, k).tail_s());
+            EXPECT_LE(bound, tail) << "seed " << seed << " skeleton " << s.id;
+          }
+          return;
+        }
+        for (int end = begin + 1; end <= L - (p - 1 - i); ++end) {
+          layer_end[i] = end;
+          place(i + 1, end);
+        }
+      };
+      place(0, 0);
+      EXPECT_NEAR(bound, least, 1e-9 * least) << "seed " << seed << " skeleton " << s.id;
+      positive += bound > 0;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 60);
+  EXPECT_GT(positive * 2, checked);
 }
 
 TEST(LoadBalancer, BoundDecidesOnlyWhetherToGiveUp) {

@@ -54,6 +54,13 @@ struct Timing {
   double total() const { return forward_s + backward_s; }
 };
 
+// What a stage spends once per iteration, after its last backward
+// (StageEstimate::tail_s).
+struct StageTail {
+  double dp_sync_s = 0;    // exposed gradient sync (and tied-embedding all-reduce)
+  double optimizer_s = 0;  // optimizer step
+};
+
 // Per-GPU memory that one layer adds to a stage.
 struct LayerMemory {
   double static_bytes = 0;       // weights + gradients + optimizer states
@@ -111,6 +118,14 @@ class CostModel {
   MemoryBreakdown stage_memory(const StageShape& shape, int zero, int micro_batch, int layer_begin, int layer_end,
                                int stage_index, int num_stages, int num_micro_batches, int vpp) const;
   double capacity_bytes(int group) const;
+  // The least tail (StageEstimate::tail_s) stage i of `plan`, a one-device
+  // stage, can have holding `layers` layers of a transformer family (whose
+  // layers hold alike parameters): its gradient sync and optimizer step as
+  // stage() prices them, with the backward taken to hide all of the sync
+  // that overlap_grad_reduce can hide. Non-decreasing in `layers` and
+  // independent of the split and recompute: what a bound on every split of
+  // a skeleton asks (LoadBalancer::tail_lower_bound).
+  double stage_tail_floor(const Plan& plan, int stage_index, int layers) const;
 
   // --- per plan ------------------------------------------------------------
   PredictedPerformance estimate(const Plan& plan) const;
@@ -132,6 +147,13 @@ class CostModel {
   // B sequences; the gradient sync over `dp_link` where given, else over
   // the link s's own placement implies.
   StageEstimate stage_part(const Plan& plan, int stage_index, const StagePlan& s, int B, const Link* dp_link) const;
+  // The link a one-device stage's gradient reduction runs over.
+  Link stage_dp_link(const StagePlan& s) const;
+  // Stage i's tail holding `params` parameters a tp rank (ZeRO stage
+  // `zero`), its last backward `backward_s` long, its gradients reduced
+  // over `dp_link`: one formula for stage() and stage_tail_floor.
+  StageTail stage_tail(const Plan& plan, int stage_index, const StagePlan& s, int zero, double params,
+                       double backward_s, const Link& dp_link) const;
   // layer_timing of every layer at this shape and B, computed on the first
   // question: a stage of n layers priced one by one is otherwise n layer
   // pricings per estimate, and a search asks for stages · layers² of them

@@ -113,6 +113,20 @@ class LoadBalancer {
   double arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
                                  double refine_below = std::numeric_limits<double>::infinity()) const;
 
+  // A value the tail max_i (sync_i + opt_i) of no split of this skeleton is
+  // below. Each stage's least tail (CostModel::stage_tail_floor) rises with
+  // its layers and does not depend on where they sit or how they are
+  // recomputed, and every stage holds from 1 to `capacities[i]` layers
+  // (none given: as many as leave the others one each). So the least
+  // maximum over splits is max(max_i f_i(1), the (L - p)-th least of the
+  // f_i(k), 2 <= k <= cap_i): what giving each next layer to the stage
+  // whose tail it raises least reaches. The pipeline bounds leave the tail
+  // out, and min over splits of a sum is at least the sum of the minima,
+  // so searched_lower_bound adds it. Infinity when the capacities cannot
+  // hold the layers; 0 for a generic layer list (its layers' parameters
+  // differ). O(layers * stages) arithmetic, no stage estimate.
+  double tail_lower_bound(const Skeleton& skeleton, const std::vector<int>* capacities = nullptr) const;
+
   // The largest vpp the exact split tries on this skeleton
   // (max_interleaving).
   int max_vpp(const Skeleton& skeleton) const;

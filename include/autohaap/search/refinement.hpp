@@ -73,7 +73,8 @@ StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit
 // found none. One place for one process, MPI ranks, batch entries and the
 // runtime comparison, so each answers the same plans. `stop` ends the
 // refinement early (refine_plans). Each plan's search.wall_s counts the
-// search and this refinement.
+// search and this refinement. Runs on settings.threads workers, as the
+// search did (an MPI rank's -j is its share of the node).
 std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
                                const StopCondition& stop = {});
 

@@ -222,7 +222,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // (identical device and shape: a uniform plan uses every group of a kind
 // or none), and beyond that many kinds, the whole cluster or one kind.
 // `stop` ends the enumeration between subsets with the best so far (and
-// sets `*stopped`, where given).
+// sets `*stopped`, where given). With context_and_interleaving, a subset
+// whose GPUs cannot run an iteration's FLOPs at their peaks faster than
+// the K-th best plan found is skipped, its candidates not counted.
 inline constexpr int kUniformSubsetGroups = 12;
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
                                 bool context_and_interleaving = false, const StopCondition& stop = {},
