@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/cost_model.hpp"
@@ -14,6 +15,7 @@
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/plan_builder.hpp"
+#include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
@@ -451,6 +453,29 @@ TEST(Refinement, ContextParallelMakesFitWhatDoesNotFitWithout) {
   EXPECT_EQ(searched[0].micro_batch_size, 1);
   EXPECT_EQ(searched[0].stages[0].cp, 2);
   EXPECT_EQ(searched[0].predicted.iteration_time_s, with[0].predicted.iteration_time_s);
+}
+
+// The uniform plans a search adds to its own (finish_plans) skip the
+// group sets whose GPUs could not run an iteration's FLOPs at their peaks
+// faster than the best plan found. Against the same enumeration with no
+// plan to beat (a list longer than the candidates, so nothing is ever
+// skipped): the same best plan, fewer candidates refined.
+TEST(Refinement, UniformPlansSkipOnlyGroupSetsThatCannotWin) {
+  Problem p{catalog_model("gpt3-1.3b"), catalog_cluster("mixed-h100-a100-v100"), catalog_training("default"), {}};
+  p.training.global_batch = 64;
+  const CostModel cm(p);
+  std::int64_t all = 0, skipping = 0;
+  const std::vector<Plan> every = uniform_plans(cm, 1000000, all, true);
+  const std::vector<Plan> best = uniform_plans(cm, 1, skipping, true);
+  ASSERT_FALSE(every.empty());
+  ASSERT_EQ(best.size(), 1u);
+  // Neither before the other in the canonical order: the same plan.
+  EXPECT_FALSE(plan_before(best[0], every[0]));
+  EXPECT_FALSE(plan_before(every[0], best[0]));
+  EXPECT_EQ(best[0].predicted.iteration_time_s, every[0].predicted.iteration_time_s);
+  std::printf("uniform candidates refined: %lld of %lld\n", static_cast<long long>(skipping),
+              static_cast<long long>(all));
+  EXPECT_LT(skipping, all);
 }
 
 // ------------------------------------------------------------ plan files
