@@ -1032,7 +1032,17 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       round.value = e.what();
     }
   };
+  auto rethrow = [](const InitRound& r) {
+    if (r.failure_code == kExitInvalidInput) throw InputError(r.file, r.key, r.value, r.allowed);
+    if (r.failure_code != 0) throw std::runtime_error(r.value);
+  };
+  const bool shared = static_cast<bool>(options.exchange) && options.participants > 1;
   InitRound pending;  // an error before the rounds, or in a save: told at the next exchange
+  // The dives from the best probes, each dive's plans in a block of its
+  // index: a participant dives from every participants-th of them and one
+  // exchange brings the others', so each dive runs once in the job.
+  InitRound dives;
+  bool diving = false;
   catch_into(pending, [&] {
     if (options.resume) {
       // Where a saved initialization stopped: its probes and list, then the
@@ -1062,10 +1072,38 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       std::stable_sort(probe_plans.begin(), probe_plans.end(), [](const Plan& x, const Plan& y) {
         return x.predicted.iteration_time_s < y.predicted.iteration_time_s;
       });
-      for (std::size_t i = 0; i < std::min(kDives, probe_plans.size()); ++i)
-        offer(dive_from(probe_plans[i], space, cost, memory, balancer, kDiveSteps, must_stop));
+      // A dive stops for the caller's stop alone, not once a plan meets
+      // --gap: its plans are offered after every dive, in dive order, so
+      // the plans kept do not depend on who dove which.
+      diving = !gap_met.load();  // the probes may meet the gap already
+      const std::size_t step = shared ? static_cast<std::size_t>(options.participants) : 1;
+      for (std::size_t i = shared ? static_cast<std::size_t>(options.participant) : 0;
+           diving && i < std::min(kDives, probe_plans.size()); i += step) {
+        InitBlock dive;
+        dive.index = static_cast<std::uint32_t>(i);
+        dive.plans = dive_from(probe_plans[i], space, cost, memory, balancer, kDiveSteps, options.stop);
+        dives.blocks.push_back(std::move(dive));
+      }
     }
   });
+  if (shared && !options.resume && options.top_k > 0) {
+    // Every participant reaches this exchange (none resumes, each asks for
+    // the same top K), with its dives or the error that stopped it before.
+    InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(dives);
+    pending = InitRound{};
+    mine.stopped = stopped.load() || options.stop();
+    const std::vector<InitRound> all = options.exchange(mine);
+    for (const InitRound& r : all) rethrow(r);
+    dives = InitRound{};
+    for (const InitRound& r : all) {
+      if (r.stopped) stopped.store(true);
+      dives.blocks.insert(dives.blocks.end(), r.blocks.begin(), r.blocks.end());
+    }
+    std::sort(dives.blocks.begin(), dives.blocks.end(),
+              [](const InitBlock& a, const InitBlock& b) { return a.index < b.index; });
+  }
+  if (diving && pending.failure_code == 0)
+    for (const InitBlock& dive : dives.blocks) offer(dive.plans);
 
   prepared.prune.considered = static_cast<std::int64_t>(
       std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
@@ -1155,10 +1193,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     mine.peak_kept = kept.load();
     mine.stopped = stopped.load() && !mine.overflow;
     return mine;
-  };
-  auto rethrow = [](const InitRound& r) {
-    if (r.failure_code == kExitInvalidInput) throw InputError(r.file, r.key, r.value, r.allowed);
-    if (r.failure_code != 0) throw std::runtime_error(r.value);
   };
   // No round to report it at: this participant alone fails, before any
   // exchange, as every one would.
@@ -1271,7 +1305,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // skeletons: about 30 ms) stops the initialization there; the bounds not
   // tightened by then stay the walk's, valid as they are.
   {
-    const bool shared = static_cast<bool>(options.exchange);
     const std::size_t step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
     const std::size_t first = shared ? static_cast<std::size_t>(options.participant) : 0;
     InitRound mine;

@@ -36,7 +36,9 @@
 //
 // Thread safety: call from the thread that owns the MpiSession. Progress
 // and notes are called on rank 0 only, from that thread.
-// Cost: initialization once per rank, then per round a small all-gather and
+// Cost: the initialization shared (each rank balances the probes, then
+// takes its share of the dives, of the walk's blocks and of the kept
+// skeletons' bounds, each share exchanged), then per round a small all-gather and
 // one whose size is the round's new cache entries (about 150 bytes each;
 // shipping and importing an entry costs about as much as computing it
 // for the built-in transformer models, so exchange_cache pays off only

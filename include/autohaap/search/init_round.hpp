@@ -5,8 +5,10 @@
 // every block in block order and holds the same list and threshold after
 // each round as one process would. Also how the round ended there: a stop,
 // too many skeletons, or an error (an InputError travels as its four
-// parts, so every participant reports it alike). One more after the last
-// round carries each participant's share of the list's tightened bounds.
+// parts, so every participant reports it alike). One before the first
+// round carries each participant's dives from the best probes (a block a
+// dive, indexed by dive), and one after the last round its share of the
+// list's tightened bounds.
 //
 // Its cereal form is in io/search_serialization.hpp. Plain data.
 #pragma once

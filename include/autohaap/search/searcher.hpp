@@ -167,9 +167,11 @@ struct PrepareOptions {
   std::function<bool()> save_due = [] { return false; };
   std::function<void(const InitProgress&)> save;
   // Shared by `participants` (e.g. the ranks of an MPI job): this one, the
-  // `participant`-th, walks its blocks of each round, and exchange(its
-  // round) returns every participant's, indexed by participant (collective:
-  // each calls it once a round, the same number of times). Every
+  // `participant`-th, dives from every participants-th probe and walks its
+  // blocks of each round, and exchange(its dives or round) returns every
+  // participant's, indexed by participant (collective: each calls it once
+  // for the dives, once a round and once for the bounds, the same number
+  // of times). Every
   // participant returns the same list, the one a participant alone returns.
   int participant = 0;
   int participants = 1;
