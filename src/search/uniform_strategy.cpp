@@ -116,7 +116,8 @@ double uniform_rate_bound(const CostModel& cost, const std::vector<int>& used) {
 }  // namespace
 
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
-                                bool context_and_interleaving, const StopCondition& stop, bool* stopped) {
+                                bool context_and_interleaving, const StopCondition& stop, bool* stopped, int share,
+                                int shares) {
   const Problem& problem = cost.problem();
   Incumbent best(top_k);
   if (stopped) *stopped = false;
@@ -134,7 +135,8 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   };
   std::stable_sort(sets.begin(), sets.end(),
                    [&](const std::vector<int>& a, const std::vector<int>& b) { return gpus_of(a) > gpus_of(b); });
-  for (const std::vector<int>& used : sets) {
+  for (std::size_t k = static_cast<std::size_t>(share); k < sets.size(); k += static_cast<std::size_t>(shares)) {
+    const std::vector<int>& used = sets[k];
     if (stop()) {
       if (stopped) *stopped = true;
       break;

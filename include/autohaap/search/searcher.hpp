@@ -112,6 +112,13 @@ struct SearchResult {
   // Cost-model calls below a full plan estimate: stage and layer estimates
   // computed (autohaap: latency-cache misses; metis: its balancer's).
   std::int64_t stage_estimates = 0;
+  // autohaap: the best uniform plan with its own cp and vpp
+  // (uniform_plans), which finish_plans adds to `top`, found by the
+  // driver after its rounds, the participants sharing the group sets.
+  // uniform_searched false where it was not (another strategy, or a stop
+  // first): finish_plans then looks for it itself.
+  std::vector<Plan> uniform;
+  bool uniform_searched = false;
 };
 
 // SearchSettings, its validate() and search_strategies() are in
@@ -227,10 +234,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // sets `*stopped`, where given). With context_and_interleaving, a subset
 // whose GPUs cannot run an iteration's FLOPs at their peaks faster than
 // the K-th best plan found is skipped, its candidates not counted.
+// Shared by `shares` participants, this one (`share`) takes every
+// shares-th group set, most GPUs first; merged (merge_top_k), their plans
+// are those of one participant alone.
 inline constexpr int kUniformSubsetGroups = 12;
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
                                 bool context_and_interleaving = false, const StopCondition& stop = {},
-                                bool* stopped = nullptr);
+                                bool* stopped = nullptr, int share = 0, int shares = 1);
 
 struct ShareControl {
   StopCondition stop;  // asked before and inside every skeleton
