@@ -476,6 +476,17 @@ TEST(Refinement, UniformPlansSkipOnlyGroupSetsThatCannotWin) {
   std::printf("uniform candidates refined: %lld of %lld\n", static_cast<long long>(skipping),
               static_cast<long long>(all));
   EXPECT_LT(skipping, all);
+  // Shared by three participants (what the ranks of an MPI job do), each
+  // skipping by its own best: merged, the same plan.
+  std::vector<std::vector<Plan>> shares;
+  for (int share = 0; share < 3; ++share) {
+    std::int64_t evaluated = 0;
+    shares.push_back(uniform_plans(cm, 1, evaluated, true, {}, nullptr, share, 3));
+  }
+  const std::vector<Plan> merged = merge_top_k(shares, 1);
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_FALSE(plan_before(merged[0], best[0]));
+  EXPECT_FALSE(plan_before(best[0], merged[0]));
 }
 
 // ------------------------------------------------------------ plan files

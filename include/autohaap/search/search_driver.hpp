@@ -5,8 +5,9 @@
 //
 // How it runs (every participant calls drive_search at once):
 //  1. Options are checked (validate, on every participant, agreed).
-//  2. Initialization (prepare_search) on every participant — deterministic,
-//     and cheaper to recompute than to ship — asking the search's time
+//  2. Initialization (prepare_search), the participants sharing its dives,
+//     walk and bounds (PrepareOptions::exchange), every one holding the
+//     same list after it, asking the search's time
 //     limit and cancel flag; the participants then agree whether any was
 //     stopped, and if so all stop, and rank 0's probe plans are the best
 //     so far. No seed plans: the skeletons of least lower bound, balanced
@@ -34,7 +35,9 @@
 //  5. Rank 0 gathers every top-K and merges them (merge_top_k): the bound
 //     only skips skeletons that cannot enter the final top-K and chunks are
 //     searched whole, so the answer is the exact top-K in canonical order,
-//     whatever the participant and thread counts.
+//     whatever the participant and thread counts. Then the best uniform
+//     plan that finish_plans adds (SearchResult::uniform), each
+//     participant taking its share of the group sets, gathered alike.
 // Strategies other than autohaap run on rank 0 alone (run_search); the
 // others wait for the outcome.
 //
@@ -48,8 +51,9 @@
 // its synchronizer). Progress is called on rank 0 only: per skeleton from
 // the workers (never two at once) with live_progress, else after each
 // exchange with the job's totals, from the calling thread. Cost: the
-// initialization once per participant, then the search of the chunks and,
-// per round, what the synchronizer exchanges.
+// probes once per participant, a share of the rest of the initialization,
+// of the chunks and of the uniform plans, and per round what the
+// synchronizer exchanges.
 #pragma once
 
 #include <cstdint>
