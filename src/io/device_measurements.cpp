@@ -49,6 +49,11 @@ class MeasurementTable {
   }
 
   std::size_t size() const { return rows_.size(); }
+  bool has(const std::string& column) const { return columns_.count(column) > 0; }
+  // Where a cell is, for an error: "row N.column".
+  std::string where(std::size_t r, const std::string& column) const {
+    return "row " + std::to_string(rows_[r].line) + "." + column;
+  }
   const std::string& text(std::size_t r, const std::string& column) const {
     return rows_[r].cells[columns_.at(column)];
   }
@@ -56,7 +61,7 @@ class MeasurementTable {
   double number(std::size_t r, const std::string& column, double low, double high, const char* allowed) const {
     const std::string& s = text(r, column);
     if (const std::optional<double> v = detail::decimal_cell(s, low, high)) return *v;
-    throw InputError(path_, "row " + std::to_string(rows_[r].line) + "." + column, s, allowed);
+    throw InputError(path_, where(r, column), s, allowed);
   }
 
  private:
@@ -94,12 +99,30 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   const std::string dtype = d.has_bf16 ? "bf16" : "fp16";
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> decades;  // decade -> (gflop, efficiency)
   std::set<std::string> other_dtypes;  // what the table has instead, for the error below
+  // The types scripts/device/gemm_sweep.cu times: a row of any other is
+  // a typo, not a measurement to leave out unsaid.
+  static const std::set<std::string> kDtypes = {"bf16", "fp16", "fp32", "fp8", "tf32"};
+  const bool shaped = t.has("m") && t.has("n") && t.has("k");
   for (std::size_t r = 0; r < t.size(); ++r) {
+    if (!kDtypes.count(t.text(r, "dtype")))
+      throw InputError(path, t.where(r, "dtype"), t.text(r, "dtype"),
+                       "one of the types scripts/device/gemm_sweep.cu times: " +
+                           detail::names_with_hint({kDtypes.begin(), kDtypes.end()}, t.text(r, "dtype")));
     if (t.text(r, "dtype") != dtype) {
       other_dtypes.insert(t.text(r, "dtype"));
       continue;
     }
     const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");
+    if (shaped) {
+      // A product's FLOPs are 2·m·n·k: a row whose gflop says otherwise
+      // has one of them wrong, and its efficiency with it. The sweep
+      // prints gflop to 6 decimals.
+      auto dim = [&](const char* c) { return t.number(r, c, 0, kMaxCount, "a dimension above 0 and at most 1e9"); };
+      const double product = 2 * dim("m") * dim("n") * dim("k") / 1e9;
+      if (std::abs(gflop - product) > std::max(1e-6, 1e-3 * product))
+        throw InputError(path, t.where(r, "gflop"), t.text(r, "gflop"),
+                         "2·m·n·k / 1e9 = " + detail::number_text(product) + " GFLOP, from the row's own m, n and k");
+    }
     const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
     const double efficiency = gflop * 1e9 / (ms * 1e-3) / (d.peak_tflops * 1e12);
     out.largest = std::max(out.largest, efficiency);

@@ -535,8 +535,17 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   EXPECT_EQ(read_device_measurements(dir.string(), h200).gemm.size(), 1u);
   refused(dir.string(), catalog_device("v100-32gb"),
           "gemm.csv: dtype: got 'bf16'; allowed: rows of dtype fp16, the 16-bit type v100-32gb trains in");
-  write("dtype,role,gflop,ms\nBF16,fc1,100,0.2\nBF16,fc2,100,0.2\nfp32,qkv,100,0.2\n");
-  refused(dir.string(), h200, "gemm.csv: dtype: got 'BF16, fp32'; allowed: rows of dtype bf16");
+  write("dtype,role,gflop,ms\nfp16,fc1,100,0.2\nfp16,fc2,100,0.2\nfp32,qkv,100,0.2\n");
+  refused(dir.string(), h200, "gemm.csv: dtype: got 'fp16, fp32'; allowed: rows of dtype bf16");
+  // A type the sweep never times is a typo, said by row, not a row left out.
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nBF16,fc2,100,0.2\nbf16,qkv,100,0.2\n");
+  refused(dir.string(), h200,
+          "gemm.csv: row 3.dtype: got 'BF16'; allowed: one of the types scripts/device/gemm_sweep.cu times: bf16, "
+          "fp16, fp32, fp8, tf32 (did you mean 'bf16'?)");
+  // With the product's shape, its FLOPs are 2·m·n·k: a row that says
+  // otherwise is refused (2·4096·4096·4096 / 1e9 = 137.438953472).
+  write("dtype,role,m,n,k,gflop,ms\nbf16,fc1,4096,4096,4096,137.438953,0.2\nbf16,fc2,4096,4096,4096,13.74,0.2\n");
+  refused(dir.string(), h200, "gemm.csv: row 3.gflop: got '13.74'; allowed: 2·m·n·k / 1e9 = 137.438953472 GFLOP");
   fs::remove_all(dir);
 }
 
