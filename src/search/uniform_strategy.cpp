@@ -20,33 +20,45 @@ struct UniformCandidate {
 };
 
 // The sets of groups a uniform plan may use, as lists of group indices in
-// cluster order (uniform_plans, searcher.hpp): every subset of the groups
-// when there are few; else every subset of the kinds of group; else the
-// whole cluster and each kind alone. Kinds: the groups the search merges
-// as one (merge_identical_groups, cluster_merge.hpp).
+// cluster order (uniform_plans, searcher.hpp). Up to kUniformSubsetGroups
+// groups, every subset up to identical groups (merge_identical_groups,
+// cluster_merge.hpp: priced alike, links included): of a kind of n groups
+// a set takes the first 0..n, since any k of them make the same plans on
+// other GPUs (8 identical racks: 8 sets, not 255). Beyond, every subset
+// of the kinds of group (a kind whole or not at all); beyond that many
+// kinds, the whole cluster and each kind alone.
 std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
   const int n = static_cast<int>(cluster.groups.size());
-  std::vector<std::vector<int>> units;  // each a set of groups used together
-  if (n <= kUniformSubsetGroups) {
-    for (int g = 0; g < n; ++g) units.push_back({g});
-  } else {
-    units = merge_identical_groups(cluster).members;
-  }
+  const std::vector<std::vector<int>> kinds = merge_identical_groups(cluster).members;
   std::vector<std::vector<int>> sets;
-  auto add = [&](std::uint32_t mask) {
-    std::vector<int> used;
-    for (std::size_t u = 0; u < units.size(); ++u)
-      if (mask & (1u << u)) used.insert(used.end(), units[u].begin(), units[u].end());
-    std::sort(used.begin(), used.end());
-    sets.push_back(std::move(used));
-  };
-  if (units.size() <= static_cast<std::size_t>(kUniformSubsetGroups)) {
-    for (std::uint32_t mask = 1; mask < (1u << units.size()); ++mask) add(mask);
+  if (n <= kUniformSubsetGroups) {
+    // Every count of each kind, as a mixed-radix counter (the first kind
+    // counting fastest), the empty set left out.
+    std::vector<std::size_t> taken(kinds.size(), 0);
+    while (true) {
+      std::size_t k = 0;
+      while (k < kinds.size() && taken[k] == kinds[k].size()) taken[k++] = 0;
+      if (k == kinds.size()) break;
+      ++taken[k];
+      std::vector<int> used;
+      for (std::size_t u = 0; u < kinds.size(); ++u)
+        used.insert(used.end(), kinds[u].begin(), kinds[u].begin() + static_cast<std::ptrdiff_t>(taken[u]));
+      std::sort(used.begin(), used.end());
+      sets.push_back(std::move(used));
+    }
+  } else if (kinds.size() <= static_cast<std::size_t>(kUniformSubsetGroups)) {
+    for (std::uint32_t mask = 1; mask < (1u << kinds.size()); ++mask) {
+      std::vector<int> used;
+      for (std::size_t u = 0; u < kinds.size(); ++u)
+        if (mask & (1u << u)) used.insert(used.end(), kinds[u].begin(), kinds[u].end());
+      std::sort(used.begin(), used.end());
+      sets.push_back(std::move(used));
+    }
   } else {
     std::vector<int> all(static_cast<std::size_t>(n));
     for (int g = 0; g < n; ++g) all[static_cast<std::size_t>(g)] = g;
     sets.push_back(std::move(all));
-    for (const std::vector<int>& u : units) sets.push_back(u);
+    for (const std::vector<int>& u : kinds) sets.push_back(u);
   }
   return sets;
 }

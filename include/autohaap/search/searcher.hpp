@@ -227,9 +227,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // cp and vpp (refine_uniform_plan), and B need only divide over the
 // replicas cp leaves; without, the space the exact search covers. The
 // groups a plan uses are any subset of the cluster's up to
-// kUniformSubsetGroups groups; beyond, any subset of its kinds of group
-// (identical device and shape: a uniform plan uses every group of a kind
-// or none), and beyond that many kinds, the whole cluster or one kind.
+// kUniformSubsetGroups groups, identical groups (cluster_merge.hpp) told
+// apart only by how many are used (the first k of a kind: any k make the
+// same plans); beyond, any subset of its kinds of group (a uniform plan
+// uses every group of a kind or none), and beyond that many kinds, the
+// whole cluster or one kind.
 // `stop` ends the enumeration between subsets with the best so far (and
 // sets `*stopped`, where given). With context_and_interleaving, a subset
 // whose GPUs cannot run an iteration's FLOPs at their peaks faster than
