@@ -104,12 +104,13 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   static const std::set<std::string> kDtypes = {"bf16", "fp16", "fp32", "fp8", "tf32"};
   const bool shaped = t.has("m") && t.has("n") && t.has("k");
   for (std::size_t r = 0; r < t.size(); ++r) {
-    if (!kDtypes.count(t.text(r, "dtype")))
-      throw InputError(path, t.where(r, "dtype"), t.text(r, "dtype"),
+    const std::string& row_dtype = t.text(r, "dtype");
+    if (!kDtypes.count(row_dtype))
+      throw InputError(path, t.where(r, "dtype"), row_dtype,
                        "one of the types scripts/device/gemm_sweep.cu times: " +
-                           detail::names_with_hint({kDtypes.begin(), kDtypes.end()}, t.text(r, "dtype")));
-    if (t.text(r, "dtype") != dtype) {
-      other_dtypes.insert(t.text(r, "dtype"));
+                           detail::names_with_hint({kDtypes.begin(), kDtypes.end()}, row_dtype));
+    if (row_dtype != dtype) {
+      other_dtypes.insert(row_dtype);
       continue;
     }
     const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");

@@ -273,22 +273,21 @@ double LoadBalancer::tail_lower_bound(const Skeleton& skeleton, const std::vecto
   const int L = problem.model.layers;
   if (problem.model.family == ModelFamily::generic || p < 1 || p > L) return 0;
   const Plan plan = make_plan(problem, skeleton, even_split(L, p), std::vector<Recompute>(p, modes_.front()), 1);
-  std::vector<int> held(p, 1);
+  std::vector<int> cap(p), held(p, 1);
   std::vector<double> next(p);  // each stage's tail with one layer more
   double bound = 0;
   for (int i = 0; i < p; ++i) {
-    const int cap = capacities ? std::min((*capacities)[i], L - p + 1) : L - p + 1;
-    if (cap < 1) return kInf;
+    cap[i] = capacities ? std::min((*capacities)[i], L - p + 1) : L - p + 1;
+    if (cap[i] < 1) return kInf;
     bound = std::max(bound, cost_.stage_tail_floor(plan, i, 1));
-    next[i] = cap > 1 ? cost_.stage_tail_floor(plan, i, 2) : kInf;
+    next[i] = cap[i] > 1 ? cost_.stage_tail_floor(plan, i, 2) : kInf;
   }
   for (int left = L - p; left > 0; --left) {
     const int i = static_cast<int>(std::min_element(next.begin(), next.end()) - next.begin());
     if (next[i] == kInf) return kInf;
     bound = std::max(bound, next[i]);
     ++held[i];
-    const int cap = capacities ? std::min((*capacities)[i], L - p + 1) : L - p + 1;
-    next[i] = held[i] < cap ? cost_.stage_tail_floor(plan, i, held[i] + 1) : kInf;
+    next[i] = held[i] < cap[i] ? cost_.stage_tail_floor(plan, i, held[i] + 1) : kInf;
   }
   // Rounding must never lift the bound above the optimum's tail.
   return bound * (1 - 1e-12);

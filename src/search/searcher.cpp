@@ -1036,7 +1036,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (r.failure_code == kExitInvalidInput) throw InputError(r.file, r.key, r.value, r.allowed);
     if (r.failure_code != 0) throw std::runtime_error(r.value);
   };
-  const bool shared = static_cast<bool>(options.exchange) && options.participants > 1;
+  // With an exchange the participants share the dives and the bounds:
+  // this one takes every `share_step`-th from `share_first`.
+  const bool shared = static_cast<bool>(options.exchange);
+  const std::size_t share_step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
+  const std::size_t share_first = shared ? static_cast<std::size_t>(options.participant) : 0;
   InitRound pending;  // an error before the rounds, or in a save: told at the next exchange
   // The dives from the best probes, each dive's plans in a block of its
   // index: a participant dives from every participants-th of them and one
@@ -1076,9 +1080,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       // --gap: its plans are offered after every dive, in dive order, so
       // the plans kept do not depend on who dove which.
       diving = !gap_met.load();  // the probes may meet the gap already
-      const std::size_t step = shared ? static_cast<std::size_t>(options.participants) : 1;
-      for (std::size_t i = shared ? static_cast<std::size_t>(options.participant) : 0;
-           diving && i < std::min(kDives, probe_plans.size()); i += step) {
+      for (std::size_t i = share_first; diving && i < std::min(kDives, probe_plans.size()); i += share_step) {
         InitBlock dive;
         dive.index = static_cast<std::uint32_t>(i);
         dive.plans = dive_from(probe_plans[i], space, cost, memory, balancer, kDiveSteps, options.stop);
@@ -1305,8 +1307,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // skeletons: about 30 ms) stops the initialization there; the bounds not
   // tightened by then stay the walk's, valid as they are.
   {
-    const std::size_t step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
-    const std::size_t first = shared ? static_cast<std::size_t>(options.participant) : 0;
+    const std::size_t step = share_step, first = share_first;
     InitRound mine;
     mine.stopped = stopped.load();
     if (!mine.stopped && first < list.size()) {

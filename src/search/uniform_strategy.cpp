@@ -31,28 +31,29 @@ std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
   const int n = static_cast<int>(cluster.groups.size());
   const std::vector<std::vector<int>> kinds = merge_identical_groups(cluster).members;
   std::vector<std::vector<int>> sets;
+  // The set of the first taken[u] groups of each kind u, in cluster order.
+  auto add = [&](const std::vector<std::size_t>& taken) {
+    std::vector<int> used;
+    for (std::size_t u = 0; u < kinds.size(); ++u)
+      used.insert(used.end(), kinds[u].begin(), kinds[u].begin() + static_cast<std::ptrdiff_t>(taken[u]));
+    std::sort(used.begin(), used.end());
+    sets.push_back(std::move(used));
+  };
+  std::vector<std::size_t> taken(kinds.size(), 0);
   if (n <= kUniformSubsetGroups) {
     // Every count of each kind, as a mixed-radix counter (the first kind
     // counting fastest), the empty set left out.
-    std::vector<std::size_t> taken(kinds.size(), 0);
     while (true) {
       std::size_t k = 0;
       while (k < kinds.size() && taken[k] == kinds[k].size()) taken[k++] = 0;
       if (k == kinds.size()) break;
       ++taken[k];
-      std::vector<int> used;
-      for (std::size_t u = 0; u < kinds.size(); ++u)
-        used.insert(used.end(), kinds[u].begin(), kinds[u].begin() + static_cast<std::ptrdiff_t>(taken[u]));
-      std::sort(used.begin(), used.end());
-      sets.push_back(std::move(used));
+      add(taken);
     }
   } else if (kinds.size() <= static_cast<std::size_t>(kUniformSubsetGroups)) {
     for (std::uint32_t mask = 1; mask < (1u << kinds.size()); ++mask) {
-      std::vector<int> used;
-      for (std::size_t u = 0; u < kinds.size(); ++u)
-        if (mask & (1u << u)) used.insert(used.end(), kinds[u].begin(), kinds[u].end());
-      std::sort(used.begin(), used.end());
-      sets.push_back(std::move(used));
+      for (std::size_t u = 0; u < kinds.size(); ++u) taken[u] = mask & (1u << u) ? kinds[u].size() : 0;
+      add(taken);
     }
   } else {
     std::vector<int> all(static_cast<std::size_t>(n));
