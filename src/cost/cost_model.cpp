@@ -343,6 +343,17 @@ static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, 
 
 namespace {
 
+// Parameters a tp rank of stage (first, last) holds, its layers holding
+// `layers_params`: those, the embedding on the first stage and the head on
+// the last (tied to the embedding where a one-stage plan holds both), over
+// tp. One count for stage_part and stage_tail_floor.
+double rank_params(const ModelSpec& m, double layers_params, bool first, bool last, int tp) {
+  double params = layers_params;
+  if (first) params += embedding_params(m);
+  if (last) params += head_params(m, first);
+  return params / tp;
+}
+
 BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) {
   BatchShape x;
   x.sequences = static_cast<double>(micro_batch) / s.dp;
@@ -845,9 +856,7 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   e.forward_s += edge.forward_s;
   e.backward_s += edge.backward_s;
   e.time_source = worse(source, edge.source);
-  if (first) params += embedding_params(problem_.model);
-  if (last) params += head_params(problem_.model, first);
-  params /= s.tp;
+  params = rank_params(problem_.model, params, first, last, s.tp);
   e.backward_s += gradient_accumulation_s(params, tr, zero, g.device);
 
   // Pipeline transfers of one micro-batch: the activation to the next stage
@@ -966,14 +975,29 @@ double CostModel::stage_tail_floor(const Plan& plan, int i, int layers) const {
   const StagePlan& s = plan.stages.at(i);
   const int p = static_cast<int>(plan.stages.size());
   const bool first = i == 0, last = i == p - 1;
-  double params = layer_params(problem_.model, s.layer_begin) * layers;
-  if (first) params += embedding_params(problem_.model);
-  if (last) params += head_params(problem_.model, first);
-  params /= s.tp;
+  const double params = rank_params(problem_.model, layer_params(problem_.model, s.layer_begin) * layers, first, last, s.tp);
   // An infinite backward hides all the sync overlap_grad_reduce can hide.
   const StageTail t = stage_tail(plan, i, s, plan.zero, params, std::numeric_limits<double>::infinity(),
                                  stage_dp_link(s));
   return t.dp_sync_s + t.optimizer_s;
+}
+
+double CostModel::iteration_floor_s(int group) const {
+  // One sequence's work, each op at its floor, times the global batch: every
+  // op's FLOPs are linear in the sequences it holds, and a tp or cp split
+  // divides them without adding any.
+  const StageShape one_gpu{group, 1, 1, Recompute::none, 1};
+  const BatchShape x = batch_shape(problem_, one_gpu, 1);
+  const DeviceSpec& d = problem_.cluster.groups.at(group).device;
+  double floor_s = 0;
+  auto add = [&](const LayerWork& w) {
+    for (const OpWork& o : w.ops)
+      floor_s += peak_floor_s(d, problem_.training, o, false) + peak_floor_s(d, problem_.training, o, true);
+  };
+  add(embedding_forward_work(problem_.model, x));
+  for (int l = 0; l < problem_.model.layers; ++l) add(layer_forward_work(problem_.model, l, x));
+  add(head_forward_work(problem_.model, x));
+  return floor_s * problem_.training.global_batch;
 }
 
 double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, int m, int vpp) {

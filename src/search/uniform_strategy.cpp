@@ -107,23 +107,21 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
   return out;
 }
 
-// A time no plan on the GPUs of `used` goes below: the model's FLOPs of an
-// iteration (forward and backward, no recompute) spread over every one of
-// those GPUs at its highest peak at once. The cost model prices no op above
-// its device's peak (every efficiency is a fraction: spec_loader.cpp) and
-// adds recompute, communication and the pipeline's bubble on top. 0 (no
-// bound) where times come from elsewhere: measured profiles, or a layer
-// list whose layers may be timed apart.
-double uniform_rate_bound(const CostModel& cost, const std::vector<int>& used) {
-  const Problem& problem = cost.problem();
-  if (!problem.profiles.empty() || problem.model.family == ModelFamily::generic) return 0;
-  double flops_per_s = 0;
+// A time no plan on the GPUs of `used` goes below: the iteration's work
+// spread over every one of those GPUs at once, each working at the floor
+// CostModel::iteration_floor_s prices it at (every op at its device's
+// fastest matrix peak); the cost model adds recompute, communication and
+// the pipeline's bubble on top. 0 (no bound) where times come from
+// measured profiles, whose corrections may scale an op below its floor.
+double uniform_rate_bound(const Problem& problem, const std::vector<double>& iteration_floor_s,
+                          const std::vector<int>& used) {
+  if (!problem.profiles.empty()) return 0;
+  double iterations_per_s = 0;
   for (int g : used) {
-    const DeviceSpec& d = problem.cluster.groups[g].device;
-    const double peak = std::max({d.peak_tflops, d.peak_fp32_tflops, d.peak_tf32_tflops, d.peak_fp8_tflops});
-    flops_per_s += problem.cluster.groups[g].gpus() * peak * 1e12;
+    if (iteration_floor_s[g] <= 0) return 0;
+    iterations_per_s += problem.cluster.groups[g].gpus() / iteration_floor_s[g];
   }
-  return flops_per_s > 0 ? cost.model_flops_per_iteration() / flops_per_s * (1 - 1e-9) : 0;
+  return iterations_per_s > 0 ? 1 / iterations_per_s * (1 - 1e-9) : 0;
 }
 
 }  // namespace
@@ -148,13 +146,16 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   };
   std::stable_sort(sets.begin(), sets.end(),
                    [&](const std::vector<int>& a, const std::vector<int>& b) { return gpus_of(a) > gpus_of(b); });
+  std::vector<double> floors;
+  for (std::size_t g = 0; g < problem.cluster.groups.size(); ++g)
+    floors.push_back(cost.iteration_floor_s(static_cast<int>(g)));
   for (std::size_t k = static_cast<std::size_t>(share); k < sets.size(); k += static_cast<std::size_t>(shares)) {
     const std::vector<int>& used = sets[k];
     if (stop()) {
       if (stopped) *stopped = true;
       break;
     }
-    if (context_and_interleaving && uniform_rate_bound(cost, used) > best.bound()) continue;
+    if (context_and_interleaving && uniform_rate_bound(problem, floors, used) > best.bound()) continue;
     const std::vector<UniformCandidate> candidates = uniform_candidates(problem, used, context_and_interleaving);
     parallel::for_each(candidates.size(), [&](std::size_t i) {
       const UniformCandidate& c = candidates[i];

@@ -1,6 +1,7 @@
 // Cost model checked against hand calculations and published totals.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -775,6 +776,33 @@ TEST(CostModel, APlanIsScoredWithItsOwnZeroStageAndBatch) {
   sharded.zero = 3;
   EXPECT_LT(other.stage(sharded, 0).memory.weights, b.memory.weights);
   EXPECT_NEAR(other.model_flops_per_iteration(plan.global_batch), 4.8e12, 1);
+}
+
+TEST(CostModel, IterationFloorIsTheModelsWorkAtPeakWithHalfTheCausalAttention) {
+  // Dense attention (no flash): forward 24·b·s·h² + 4·b·s²·h a layer, the
+  // logits 2·b·s·h·V, backward twice the forward (Narayanan et al. 2021,
+  // Sec. 5.1), so the model's 3 x forward; the floor counts the causal
+  // core's executed half, 3 · 2·b·s²·h a layer less.
+  const ModelSpec m = gpt(4, 1024, 16);
+  Problem p = short_sequences(m, 8, 8);
+  p.cluster.groups[0].device = flat_device(100, 1.0);
+  const CostModel cm(p);
+  const double b = 8, s = 512, h = 1024;
+  const double expected = (cm.model_flops_per_iteration() - 3 * 4 * 2 * b * s * s * h) / 100e12;
+  EXPECT_NEAR(cm.iteration_floor_s(0), expected, expected * 1e-12);
+  // No plan on the group's 8 GPUs, priced at 100% GEMM efficiency, works an
+  // iteration through faster than 8 GPUs at the floor.
+  for (const auto& [tp, dp, pp, B] : std::vector<std::array<int, 4>>{{1, 8, 1, 1}, {2, 4, 1, 2}, {8, 1, 1, 8},
+                                                                      {1, 4, 2, 1}, {2, 1, 4, 1}}) {
+    Plan plan;
+    plan.global_batch = 8, plan.micro_batch_size = B, plan.num_micro_batches = 8 / (B * dp);
+    const int gpus = tp * dp, layers = 4 / pp;
+    for (int i = 0; i < pp; ++i)
+      plan.stages.push_back(
+          StagePlan{0, "flat", i * gpus, gpus, tp, dp, i * layers, (i + 1) * layers, Recompute::none});
+    EXPECT_GE(cm.estimate(plan).iteration_time_s, cm.iteration_floor_s(0) / 8)
+        << "tp " << tp << " dp " << dp << " pp " << pp << " B " << B;
+  }
 }
 
 }  // namespace

@@ -127,6 +127,16 @@ class CostModel {
   // a skeleton asks (LoadBalancer::tail_lower_bound).
   double stage_tail_floor(const Plan& plan, int stage_index, int layers) const;
 
+  // The least time one GPU of group `group` could take for a whole
+  // iteration's work on its own: the forward and backward of every layer,
+  // the embedding and the head for the training's global batch, without
+  // recompute, each op at the floor a measured profile point must exceed
+  // too (its FLOPs at the device's fastest matrix peak, a causal attention
+  // core's at half). No estimate prices an op below it, so no plan on the
+  // GPUs of groups G finishes an iteration in less than
+  // 1 / Σ_{g in G} (gpus_g / iteration_floor_s(g)).
+  double iteration_floor_s(int group) const;
+
   // --- per plan ------------------------------------------------------------
   PredictedPerformance estimate(const Plan& plan) const;
   // 1F1B with unequal stages (DESIGN.md "Iteration time"), interleaved
