@@ -77,7 +77,7 @@ void serialize(Archive& ar, InitProgress& p) {
 
 template <class Archive>
 void serialize(Archive& ar, InitBlock& b) {
-  ar(b.index, b.kept, b.prune, b.plans, b.dropped_bound_s);
+  ar(b.index, b.kept, b.prune, b.plans, b.dropped_bound_s, b.walk_s);
 }
 
 template <class Archive>

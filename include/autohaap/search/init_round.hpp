@@ -32,6 +32,9 @@ struct InitBlock {
   // The least bound of a skeleton its tasks dropped to stay within their
   // share of max_skeletons (infinity: none dropped).
   double dropped_bound_s = std::numeric_limits<double>::infinity();
+  // Seconds its tasks took to walk, summed: how the next round's blocks
+  // are dealt among participants (never what any keeps).
+  double walk_s = 0;
 };
 
 struct InitRound {
