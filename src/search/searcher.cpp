@@ -710,7 +710,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // skeletons stay in the list (a plan is no faster than its bound).
   Incumbent seeds(std::max(1, options.top_k));
   // The plans that fit of the skeletons' best splits, in their order.
-  auto balanced_plans = [&](const std::vector<Skeleton>& probes) {
+  // Each of `probes` balanced: its best plan that fits, if any (none once
+  // stopped).
+  auto balanced = [&](const std::vector<Skeleton>& probes) {
     std::vector<std::optional<Plan>> plans(probes.size());
     parallel::for_each(probes.size(), [&](std::size_t i) {
       if (stopped.load(std::memory_order_relaxed)) return;
@@ -722,6 +724,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       plans[i] = fitting_plan(cost, balancer, probes[i], kInf, must_stop, was_stopped);
       if (was_stopped) stopped.store(true);
     });
+    return plans;
+  };
+  // The plans of `probes` that fit, in their order.
+  auto balanced_plans = [&](const std::vector<Skeleton>& probes) {
+    std::vector<std::optional<Plan>> plans = balanced(probes);
     std::vector<Plan> fitting;
     for (std::optional<Plan>& plan : plans) {
       if (plan) fitting.push_back(std::move(*plan));
@@ -1036,7 +1043,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (r.failure_code == kExitInvalidInput) throw InputError(r.file, r.key, r.value, r.allowed);
     if (r.failure_code != 0) throw std::runtime_error(r.value);
   };
-  // With an exchange the participants share the dives and the bounds:
+  // With an exchange the participants share the probes, the dives and the
+  // bounds:
   // this one takes every `share_step`-th from `share_first`.
   const bool shared = static_cast<bool>(options.exchange);
   const std::size_t share_step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
@@ -1047,6 +1055,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // exchange brings the others', so each dive runs once in the job.
   InitRound dives;
   bool diving = false;
+  // The probes' plans, in probe order. With an exchange each participant
+  // balances every share_step-th probe, each probe's plan (if it fits) in
+  // a block of its index, and one exchange brings the others'.
+  std::vector<Plan> probe_plans;
+  InitRound probe_blocks;
+  const bool probing = !options.resume && options.top_k > 0;
   catch_into(pending, [&] {
     if (options.resume) {
       // Where a saved initialization stopped: its probes and list, then the
@@ -1065,9 +1079,42 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       first_task = static_cast<std::size_t>(r.next_task);
       prepared.dropped_bound_s = r.dropped_bound_s;
       limit_cutoff = r.limit_cutoff_s;
-    } else if (options.top_k > 0) {
-      std::vector<Plan> probe_plans =
-          balanced_plans(probe_skeletons(space, memory, balancer, taus, probe_count, must_stop, stopped));
+    } else if (probing) {
+      const std::vector<Skeleton> probes = probe_skeletons(space, memory, balancer, taus, probe_count, must_stop, stopped);
+      if (!shared) {
+        probe_plans = balanced_plans(probes);
+        return;
+      }
+      std::vector<Skeleton> share;
+      for (std::size_t i = share_first; i < probes.size(); i += share_step) share.push_back(probes[i]);
+      const std::vector<std::optional<Plan>> plans = balanced(share);
+      for (std::size_t k = 0; k < plans.size(); ++k) {
+        InitBlock probe;
+        probe.index = static_cast<std::uint32_t>(share_first + k * share_step);
+        if (plans[k]) probe.plans.push_back(*plans[k]);
+        probe_blocks.blocks.push_back(std::move(probe));
+      }
+    }
+  });
+  if (shared && probing) {
+    // Every participant reaches this exchange, with its probes' plans or
+    // the error that stopped it before.
+    InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(probe_blocks);
+    pending = InitRound{};
+    mine.stopped = stopped.load() || options.stop();
+    std::vector<InitRound> all = options.exchange(mine);
+    for (const InitRound& r : all) rethrow(r);
+    std::vector<InitBlock*> blocks;
+    for (InitRound& r : all) {
+      if (r.stopped) stopped.store(true);
+      for (InitBlock& block : r.blocks) blocks.push_back(&block);
+    }
+    std::sort(blocks.begin(), blocks.end(), [](const InitBlock* x, const InitBlock* y) { return x->index < y->index; });
+    for (InitBlock* block : blocks)
+      for (Plan& plan : block->plans) probe_plans.push_back(std::move(plan));
+  }
+  catch_into(pending, [&] {
+    if (probing) {
       offer(probe_plans);
       // Then greedy dives from the best few (one dive stalls where no single
       // move helps; they start apart), so a good plan is known long before
@@ -1088,7 +1135,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       }
     }
   });
-  if (shared && !options.resume && options.top_k > 0) {
+  if (shared && probing) {
     // Every participant reaches this exchange (none resumes, each asks for
     // the same top K), with its dives or the error that stopped it before.
     InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(dives);

@@ -1137,9 +1137,9 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
     }
     for (std::thread& t : participants) t.join();
     if (guard == 0)
-      EXPECT_EQ(rounds, 5) << "the dives, 1300 tasks in rounds of 512, then the tightened bounds";
+      EXPECT_EQ(rounds, 6) << "the probes, the dives, 1300 tasks in rounds of 512, then the tightened bounds";
     else
-      EXPECT_GT(rounds, 4 + one.rounds_split) << "each split round walked again in pieces";
+      EXPECT_GT(rounds, 5 + one.rounds_split) << "each split round walked again in pieces";
     for (int i = 0; i < n; ++i) {
       SCOPED_TRACE(std::to_string(i) + " of " + std::to_string(n));
       EXPECT_EQ(results[i].rounds_split, one.rounds_split);
@@ -1147,6 +1147,9 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
       EXPECT_EQ(results[i].threshold_s, one.threshold_s);
       EXPECT_EQ(results[i].prune.removed, one.prune.removed);
       EXPECT_EQ(results[i].dropped_bound_s, one.dropped_bound_s);
+      ASSERT_EQ(results[i].probes.size(), one.probes.size());
+      for (std::size_t k = 0; k < one.probes.size(); ++k)
+        EXPECT_EQ(results[i].probes[k].predicted.iteration_time_s, one.probes[k].predicted.iteration_time_s);
     }
   }
   }
