@@ -845,6 +845,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       least_last_edge = *std::min_element(last_edge.begin(), last_edge.end());
       for (std::size_t j = n; j-- > 0;)
         open_tau_min[j] = std::min(open_tau_min[j + 1], *std::min_element(t.tau[j].begin(), t.tau[j].end()));
+      // The pace past which a bound below is surely above keep_below (a
+      // margin over the tests' 1e-9, so a merge stopped there cuts what the
+      // whole merge would).
+      auto enough_pace = [&](double sum, const std::vector<double>& floors) {
+        return pace_passing(keep_below * (1 + 1e-6), sum, m, floors);
+      };
       walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
@@ -904,7 +910,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             if (where_it_sits && arranged) break;
             prefix_classes(where_it_sits);
             interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
-            pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]));
+            pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]),
+                                                        enough_pace(sum, floors));
             lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
             if (lower * (1 - 1e-9) > keep_below) return false;
           }
@@ -953,9 +960,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           for (const bool where_it_sits : {false, true}) {
             if (where_it_sits && arranged) break;
             if (!leaf_classes(where_it_sits)) return true;
-            const double pace =
-                std::max(bottleneck, least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth])));
             interleaved_pace_floors(classes, max_vpp, floors);
+            const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers,
+                                                                            std::max(bottleneck, pace_to[depth]),
+                                                                            enough_pace(sum, floors)));
             lower = pipeline_time_lower_bound(pace, sum, m, floors);
             if (lower * (1 - 1e-9) > keep_below) return false;
           }

@@ -367,7 +367,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
 
 }  // namespace
 
-double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below) {
+double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below, double enough) {
   double slowest_one = 0;
   long long held = 0;
   for (FinishClass& c : classes) {
@@ -384,7 +384,7 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
     held += static_cast<long long>(c.held) * c.count;
   }
   double pace = below;
-  while (held < layers) {
+  while (held < layers && !(pace > enough)) {
     FinishClass* next = nullptr;
     double soonest = kInf;
     for (FinishClass& c : classes) {
@@ -421,6 +421,22 @@ double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span
     best = std::min(best, m * P + (stage_sum - P) / w);
   }
   return best;
+}
+
+double pace_passing(double limit, double stage_sum, int m, std::span<const double> floors) {
+  // A term slope * max(P, floor) + offset passes `limit` at every pace when
+  // it does at its floor, else once P passes (limit - offset) / slope.
+  auto passing = [limit](double slope, double offset, double floor) {
+    if (slope * floor + offset > limit) return -kInf;
+    return slope > 0 ? (limit - offset) / slope : kInf;
+  };
+  double pace = passing(m - 1.0, stage_sum, 0.0);
+  for (std::size_t k = 0; k < floors.size(); ++k) {
+    if (floors[k] == kInf) continue;
+    const double w = static_cast<double>(k + 2);
+    pace = std::max(pace, passing(m - 1.0 / w, stage_sum / w, floors[k]));
+  }
+  return pace;
 }
 
 double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <random>
@@ -236,6 +237,50 @@ TEST(SplitLowerBound, LeastWholeLayerPaceMergesClassesWithinTheirCapacities) {
   const std::vector<double> none;
   classes.push_back({&none, 0.0, 1, true});
   EXPECT_EQ(least_whole_layer_pace(classes, 1, 0.0), std::numeric_limits<double>::infinity());
+}
+
+TEST(SplitLowerBound, AMergeAskedOnlyWhetherItPassesAPaceStopsPastIt) {
+  // The classes above: 7 layers by 3 s, 8 by 4 s. Asked only whether the
+  // pace passes 1.2 s, the merge stops at the first finish past it, 1.5 s:
+  // below the answer, above 1.2. Asked about 3 s or more, the answer.
+  const std::vector<double> alike{1, 2, 3}, open{1.5, 4};
+  std::vector<FinishClass> classes{{&alike, 0.0, 2, true}, {&open, 0.0, 1, false}};
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 7, 0.0, 1.2), 1.5);
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 7, 0.0, 3.0), 3.0);
+  EXPECT_DOUBLE_EQ(least_whole_layer_pace(classes, 8, 0.0, 3.5), 4.0);
+  EXPECT_EQ(least_whole_layer_pace(classes, 9, 0.0, 10.0), std::numeric_limits<double>::infinity());
+}
+
+TEST(SplitLowerBound, ThePacePastWhichThePipelineBoundPassesALimit) {
+  // Stage sum 20, 4 micro-batches, a 2-chunk floor of 3.5: the plain term
+  // 3 P + 20 passes 41 past P = 7; the 2-chunk one, 3.5 max(P, 3.5) + 10,
+  // past P = 31 / 3.5. Past the larger both do.
+  const std::vector<double> two{3.5, std::numeric_limits<double>::infinity()};
+  const double p = pace_passing(41.0, 20.0, 4, two);
+  EXPECT_DOUBLE_EQ(p, 31.0 / 3.5);
+  EXPECT_GT(pipeline_time_lower_bound(p * (1 + 1e-9), 20.0, 4, two), 41.0);
+  EXPECT_LE(pipeline_time_lower_bound(p * (1 - 1e-9), 20.0, 4, two), 41.0);
+  // Past 20 at every pace (the sum alone), and past 1000 at none with one
+  // micro-batch (the time does not grow with the pace then): -inf and inf.
+  EXPECT_EQ(pace_passing(19.0, 20.0, 4, two), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(pace_passing(1000.0, 20.0, 1, std::vector<double>{}), std::numeric_limits<double>::infinity());
+  // Random cases: just past the pace the bound passes the limit, just
+  // below it does not.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int m = 1 + static_cast<int>(u(rng) * 16);
+    const double sum = 1 + 50 * u(rng), limit = sum + 200 * u(rng);
+    std::vector<double> floors;
+    for (int w = 2; w <= 4; ++w) floors.push_back(u(rng) < 0.2 ? std::numeric_limits<double>::infinity() : 10 * u(rng));
+    const double q = pace_passing(limit, sum, m, floors);
+    if (std::isfinite(q) && q > 0) {
+      EXPECT_GT(pipeline_time_lower_bound(q * (1 + 1e-9), sum, m, floors), limit);
+      EXPECT_LE(pipeline_time_lower_bound(q * (1 - 1e-9), sum, m, floors), limit * (1 + 1e-12));
+    } else if (q == -std::numeric_limits<double>::infinity()) {
+      EXPECT_GT(pipeline_time_lower_bound(0.0, sum, m, floors), limit);
+    }
+  }
 }
 
 TEST(SplitLowerBound, AStagesLimitWhereItSitsCutsItsFinishTimes) {

@@ -130,8 +130,13 @@ struct FinishClass {
 // the answer is known not to be under (e.g. the bound from per-layer
 // rates), from which the merge starts, so it takes a few steps rather than
 // one per layer. What the search's walk over layouts asks at every prefix:
-// O(classes) per step.
-double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below);
+// O(classes) per step. `enough`: a pace the caller only asks whether the
+// answer passes; the merge stops at the first step past it and returns
+// that step's pace, still a lower bound and still past `enough`
+// (pace_passing gives it; the walk's prefixes are mostly cut this way, and
+// on 126 layers the merge was a quarter of the walk).
+double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below,
+                              double enough = std::numeric_limits<double>::infinity());
 
 // Per interleaving degree w = 2 .. max_vpp (out[w - 2]): the least pace of
 // a pipeline of these stages interleaved over w chunks. Every stage holds
@@ -148,6 +153,11 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
 // P_w = max(P, floors[w - 2]). Both are increasing in P and S, so bounds
 // on them bound the time.
 double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors);
+// A pace past which pipeline_time_lower_bound(pace, stage_sum,
+// micro_batches, floors) exceeds `limit` (each of its terms is linear and
+// non-decreasing in the pace: the largest of their crossings); -infinity
+// when it does at every pace, infinity when at none.
+double pace_passing(double limit, double stage_sum, int micro_batches, std::span<const double> floors);
 // The same with no floor on any w from 2 to max_vpp: the least term is
 // then at w = max_vpp.
 double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp);
