@@ -59,6 +59,28 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    // CLI11 says "Could not convert: --micro-batch = 99999999999": told as
+    // every other bad input, by flag, value and what is allowed.
+    const std::string said = e.what(), lead = "Could not convert: ", sep = " = ";
+    const std::size_t at = said.find(sep);
+    if (said.rfind(lead, 0) != 0 || at == std::string::npos) {
+      app.exit(e);
+      return kExitInvalidInput;
+    }
+    const std::string name = said.substr(lead.size(), at - lead.size()), value = said.substr(at + sep.size());
+    std::string type;
+    std::vector<const CLI::App*> apps{&app};
+    for (const auto& [cmd, action] : commands) apps.push_back(cmd);
+    for (const CLI::App* cmd : apps)
+      for (const CLI::Option* option : cmd->get_options())
+        if (option->get_name() == name) type = option->get_type_name();
+    const std::string allowed = type == "INT"    ? "an integer from -2147483648 to 2147483647, written in decimal"
+                                : type == "UINT" ? "a non-negative integer up to 4294967295, written in decimal"
+                                : type == "FLOAT" ? "a number written in decimal"
+                                                  : "a value of type " + (type.empty() ? std::string("the flag's") : type);
+    std::cerr << "error: " << InputError("command line", name, value, allowed).what() << "\n";
+    return kExitInvalidInput;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitInvalidInput;

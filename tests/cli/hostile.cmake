@@ -149,6 +149,8 @@ set(_hostile_cases
   "hostile_time_limit_nan|2|--time-limit: got 'nan'. allowed: a number written in decimal|search|-m|gpt3-125m|-c|a100x8|--time-limit|nan"
   "hostile_time_limit_hex|2|--time-limit: got '0x10'. allowed: a number written in decimal|search|-m|gpt3-125m|-c|a100x8|--time-limit|0x10"
   "hostile_top_octal|2|--top: got '010'. allowed: an integer written in decimal|search|-m|gpt3-125m|-c|a100x8|--top|010"
+  "hostile_micro_batch_past_int|2|command line: --micro-batch: got '99999999999'. allowed: an integer from -2147483648 to 2147483647, written in decimal|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|99999999999"
+  "hostile_top_not_a_number|2|command line: --top: got 'many'. allowed: an integer from -2147483648 to 2147483647, written in decimal|search|-m|gpt3-125m|-c|a100x8|--top|many"
   "hostile_dp_octal|2|--dp: got '010'. allowed: an integer written in decimal|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|010|--micro-batch|1"
   "hostile_device_out_is_a_table|2|--out: got '.*gemm.csv'. allowed: a device file name ending .yaml or .yml|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200|-o|${_hostile}/gemm.csv"
   "hostile_gap_negative|2|--gap: got '-0.1'. allowed: a fraction from 0 to 1|search|-m|gpt3-125m|-c|a100x8|--gap|-0.1"
