@@ -975,7 +975,8 @@ double CostModel::stage_tail_floor(const Plan& plan, int i, int layers) const {
   const StagePlan& s = plan.stages.at(i);
   const int p = static_cast<int>(plan.stages.size());
   const bool first = i == 0, last = i == p - 1;
-  const double params = rank_params(problem_.model, layer_params(problem_.model, s.layer_begin) * layers, first, last, s.tp);
+  const double layers_params = layer_params(problem_.model, s.layer_begin) * layers;
+  const double params = rank_params(problem_.model, layers_params, first, last, s.tp);
   // An infinite backward hides all the sync overlap_grad_reduce can hide.
   const StageTail t = stage_tail(plan, i, s, plan.zero, params, std::numeric_limits<double>::infinity(),
                                  stage_dp_link(s));

@@ -709,9 +709,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // held): their K-th time bounds the search's K-th best, since the
   // skeletons stay in the list (a plan is no faster than its bound).
   Incumbent seeds(std::max(1, options.top_k));
-  // The plans that fit of the skeletons' best splits, in their order.
-  // Each of `probes` balanced: its best plan that fits, if any (none once
-  // stopped).
+  // Each of `probes` balanced: the plan of its best split that fits, if
+  // any (none once stopped).
   auto balanced = [&](const std::vector<Skeleton>& probes) {
     std::vector<std::optional<Plan>> plans(probes.size());
     parallel::for_each(probes.size(), [&](std::size_t i) {
@@ -1052,8 +1051,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (r.failure_code != 0) throw std::runtime_error(r.value);
   };
   // With an exchange the participants share the probes, the dives and the
-  // bounds:
-  // this one takes every `share_step`-th from `share_first`.
+  // bounds: this one takes every `share_step`-th from `share_first`.
   const bool shared = static_cast<bool>(options.exchange);
   const std::size_t share_step = shared ? static_cast<std::size_t>(std::max(1, options.participants)) : 1;
   const std::size_t share_first = shared ? static_cast<std::size_t>(options.participant) : 0;
@@ -1088,7 +1086,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       prepared.dropped_bound_s = r.dropped_bound_s;
       limit_cutoff = r.limit_cutoff_s;
     } else if (probing) {
-      const std::vector<Skeleton> probes = probe_skeletons(space, memory, balancer, taus, probe_count, must_stop, stopped);
+      const std::vector<Skeleton> probes =
+          probe_skeletons(space, memory, balancer, taus, probe_count, must_stop, stopped);
       if (!shared) {
         probe_plans = balanced_plans(probes);
         return;
