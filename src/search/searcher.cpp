@@ -850,7 +850,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       auto enough_pace = [&](double sum, const std::vector<double>& floors) {
         return pace_passing(keep_below * (1 + 1e-6), sum, m, floors);
       };
-      walk.keep_prefix = [&, n](int depth, const std::vector<int>& layout_index) {
+      walk.keep_prefix = [&, n, enough_pace](int depth, const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
             std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
