@@ -1103,23 +1103,28 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       }
     }
   });
-  if (shared && probing) {
-    // Every participant reaches this exchange, with its probes' plans or
-    // the error that stopped it before.
-    InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(probe_blocks);
+  // One exchange of blocks that every participant reaches (none resumes,
+  // each asks for the same top K), with its own blocks or the error that
+  // stopped it before: every participant's blocks come back in index
+  // order, and a stop anywhere stops all.
+  auto share_blocks = [&](InitRound&& own) {
+    InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(own);
     pending = InitRound{};
     mine.stopped = stopped.load() || options.stop();
     std::vector<InitRound> all = options.exchange(mine);
     for (const InitRound& r : all) rethrow(r);
-    std::vector<InitBlock*> blocks;
+    InitRound merged;
     for (InitRound& r : all) {
       if (r.stopped) stopped.store(true);
-      for (InitBlock& block : r.blocks) blocks.push_back(&block);
+      for (InitBlock& block : r.blocks) merged.blocks.push_back(std::move(block));
     }
-    std::sort(blocks.begin(), blocks.end(), [](const InitBlock* x, const InitBlock* y) { return x->index < y->index; });
-    for (InitBlock* block : blocks)
-      for (Plan& plan : block->plans) probe_plans.push_back(std::move(plan));
-  }
+    std::sort(merged.blocks.begin(), merged.blocks.end(),
+              [](const InitBlock& a, const InitBlock& b) { return a.index < b.index; });
+    return merged;
+  };
+  if (shared && probing)
+    for (InitBlock& probe : share_blocks(std::move(probe_blocks)).blocks)
+      for (Plan& plan : probe.plans) probe_plans.push_back(std::move(plan));
   catch_into(pending, [&] {
     if (probing) {
       offer(probe_plans);
@@ -1142,22 +1147,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       }
     }
   });
-  if (shared && probing) {
-    // Every participant reaches this exchange (none resumes, each asks for
-    // the same top K), with its dives or the error that stopped it before.
-    InitRound mine = pending.failure_code != 0 ? std::move(pending) : std::move(dives);
-    pending = InitRound{};
-    mine.stopped = stopped.load() || options.stop();
-    const std::vector<InitRound> all = options.exchange(mine);
-    for (const InitRound& r : all) rethrow(r);
-    dives = InitRound{};
-    for (const InitRound& r : all) {
-      if (r.stopped) stopped.store(true);
-      dives.blocks.insert(dives.blocks.end(), r.blocks.begin(), r.blocks.end());
-    }
-    std::sort(dives.blocks.begin(), dives.blocks.end(),
-              [](const InitBlock& a, const InitBlock& b) { return a.index < b.index; });
-  }
+  if (shared && probing) dives = share_blocks(std::move(dives));
   if (diving && pending.failure_code == 0)
     for (const InitBlock& dive : dives.blocks) offer(dive.plans);
 

@@ -111,11 +111,10 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
 // spread over every one of those GPUs at once, each working at the floor
 // CostModel::iteration_floor_s prices it at (every op at its device's
 // fastest matrix peak); the cost model adds recompute, communication and
-// the pipeline's bubble on top. 0 (no bound) where times come from
-// measured profiles, whose corrections may scale an op below its floor.
+// the pipeline's bubble on top. 0 (no bound) without floors.
 double uniform_rate_bound(const Problem& problem, const std::vector<double>& iteration_floor_s,
                           const std::vector<int>& used) {
-  if (!problem.profiles.empty()) return 0;
+  if (iteration_floor_s.empty()) return 0;
   double iterations_per_s = 0;
   for (int g : used) {
     if (iteration_floor_s[g] <= 0) return 0;
@@ -146,9 +145,13 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   };
   std::stable_sort(sets.begin(), sets.end(),
                    [&](const std::vector<int>& a, const std::vector<int>& b) { return gpus_of(a) > gpus_of(b); });
+  // Each group's iteration floor, where the skip test is asked; none where
+  // times come from measured profiles, whose corrections may scale an op
+  // below its floor.
   std::vector<double> floors;
-  for (std::size_t g = 0; g < problem.cluster.groups.size(); ++g)
-    floors.push_back(cost.iteration_floor_s(static_cast<int>(g)));
+  if (context_and_interleaving && problem.profiles.empty())
+    for (std::size_t g = 0; g < problem.cluster.groups.size(); ++g)
+      floors.push_back(cost.iteration_floor_s(static_cast<int>(g)));
   for (std::size_t k = static_cast<std::size_t>(share); k < sets.size(); k += static_cast<std::size_t>(shares)) {
     const std::vector<int>& used = sets[k];
     if (stop()) {
