@@ -170,6 +170,51 @@ class ExactSplitSearch {
 
 // ---------------------------------------------------------------------------
 
+// The floor's pace is found as least_feasible_bottleneck finds a table's
+// (threshold_split.hpp), on the compute times: thresholds rise through the
+// next count's time of some stage until the counts held hold every layer.
+InterleavedFloor interleaved_floor(StageCostTable& plain, int most_vpp, double sum_lower) {
+  const int p = plain.stages(), L = plain.layers();
+  const int top = L - p + 1;  // the most layers a stage holds (every other holds one)
+  InterleavedFloor f;
+  f.sum = sum_lower;
+  f.v_layers.assign(static_cast<std::size_t>(most_vpp), kInf);
+  // A count that does not fit rules out every larger one (memory grows
+  // with the layers), and the time of a count that fits only grows with it.
+  auto time = [&](int i, int n) {
+    const StageCostTable::Choice& c = plain.at(i, 0, n);
+    return c.feasible ? c.entry.time_s() : kInf;
+  };
+  for (int v = 1; v <= most_vpp && v <= top; ++v) {
+    double slowest = 0;
+    for (int i = 0; i < p; ++i) slowest = std::max(slowest, time(i, v));
+    f.v_layers[v - 1] = slowest;
+  }
+  double T = f.v_layers[0];
+  if (T == kInf) return f;
+  std::vector<int> held(p, 0);
+  for (;;) {
+    long long total = 0;
+    double next = kInf;
+    for (int i = 0; i < p; ++i) {
+      while (held[i] < top && time(i, held[i] + 1) <= T) ++held[i];
+      total += held[i];
+      if (held[i] < top) next = std::min(next, time(i, held[i] + 1));
+    }
+    if (total >= L) break;
+    if (next == kInf) return f;  // the layers do not fit at any pace
+    T = next;
+  }
+  f.pace = T;
+  return f;
+}
+
+double InterleavedFloor::iteration_time_s(int m, int v) const {
+  const double P = std::max(pace, v_layers[v - 1]);
+  if (P == kInf) return kInf;
+  return m * P + (sum - P) / v;
+}
+
 LoadBalancer::LoadBalancer(const CostModel& cost, const MemoryPruner& memory, LatencyCache* cache)
     : cost_(cost), memory_(memory), cache_(cache), identical_(cost.problem()) {
   const auto& training = cost.problem().training;
@@ -301,44 +346,56 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
   best.status = BalanceResult::Status::no_feasible_split;
   const int most = max_vpp(skeleton);
   // An interleaved run whose own bound (split_lower_bound.hpp, at that vpp:
-  // valid for every plan of it) cannot beat what is known is skipped before
-  // its stage table is built; a tie is never skipped.
+  // valid for every plan of it), or the floor the plain run's table sets
+  // it (InterleavedFloor), cannot beat what is known is skipped before its
+  // stage table is built; a tie is never skipped.
   // The per-layer speeds in the fastest mode serve every run's bounds.
   const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical_layers(skeleton));
   std::optional<std::vector<int>> capacities;
   const int L = cost_.problem().model.layers, m = num_micro_batches(cost_.problem(), skeleton);
-  for (const std::vector<Recompute>& modes : mode_sets()) for (int vpp = 1; vpp <= most; ++vpp) {
-    const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
-    if (vpp > 1 && std::isfinite(limit)) {
-      if (!capacities) capacities = memory_.capacities(skeleton);
-      if (iteration_lower_bound(speeds, *capacities, L, m, vpp) > limit * (1 + 1e-9)) {
-        if (best.status == BalanceResult::Status::no_feasible_split) best.status = BalanceResult::Status::above_bound;
-        continue;
+  // The least tail any split can have, computed once when a floor asks.
+  std::optional<double> tail_floor;
+  auto tail = [&] {
+    if (!tail_floor) tail_floor = tail_lower_bound(skeleton, &*capacities);
+    return *tail_floor;
+  };
+  for (const std::vector<Recompute>& modes : mode_sets()) {
+    // What the plain run's stage table proves of every interleaved run of
+    // the same modes (interleaved_floor): set after that run.
+    std::optional<InterleavedFloor> plain;
+    for (int vpp = 1; vpp <= most; ++vpp) {
+      const double limit = best.status == BalanceResult::Status::found ? best.split.iteration_time_s : bound;
+      if (vpp > 1 && std::isfinite(limit)) {
+        if (!capacities) capacities = memory_.capacities(skeleton);
+        if (iteration_lower_bound(speeds, *capacities, L, m, vpp) > limit * (1 + 1e-9) ||
+            (plain && plain->iteration_time_s(m, vpp) + tail() > limit * (1 + 1e-9))) {
+          if (best.status == BalanceResult::Status::no_feasible_split) best.status = BalanceResult::Status::above_bound;
+          continue;
+        }
       }
-    }
-    BalanceResult r = balance_in(skeleton, speeds, modes, vpp, limit, stop);
-    if (r.status == BalanceResult::Status::stopped) return r;
-    if (r.status == BalanceResult::Status::found) {
-      if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
-        best = std::move(r);
-    } else if (r.status == BalanceResult::Status::above_bound && best.status == BalanceResult::Status::no_feasible_split) {
-      best.status = BalanceResult::Status::above_bound;
+      StageCostTable table = this->table(skeleton, modes, vpp);
+      BalanceResult r = balance_in(table, speeds, limit, stop);
+      if (r.status == BalanceResult::Status::stopped) return r;
+      if (r.status == BalanceResult::Status::found) {
+        if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
+          best = std::move(r);
+      } else if (r.status == BalanceResult::Status::above_bound && best.status == BalanceResult::Status::no_feasible_split) {
+        best.status = BalanceResult::Status::above_bound;
+      }
+      if (vpp == 1 && most > 1 && table.identical()) plain = interleaved_floor(table, most, sum_term_lower_bound(speeds, L));
     }
   }
   return best;
 }
 
-BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const StageSpeeds& speeds,
-                                       const std::vector<Recompute>& modes, int vpp, double bound,
+BalanceResult LoadBalancer::balance_in(StageCostTable& table, const StageSpeeds& speeds, double bound,
                                        const std::function<bool()>& stop) const {
   const Problem& problem = cost_.problem();
-  const int p = skeleton.num_stages();
+  const int p = table.stages();
   const int L = problem.model.layers;
   BalanceResult infeasible;
   infeasible.status = BalanceResult::Status::no_feasible_split;
-  if (p < 1 || p > max_pipeline_stages(problem) || num_micro_batches(problem, skeleton) < 1) return infeasible;
-
-  StageCostTable table = this->table(skeleton, modes, vpp);
+  if (p < 1 || p > max_pipeline_stages(problem) || table.micro_batches() < 1) return infeasible;
   // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync
   // term (every stage holds at least one layer per chunk; identical layers
   // only).
@@ -370,7 +427,7 @@ BalanceResult LoadBalancer::balance_in(const Skeleton& skeleton, const StageSpee
   result.split.layer_end = search.best_split();
   result.split.iteration_time_s = search.best();
   result.split.recompute = table.recompute_of(result.split.layer_end);
-  result.split.vpp = vpp;
+  result.split.vpp = table.vpp();
   return result;
 }
 

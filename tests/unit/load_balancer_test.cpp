@@ -3,11 +3,14 @@
 // every per-stage recompute mode, and its lower bound must never exceed it.
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/metis_balancer.hpp"
+#include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <random>
@@ -25,8 +28,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Least iteration time of a plan on this skeleton that fits memory, over
 // every vpp the interleaving rule allows, every contiguous split and every
 // recompute mode per stage. `best_vpp`, when given, receives the vpp of the
-// best plan.
-double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr, int* best_vpp = nullptr) {
+// best plan; `only_vpp`, when given, is the one vpp tried.
+double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr, int* best_vpp = nullptr,
+                   int only_vpp = 0) {
   const Problem& problem = cost.problem();
   const int L = problem.model.layers, p = s.num_stages();
   const auto& modes = problem.training.recompute_modes;
@@ -67,6 +71,7 @@ double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = n
   };
   std::vector<int> stage_layers(p, L / p);
   for (int vpp = 1; vpp <= L; ++vpp) {
+    if (only_vpp > 0 && vpp != only_vpp) continue;
     const int m = num_micro_batches(problem, s);
     if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, m).empty()) continue;
     plan.vpp = vpp;
@@ -288,6 +293,51 @@ TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
   }
   EXPECT_GT(checked, 60);
   EXPECT_GT(positive * 2, checked);
+}
+
+// The floor a plain run's table sets every interleaved run
+// (InterleavedFloor, what lets the balancer skip an interleaved run before
+// building its table) against brute force at each vpp: with the tail
+// bound, never above the least time of any split of that vpp in any
+// recompute modes, with gradient sync overlapped or not; and on some
+// skeletons above the per-layer-speed bound the balancer asked before.
+TEST(LoadBalancer, InterleavedFloorNeverExceedsAnInterleavedSplit) {
+  int checked = 0, tighter = 0;
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.overlap_grad_reduce = seed % 2 == 0;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const int L = problem.model.layers;
+    std::vector<Recompute> modes = problem.training.recompute_modes;
+    std::sort(modes.begin(), modes.end());
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
+      const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
+      if (most < 2 || !balancer.identical_layers(s)) continue;
+      if (count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
+      std::atomic<std::int64_t> estimates{0};
+      RecomputeChoice choice;
+      choice.modes.assign(p, modes);
+      StageCostTable plain(cost, &memory, nullptr, estimates, s, true, choice, 1);
+      const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
+      const InterleavedFloor floor = interleaved_floor(plain, most, sum_term_lower_bound(speeds, L));
+      const std::vector<int> capacities = memory.capacities(s);
+      const double tail = balancer.tail_lower_bound(s, &capacities);
+      for (int v = 2; v <= most; ++v) {
+        const double truth = brute_force(cost, s, nullptr, nullptr, v);
+        const double bound = floor.iteration_time_s(m, v) + tail;
+        if (truth == kInf) continue;
+        EXPECT_LE(bound, truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
+        tighter += bound > iteration_lower_bound(speeds, capacities, L, m, v) * (1 + 1e-9);
+        ++checked;
+      }
+    }
+  }
+  std::printf("interleaved floors: %d (skeleton, vpp) runs checked, tighter than the per-layer bound on %d\n", checked,
+              tighter);
+  EXPECT_GT(checked, 30);
+  EXPECT_GT(tighter * 2, checked) << "the floor should be the tighter bound on most skeletons";
 }
 
 TEST(LoadBalancer, BoundDecidesOnlyWhetherToGiveUp) {
