@@ -270,8 +270,16 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   if (p < 1 || p > max_pipeline_stages(problem) || m < 1) return kInf;
   auto place = [&](int i) { return i >= loose_begin && i < loose_end ? loose_end - 1 : i; };
   const bool identical = identical_layers(skeleton);
-  const StageSpeeds speeds = stage_speeds(cost_, cache_, modes_.front(), skeleton, identical);
-  std::vector<int> capacities(p);
+  // Per thread, reused: the walk asks this of every skeleton it builds
+  // (millions), where allocating these was a tenth of its time.
+  thread_local StageSpeeds speeds, in_mode;
+  thread_local std::vector<int> capacities;
+  thread_local StageTiers tiers;
+  thread_local std::vector<double> layer_s;  // [mode * p + stage]
+  thread_local std::vector<StageTiers> chunked;
+  thread_local std::vector<char> chunked_filled;
+  stage_speeds(cost_, cache_, modes_.front(), skeleton, identical, speeds);
+  capacities.resize(p);
   for (int i = 0; i < p; ++i)
     capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);
   // The searched bound adds the tail's own (tail_lower_bound), the walk's
@@ -283,28 +291,35 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   // Each stage's modes, fastest first: what k layers cost where memory
   // forces a leaner mode on them (and, under interleaving, where its
   // micro-batches in flight do).
-  StageTiers tiers(p);
-  std::vector<std::vector<double>> layer_s;  // per mode, per stage
-  for (const Recompute mode : modes_) {
-    const StageSpeeds in_mode = mode == modes_.front() ? speeds : stage_speeds(cost_, cache_, mode, skeleton, true);
-    for (int i = 0; i < p; ++i)
-      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], mode, skeleton.micro_batch, place(i), p, m),
-                          in_mode.layer[i]});
-    layer_s.push_back(in_mode.layer);
+  tiers.resize(p);
+  for (auto& t : tiers) t.clear();
+  layer_s.assign(modes_.size() * p, 0.0);
+  for (std::size_t k = 0; k < modes_.size(); ++k) {
+    if (k > 0) stage_speeds(cost_, cache_, modes_[k], skeleton, true, in_mode);
+    const StageSpeeds& speeds_in_mode = k == 0 ? speeds : in_mode;
+    for (int i = 0; i < p; ++i) {
+      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], modes_[k], skeleton.micro_batch, place(i), p, m),
+                          speeds_in_mode.layer[i]});
+      layer_s[k * p + i] = speeds_in_mode.layer[i];
+    }
   }
   // The same modes under w chunks: more micro-batches in flight
   // (CostModel::in_flight, rounded down), so each holds at most as many.
   const int most_vpp = max_vpp(skeleton);
-  std::vector<StageTiers> chunked(static_cast<std::size_t>(std::max(0, most_vpp - 1)));
+  const std::size_t ws = static_cast<std::size_t>(std::max(0, most_vpp - 1));
+  if (chunked.size() < ws) chunked.resize(ws);
+  chunked_filled.assign(ws, 0);
   const InterleavedTiers interleaved = [&](int w) -> const StageTiers& {
     StageTiers& t = chunked[w - 2];
-    if (!t.empty()) return t;
+    if (chunked_filled[w - 2]) return t;
+    chunked_filled[w - 2] = 1;
     t.resize(p);
     for (int i = 0; i < p; ++i) {
+      t[i].clear();
       const int in_flight = static_cast<int>(CostModel::in_flight(place(i), p, m, w));
       for (std::size_t k = 0; k < modes_.size(); ++k)
         t[i].push_back({memory_.max_layers_in_flight(skeleton.stages[i], modes_[k], skeleton.micro_batch, in_flight),
-                        layer_s[k][i]});
+                        layer_s[k * p + i]});
     }
     return t;
   };

@@ -159,7 +159,8 @@ template <class TimeAt>
 double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edge, const std::vector<double>& rate,
                        int layers, double bottleneck, double unpaced_sum, double enough, const TimeAt& time_at) {
   const std::size_t p = edge.size();
-  std::vector<std::size_t> cheapest(p);
+  thread_local std::vector<std::size_t> cheapest;  // per thread, reused (lower_bound_of)
+  cheapest.resize(p);
   for (std::size_t i = 0; i < p; ++i) cheapest[i] = i;
   std::sort(cheapest.begin(), cheapest.end(), [&](std::size_t a, std::size_t b) { return rate[a] < rate[b]; });
   auto least_sum = [&](double pace) {
@@ -232,17 +233,26 @@ double layer_seconds(const CostModel& cost, LatencyCache* cache, Recompute mode,
 
 StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton,
                          bool identical) {
+  StageSpeeds speeds;
+  stage_speeds(cost, cache, mode, skeleton, identical, speeds);
+  return speeds;
+}
+
+void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton, bool identical,
+                  StageSpeeds& speeds) {
   const int p = skeleton.num_stages();
   const int L = cost.problem().model.layers;
-  StageSpeeds speeds;
   speeds.edge.resize(p);
   auto lookup = [&](const StageSlot& s, int layer, bool first, bool last) {
     return layer_seconds(cost, cache, mode, s, skeleton.micro_batch, layer, first, last);
   };
-  if (identical)
+  if (identical) {
     speeds.layer.resize(p);
-  else
+    speeds.layers.clear();
+  } else {
+    speeds.layer.clear();
     speeds.layers.resize(p);
+  }
   for (int i = 0; i < p; ++i) {
     const StageSlot& s = skeleton.stages[i];
     const bool first = i == 0, last = i == p - 1;
@@ -259,7 +269,6 @@ StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute m
       for (int l = 0; l < L; ++l) speeds.layers[i][l] = lookup(s, l, false, false);
     }
   }
-  return speeds;
 }
 
 double sum_term_lower_bound(const StageSpeeds& speeds, int L) {
@@ -290,7 +299,11 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
                       double enough, const InterleavedTiers& interleaved) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
-  std::vector<double> rate(p), cap(p);  // cap and need: the generic layers' fractional bottleneck only
+  // Per thread, reused: this runs for every skeleton the initialization
+  // builds, where allocations showed (a tenth of the walk).
+  thread_local std::vector<double> rate, cap;  // cap and need: the generic layers' fractional bottleneck only
+  rate.assign(p, 0.0);
+  cap.assign(p, 0.0);
   double least_stage = 0;  // every stage holds at least one layer
   double need = 0;
   if (speeds.layers.empty()) {

@@ -65,6 +65,9 @@ struct StageSpeeds {
 };
 StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton,
                          bool identical);
+// The same into `out`, whose buffers are reused.
+void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton, bool identical,
+                  StageSpeeds& out);
 
 // Lower bound of the sum term sum_i (t_i + p2p_i) over every split.
 double sum_term_lower_bound(const StageSpeeds& speeds, int layers);
