@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -290,8 +291,34 @@ std::optional<PruneRule> MemoryPruner::check(const Skeleton& skeleton) const {
 
 // ---------------------------------------------------------------------------
 
+struct LayoutRules::Rows {
+  std::size_t num_b = 0;
+  std::unique_ptr<std::once_flag[]> filled;  // per (group, B)
+  std::vector<std::vector<int>> rank;        // per (group, B): per layout, layout_rank
+};
+
+LayoutRules::LayoutRules(const SearchSpace& space) : space_(space), rows_(std::make_unique<Rows>()) {
+  const std::size_t rows = space.problem().cluster.groups.size() * space.micro_batches().size();
+  rows_->num_b = space.micro_batches().size();
+  rows_->filled = std::make_unique<std::once_flag[]>(rows);
+  rows_->rank.resize(rows);
+}
+
+LayoutRules::~LayoutRules() = default;
+
+std::optional<PruneRule> LayoutRules::rule(int group, int layout_index, int micro_batch_index) const {
+  const std::size_t row = static_cast<std::size_t>(group) * rows_->num_b + static_cast<std::size_t>(micro_batch_index);
+  std::call_once(rows_->filled[row], [&] {
+    const int micro_batch = space_.micro_batches()[micro_batch_index];
+    std::vector<int>& rank = rows_->rank[row];
+    for (const GroupLayout& layout : space_.layouts(group)) rank.push_back(layout_rank(space_.problem(), layout, micro_batch));
+  });
+  const int r = rows_->rank[row][static_cast<std::size_t>(layout_index)];
+  return r == kNone ? std::nullopt : std::optional<PruneRule>(static_cast<PruneRule>(r));
+}
+
 std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int order_index, int micro_batch_index,
-                                                 PruneReport& report) {
+                                                 PruneReport& report, const LayoutRules* rules) {
   const Problem& problem = space.problem();
   const auto& order = space.group_orders()[order_index];
   const int micro_batch = space.micro_batches()[micro_batch_index];
@@ -311,7 +338,12 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
     const auto& layouts = space.layouts(order[j]);
     at_least[j].fill(0);
     for (int li = 0; li < static_cast<int>(layouts.size()); ++li) {
-      const int rule = layout_rank(problem, layouts[li], micro_batch);
+      int rule = kNone;
+      if (rules) {
+        if (const auto r = rules->rule(order[j], li, micro_batch_index)) rule = static_cast<int>(*r);
+      } else {
+        rule = layout_rank(problem, layouts[li], micro_batch);
+      }
       for (int r = 0; r <= rule; ++r) ++at_least[j][r];
       if (rule == kNone) ok[j].push_back(li);
     }
@@ -337,7 +369,7 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   const int layers = space.problem().model.layers;
   const auto& order = space.group_orders()[order_index];
   const int n = static_cast<int>(order.size());
-  const std::vector<std::vector<int>> ok = structural_layouts(space, order_index, micro_batch_index, report);
+  const std::vector<std::vector<int>> ok = structural_layouts(space, order_index, micro_batch_index, report, walk.rules);
   for (const auto& list : ok) {
     if (list.empty()) return true;
   }

@@ -165,9 +165,10 @@ class LayoutTaus {
   std::vector<std::vector<double>> of_;
 };
 
-TaskLayouts task_layouts(const SearchSpace& space, const LayoutTaus& taus, int o, int b, PruneReport& report) {
+TaskLayouts task_layouts(const SearchSpace& space, const LayoutRules& rules, const LayoutTaus& taus, int o, int b,
+                         PruneReport& report) {
   TaskLayouts t;
-  t.ok = structural_layouts(space, o, b, report);
+  t.ok = structural_layouts(space, o, b, report, &rules);
   const auto& order = space.group_orders()[o];
   t.rated = true;
   t.tau.resize(order.size());
@@ -446,7 +447,8 @@ bool runnable_shape(const SearchSpace& space, int order_index, const std::vector
 // of a search's 75 s. Sets `stopped` (and returns what it has) when `stop`
 // says so.
 std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPruner& memory,
-                                      const LoadBalancer& balancer, const LayoutTaus& taus, std::size_t count,
+                                      const LoadBalancer& balancer, const LayoutRules& rules, const LayoutTaus& taus,
+                                      std::size_t count,
                                       const std::function<bool()>& stop, std::atomic<bool>& stopped) {
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());
@@ -468,7 +470,7 @@ std::vector<Skeleton> probe_skeletons(const SearchSpace& space, const MemoryPrun
     const int o = static_cast<int>(task / num_b), b = static_cast<int>(task % num_b);
     if (walks_arrangements(orders[o]) == false) return;
     PruneReport scratch;
-    const TaskLayouts t = task_layouts(space, taus, o, b, scratch);
+    const TaskLayouts t = task_layouts(space, rules, taus, o, b, scratch);
     std::size_t widest = 0;
     for (const auto& list : t.ok) {
       if (list.empty()) return;
@@ -703,6 +705,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
   const LayoutFinishTimes finish_times(space, memory, balancer);
   const LayoutTaus taus(space, memory, balancer);
+  const LayoutRules rules(space);
   const InterleavingLimits vpp(space);
 
   // Balances skeletons and keeps the K best plans (with those already
@@ -777,11 +780,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // it (SkeletonWalk::arrangements): its structural counts alone, what
     // enumerate_skeletons would add, without the layouts' rates and edges.
     if (walks_arrangements(space.group_orders()[o]) == false) {
-      structural_layouts(space, o, b, part.report);
+      structural_layouts(space, o, b, part.report, &rules);
       return;
     }
     PruneReport scratch;
-    const TaskLayouts t = task_layouts(space, taus, o, b, scratch);
+    const TaskLayouts t = task_layouts(space, rules, taus, o, b, scratch);
     const std::size_t n = t.ok.size();
     const int m = problem.training.global_batch / space.micro_batches()[b];
 
@@ -831,6 +834,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // skeleton's own bound (visit); what is left sees only which group is
     // first and last and the open groups as a set.
     walk.arrangements = true;
+    walk.rules = &rules;
     const bool arranged = walks_arrangements(space.group_orders()[o]).has_value();
     if (t.rated && keep_below < kInf && m > 1 && every_position_open) {
       for (std::size_t j = n; j-- > 0;) {
@@ -1087,7 +1091,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       limit_cutoff = r.limit_cutoff_s;
     } else if (probing) {
       const std::vector<Skeleton> probes =
-          probe_skeletons(space, memory, balancer, taus, probe_count, must_stop, stopped);
+          probe_skeletons(space, memory, balancer, rules, taus, probe_count, must_stop, stopped);
       if (!shared) {
         probe_plans = balanced_plans(probes);
         return;
@@ -1178,7 +1182,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (walks == false) return 1.0;
     PruneReport scratch;
     double weight = 1;
-    for (const std::vector<int>& ok : structural_layouts(space, o, b, scratch))
+    for (const std::vector<int>& ok : structural_layouts(space, o, b, scratch, &rules))
       weight *= static_cast<double>(ok.size());
     if (walks == true)
       for (std::size_t k = 2; k + 2 <= order.size(); ++k) weight *= static_cast<double>(k);

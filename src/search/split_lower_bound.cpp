@@ -206,10 +206,12 @@ double paced_sum_bound(const StageFinish& finish, const std::vector<double>& edg
 
 double layer_seconds(const CostModel& cost, LatencyCache* cache, Recompute mode, const StageSlot& s, int micro_batch,
                      int layer, bool first, bool last) {
-  const StageDegrees d = stage_degrees(cost.problem(), s, micro_batch);
-  const StageShape shape{s.group, d.tp, d.dp, mode, d.cp};
   const LayerKey key{s.group, s.tp, s.dp, micro_batch, static_cast<int>(mode), layer, first, last};
   auto compute = [&] {
+    // The stage's degrees only on a miss: the walk asks a hit of every
+    // skeleton it builds, where computing them was a twentieth of its time.
+    const StageDegrees d = stage_degrees(cost.problem(), s, micro_batch);
+    const StageShape shape{s.group, d.tp, d.dp, mode, d.cp};
     LayerEntry e;
     Timing t;
     LayerMemory m;

@@ -10,6 +10,7 @@
 
 #include "autohaap/io/search_serialization.hpp"
 #include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/parallel.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {
@@ -152,6 +153,45 @@ TEST(MemoryPruning, StructuralRulesRemoveWhatTheySay) {
   }
   EXPECT_EQ(to_string(PruneRule::tp_not_dividing_heads), std::string("tp_not_dividing_heads"));
   EXPECT_EQ(r.rows().size(), static_cast<std::size_t>(kPruneRuleCount));
+}
+
+// The rules a search keeps per (group, B) (LayoutRules, filled on first
+// use from any thread) are layout_rule's, and structural_layouts with them
+// keeps the same layouts and counts the same removals as without, on every
+// (group order, B) of random spaces and of one where every rule bites.
+TEST(MemoryPruning, KeptLayoutRulesAreTheRulesAndCountAlike) {
+  std::vector<Problem> problems;
+  for (std::uint32_t seed = 1; seed < 9; ++seed) problems.push_back(search_fixtures::random_problem(seed));
+  Problem biting = two_group_problem(8, 8.0, 8.0, 4, 1, 4);
+  biting.model.heads = biting.model.kv_heads = 6;
+  biting.training.micro_batch_sizes = {1, 3};
+  biting.training.seq_len = 510;
+  problems.push_back(biting);
+  int broken = 0;
+  for (const Problem& problem : problems) {
+    const SearchSpace space(problem);
+    const LayoutRules rules(space);
+    const int num_b = static_cast<int>(space.micro_batches().size());
+    // Asked from two threads at once first: each row is filled once.
+    parallel::for_each(problem.cluster.groups.size() * num_b, [&](std::size_t k) {
+      const int group = static_cast<int>(k / num_b), b = static_cast<int>(k % num_b);
+      for (int li = 0; li < static_cast<int>(space.layouts(group).size()); ++li) rules.rule(group, li, b);
+    });
+    for (int g = 0; g < static_cast<int>(problem.cluster.groups.size()); ++g)
+      for (int b = 0; b < num_b; ++b)
+        for (int li = 0; li < static_cast<int>(space.layouts(g).size()); ++li) {
+          const auto expected = layout_rule(problem, space.layouts(g)[li], space.micro_batches()[b]);
+          EXPECT_EQ(rules.rule(g, li, b), expected);
+          broken += expected.has_value();
+        }
+    for (int o = 0; o < static_cast<int>(space.group_orders().size()); ++o)
+      for (int b = 0; b < num_b; ++b) {
+        PruneReport plain, kept;
+        EXPECT_EQ(structural_layouts(space, o, b, plain), structural_layouts(space, o, b, kept, &rules));
+        EXPECT_EQ(plain.removed, kept.removed);
+      }
+  }
+  EXPECT_GT(broken, 10);
 }
 
 TEST(MemoryPruning, TpBeyondANodeAndTooManyStagesAreRemoved) {

@@ -163,14 +163,38 @@ struct SkeletonList {
 // search streams with enumerate_skeletons instead.
 SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory);
 
+// The first per-layout structural rule (layout_rule) each raw layout of a
+// space breaks, per group and B index: a rule depends on the group, the
+// layout and B alone, while the search's walk asks structural_layouts for
+// every group of every (group order, B) several times (a tenth of the walk
+// on eight groups). Each (group, B) row is filled on first use, once, by
+// whichever thread asks first.
+// Thread safety: const methods may be called from any thread at once. The
+// space and its problem must outlive it and not change.
+class LayoutRules {
+ public:
+  explicit LayoutRules(const SearchSpace& space);
+  ~LayoutRules();
+  LayoutRules(const LayoutRules&) = delete;
+  LayoutRules& operator=(const LayoutRules&) = delete;
+  // layout_rule of layouts(group)[layout_index] at micro_batches()[micro_batch_index].
+  std::optional<PruneRule> rule(int group, int layout_index, int micro_batch_index) const;
+
+ private:
+  struct Rows;
+  const SearchSpace& space_;
+  std::unique_ptr<Rows> rows_;
+};
+
 // Per used group of one (group order, B index): the indices into
 // space.layouts(group) that break no per-layout structural rule, and the
 // counts of the raw skeletons of that (order, B) each structural rule
 // removes (micro-batch, tp and dp rules; more_stages_than_layers is only
 // known per skeleton) added to `report`. Empty lists when B does not divide
-// the batch. Cost: O(groups * layouts).
+// the batch. `rules`: the space's rules already known (else each layout's
+// is worked out here). Cost: O(groups * layouts).
 std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int order_index, int micro_batch_index,
-                                                 PruneReport& report);
+                                                 PruneReport& report, const LayoutRules* rules = nullptr);
 
 // What enumerate_skeletons asks its caller while it walks one (order, B).
 struct SkeletonWalk {
@@ -196,6 +220,8 @@ struct SkeletonWalk {
   // arrangement, counted as such. On n groups the walk's prefix tests drop
   // up to (n - 2)!-fold; the skeletons visited stay the same.
   bool arrangements = false;
+  // The space's layout rules, when the caller keeps them (structural_layouts).
+  const LayoutRules* rules = nullptr;
 };
 
 // Whether enumerate_skeletons, told `arrangements`, walks this order for
