@@ -323,8 +323,12 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
     }
     return t;
   };
-  return std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
-                                                        per_vpp_memory ? interleaved : InterleavedTiers{}));
+  const double bound = std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
+                                                                      per_vpp_memory ? interleaved : InterleavedTiers{}));
+  if (!per_vpp_memory || !(bound <= refine_below)) return bound;
+  // The searched bound: the pace and the tail together.
+  const CappedTail capped = [&](const std::vector<int>& caps) { return tail_lower_bound(skeleton, &caps); };
+  return std::max(bound, paced_tail_lower_bound(speeds, tiers, L, m, most_vpp, tail, capped, refine_below));
 }
 
 double LoadBalancer::tail_lower_bound(const Skeleton& skeleton, const std::vector<int>* capacities) const {

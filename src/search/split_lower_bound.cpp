@@ -382,6 +382,41 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
 
 }  // namespace
 
+double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
+                              double uncapped_tail, const CappedTail& capped_tail, double enough) {
+  if (!speeds.layers.empty() || m < 1) return uncapped_tail;
+  const int p = static_cast<int>(speeds.edge.size());
+  const StageFinish finish(speeds.edge, tiers);
+  double rates = 0, least_stage = 0;
+  for (int i = 0; i < p; ++i) {
+    rates += speeds.layer[i] > 0 ? 1 / speeds.layer[i] : kInf;
+    least_stage = std::max(least_stage, speeds.edge[i] + speeds.layer[i]);
+  }
+  double pace = std::max(least_stage, whole_layer_bottleneck(finish, L, L / rates * (1 - 1e-12)));
+  if (pace == kInf) return kInf;
+  const double sum = sum_term_lower_bound(speeds, L);
+  auto rest = [&](double at) { return pipeline_time_lower_bound(at, sum, m, max_vpp); };
+  thread_local std::vector<int> caps;  // per thread, reused: asked of every skeleton kept
+  caps.resize(p);
+  double best = kInf;
+  for (int step = 0; step < 4 * L; ++step) {
+    const double f = rest(pace);
+    // Every later pace costs at least this with the uncapped tail.
+    if (!(f + uncapped_tail < best)) return best * (1 - 1e-12);
+    if (!(f + uncapped_tail <= enough)) return std::min(best, f + uncapped_tail) * (1 - 1e-12);
+    double next = kInf;  // the next pace at which some stage holds one layer more
+    for (int i = 0; i < p; ++i) {
+      caps[i] = std::min(finish.held_by(i, pace), finish.capacity(i));
+      if (caps[i] < finish.capacity(i)) next = std::min(next, finish.at(i, caps[i] + 1));
+    }
+    best = std::min(best, f + std::max(uncapped_tail, capped_tail(caps)));
+    if (next == kInf) return best * (1 - 1e-12);
+    pace = next;
+  }
+  // Paces not tried: no less than the uncapped tail at the last one.
+  return std::min(best, rest(pace) + uncapped_tail) * (1 - 1e-12);
+}
+
 double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below, double enough) {
   double slowest_one = 0;
   long long held = 0;

@@ -340,6 +340,49 @@ TEST(LoadBalancer, InterleavedFloorNeverExceedsAnInterleavedSplit) {
   EXPECT_GT(tighter * 2, checked) << "the floor should be the tighter bound on most skeletons";
 }
 
+// The pace and the tail bounded together (paced_tail_lower_bound, part of
+// the searched bound) against brute force over every split, recompute
+// mode and vpp: never above the optimum, with gradient sync overlapped or
+// not, under ZeRO 0, 1 and 3; and above the two bounded apart (the
+// per-layer bound plus the least tail of any split) on some skeletons.
+TEST(LoadBalancer, PaceAndTailBoundedTogetherNeverExceedTheOptimum) {
+  int checked = 0, tighter = 0;
+  for (std::uint32_t seed = 80; seed < 104; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.overlap_grad_reduce = seed % 2 == 0;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const int L = problem.model.layers;
+    std::vector<Recompute> modes = problem.training.recompute_modes;
+    std::sort(modes.begin(), modes.end());
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
+      const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
+      if (!balancer.identical_layers(s) || count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
+      const double truth = brute_force(cost, s);
+      if (truth == kInf) continue;
+      const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
+      StageTiers tiers(p);
+      for (const Recompute mode : modes) {
+        const StageSpeeds in_mode = stage_speeds(cost, nullptr, mode, s, true);
+        for (int i = 0; i < p; ++i)
+          tiers[i].push_back({memory.max_layers(s.stages[i], mode, s.micro_batch, i, p, m), in_mode.layer[i]});
+      }
+      const std::vector<int> capacities = memory.capacities(s);
+      const double apart = balancer.tail_lower_bound(s, &capacities);
+      const CappedTail capped = [&](const std::vector<int>& caps) { return balancer.tail_lower_bound(s, &caps); };
+      const double together = paced_tail_lower_bound(speeds, tiers, L, m, most, apart, capped);
+      EXPECT_LE(together, truth) << "seed " << seed << " skeleton " << s.id;
+      EXPECT_LE(balancer.searched_lower_bound(s), truth) << "seed " << seed << " skeleton " << s.id;
+      tighter += together > (apart + iteration_lower_bound(speeds, tiers, L, m, most)) * (1 + 1e-9);
+      ++checked;
+    }
+  }
+  std::printf("pace and tail together: %d skeletons checked, above the two apart on %d\n", checked, tighter);
+  EXPECT_GT(checked, 60);
+  EXPECT_GT(tighter, 5);
+}
+
 TEST(LoadBalancer, BoundDecidesOnlyWhetherToGiveUp) {
   const Problem problem = two_group_problem(8);
   const CostModel cost(problem);

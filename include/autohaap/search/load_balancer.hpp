@@ -132,9 +132,11 @@ class LoadBalancer {
   double lower_bound(const Skeleton& skeleton,
                      double refine_below = std::numeric_limits<double>::infinity()) const;
   // lower_bound with each vpp's own memory (its micro-batches in flight,
-  // split_lower_bound.hpp InterleavedTiers): at least as high, and above
-  // it where interleaving does not fit, but a capacity lookup per stage,
-  // mode and vpp. For the skeletons the initialization keeps, which are
+  // split_lower_bound.hpp InterleavedTiers) and the tail, the pace and the
+  // tail bounded together (paced_tail_lower_bound): at least as high, and
+  // above it where interleaving does not fit or the stages that hold the
+  // most layers by the pace sync slowly, but a capacity lookup per stage,
+  // mode and vpp and a tail bound per pace tried. For the skeletons the initialization keeps, which are
   // searched in its order; its walk, which bounds millions, takes
   // lower_bound (a tighter bound there raises the list's cutoff above what
   // its prefix bounds prune: Llama 3 70B on 8 groups walked 2.6x longer).
