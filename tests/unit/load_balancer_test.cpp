@@ -295,6 +295,30 @@ TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
   EXPECT_GT(positive * 2, checked);
 }
 
+// Calls visit(cost, memory, balancer, modes, skeleton, seed) for up to 12
+// sampled skeletons of each random problem of seeds [first, last)
+// (gradient sync overlapped on even seeds; `modes` the recompute modes,
+// fastest first), those of identical layers with few enough splits for
+// brute force.
+template <class Visit>
+void for_each_small_skeleton(std::uint32_t first, std::uint32_t last, Visit&& visit) {
+  for (std::uint32_t seed = first; seed < last; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.overlap_grad_reduce = seed % 2 == 0;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    std::vector<Recompute> modes = problem.training.recompute_modes;
+    std::sort(modes.begin(), modes.end());
+    const int L = problem.model.layers;
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
+      if (!balancer.identical_layers(s) || count_splits(L, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000)
+        continue;
+      visit(cost, memory, balancer, modes, s, seed);
+    }
+  }
+}
+
 // The floor a plain run's table sets every interleaved run
 // (InterleavedFloor, what lets the balancer skip an interleaved run before
 // building its table) against brute force at each vpp: with the tail
@@ -303,37 +327,29 @@ TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
 // skeletons above the per-layer-speed bound the balancer asked before.
 TEST(LoadBalancer, InterleavedFloorNeverExceedsAnInterleavedSplit) {
   int checked = 0, tighter = 0;
-  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
-    Problem problem = random_problem(seed);
-    problem.training.overlap_grad_reduce = seed % 2 == 0;
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
+  for_each_small_skeleton(1, 41, [&](const CostModel& cost, const MemoryPruner& memory, const LoadBalancer& balancer,
+                                     const std::vector<Recompute>& modes, const Skeleton& s, std::uint32_t seed) {
+    const Problem& problem = cost.problem();
     const int L = problem.model.layers;
-    std::vector<Recompute> modes = problem.training.recompute_modes;
-    std::sort(modes.begin(), modes.end());
-    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
-      const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
-      if (most < 2 || !balancer.identical_layers(s)) continue;
-      if (count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
-      std::atomic<std::int64_t> estimates{0};
-      RecomputeChoice choice;
-      choice.modes.assign(p, modes);
-      StageCostTable plain(cost, &memory, nullptr, estimates, s, true, choice, 1);
-      const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
-      const InterleavedFloor floor = interleaved_floor(plain, most, sum_term_lower_bound(speeds, L));
-      const std::vector<int> capacities = memory.capacities(s);
-      const double tail = balancer.tail_lower_bound(s, &capacities);
-      for (int v = 2; v <= most; ++v) {
-        const double truth = brute_force(cost, s, nullptr, nullptr, v);
-        const double bound = floor.iteration_time_s(m, v) + tail;
-        if (truth == kInf) continue;
-        EXPECT_LE(bound, truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
-        tighter += bound > iteration_lower_bound(speeds, capacities, L, m, v) * (1 + 1e-9);
-        ++checked;
-      }
+    const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
+    if (most < 2) return;
+    std::atomic<std::int64_t> estimates{0};
+    RecomputeChoice choice;
+    choice.modes.assign(p, modes);
+    StageCostTable plain(cost, &memory, nullptr, estimates, s, true, choice, 1);
+    const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
+    const InterleavedFloor floor = interleaved_floor(plain, most, sum_term_lower_bound(speeds, L));
+    const std::vector<int> capacities = memory.capacities(s);
+    const double tail = balancer.tail_lower_bound(s, &capacities);
+    for (int v = 2; v <= most; ++v) {
+      const double truth = brute_force(cost, s, nullptr, nullptr, v);
+      const double bound = floor.iteration_time_s(m, v) + tail;
+      if (truth == kInf) continue;
+      EXPECT_LE(bound, truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
+      tighter += bound > iteration_lower_bound(speeds, capacities, L, m, v) * (1 + 1e-9);
+      ++checked;
     }
-  }
+  });
   std::printf("interleaved floors: %d (skeleton, vpp) runs checked, tighter than the per-layer bound on %d\n", checked,
               tighter);
   EXPECT_GT(checked, 30);
@@ -347,37 +363,29 @@ TEST(LoadBalancer, InterleavedFloorNeverExceedsAnInterleavedSplit) {
 // per-layer bound plus the least tail of any split) on some skeletons.
 TEST(LoadBalancer, PaceAndTailBoundedTogetherNeverExceedTheOptimum) {
   int checked = 0, tighter = 0;
-  for (std::uint32_t seed = 80; seed < 104; ++seed) {
-    Problem problem = random_problem(seed);
-    problem.training.overlap_grad_reduce = seed % 2 == 0;
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
+  for_each_small_skeleton(80, 104, [&](const CostModel& cost, const MemoryPruner& memory, const LoadBalancer& balancer,
+                                       const std::vector<Recompute>& modes, const Skeleton& s, std::uint32_t seed) {
+    const Problem& problem = cost.problem();
     const int L = problem.model.layers;
-    std::vector<Recompute> modes = problem.training.recompute_modes;
-    std::sort(modes.begin(), modes.end());
-    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
-      const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
-      if (!balancer.identical_layers(s) || count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
-      const double truth = brute_force(cost, s);
-      if (truth == kInf) continue;
-      const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
-      StageTiers tiers(p);
-      for (const Recompute mode : modes) {
-        const StageSpeeds in_mode = stage_speeds(cost, nullptr, mode, s, true);
-        for (int i = 0; i < p; ++i)
-          tiers[i].push_back({memory.max_layers(s.stages[i], mode, s.micro_batch, i, p, m), in_mode.layer[i]});
-      }
-      const std::vector<int> capacities = memory.capacities(s);
-      const double apart = balancer.tail_lower_bound(s, &capacities);
-      const CappedTail capped = [&](const std::vector<int>& caps) { return balancer.tail_lower_bound(s, &caps); };
-      const double together = paced_tail_lower_bound(speeds, tiers, L, m, most, apart, capped);
-      EXPECT_LE(together, truth) << "seed " << seed << " skeleton " << s.id;
-      EXPECT_LE(balancer.searched_lower_bound(s), truth) << "seed " << seed << " skeleton " << s.id;
-      tighter += together > (apart + iteration_lower_bound(speeds, tiers, L, m, most)) * (1 + 1e-9);
-      ++checked;
+    const int p = s.num_stages(), m = num_micro_batches(problem, s), most = balancer.max_vpp(s);
+    const double truth = brute_force(cost, s);
+    if (truth == kInf) return;
+    const StageSpeeds speeds = stage_speeds(cost, nullptr, modes.front(), s, true);
+    StageTiers tiers(p);
+    for (const Recompute mode : modes) {
+      const StageSpeeds in_mode = stage_speeds(cost, nullptr, mode, s, true);
+      for (int i = 0; i < p; ++i)
+        tiers[i].push_back({memory.max_layers(s.stages[i], mode, s.micro_batch, i, p, m), in_mode.layer[i]});
     }
-  }
+    const std::vector<int> capacities = memory.capacities(s);
+    const double apart = balancer.tail_lower_bound(s, &capacities);
+    const CappedTail capped = [&](const std::vector<int>& caps) { return balancer.tail_lower_bound(s, &caps); };
+    const double together = paced_tail_lower_bound(speeds, tiers, L, m, most, apart, capped);
+    EXPECT_LE(together, truth) << "seed " << seed << " skeleton " << s.id;
+    EXPECT_LE(balancer.searched_lower_bound(s), truth) << "seed " << seed << " skeleton " << s.id;
+    tighter += together > (apart + iteration_lower_bound(speeds, tiers, L, m, most)) * (1 + 1e-9);
+    ++checked;
+  });
   std::printf("pace and tail together: %d skeletons checked, above the two apart on %d\n", checked, tighter);
   EXPECT_GT(checked, 60);
   EXPECT_GT(tighter, 5);
