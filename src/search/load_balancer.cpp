@@ -323,8 +323,9 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
     }
     return t;
   };
-  const double bound = std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
-                                                                      per_vpp_memory ? interleaved : InterleavedTiers{}));
+  const double bound =
+      std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
+                                                     per_vpp_memory ? interleaved : InterleavedTiers{}));
   if (!per_vpp_memory || !(bound <= refine_below)) return bound;
   // The searched bound: the pace and the tail together.
   const CappedTail capped = [&](const std::vector<int>& caps) { return tail_lower_bound(skeleton, &caps); };
@@ -398,10 +399,12 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
       if (r.status == BalanceResult::Status::found) {
         if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
           best = std::move(r);
-      } else if (r.status == BalanceResult::Status::above_bound && best.status == BalanceResult::Status::no_feasible_split) {
+      } else if (r.status == BalanceResult::Status::above_bound &&
+                 best.status == BalanceResult::Status::no_feasible_split) {
         best.status = BalanceResult::Status::above_bound;
       }
-      if (vpp == 1 && most > 1 && table.identical()) plain = interleaved_floor(table, most, sum_term_lower_bound(speeds, L));
+      if (vpp == 1 && most > 1 && table.identical())
+        plain = interleaved_floor(table, most, sum_term_lower_bound(speeds, L));
     }
   }
   return best;

@@ -311,7 +311,8 @@ std::optional<PruneRule> LayoutRules::rule(int group, int layout_index, int micr
   std::call_once(rows_->filled[row], [&] {
     const int micro_batch = space_.micro_batches()[micro_batch_index];
     std::vector<int>& rank = rows_->rank[row];
-    for (const GroupLayout& layout : space_.layouts(group)) rank.push_back(layout_rank(space_.problem(), layout, micro_batch));
+    for (const GroupLayout& layout : space_.layouts(group))
+      rank.push_back(layout_rank(space_.problem(), layout, micro_batch));
   });
   const int r = rows_->rank[row][static_cast<std::size_t>(layout_index)];
   return r == kNone ? std::nullopt : std::optional<PruneRule>(static_cast<PruneRule>(r));
@@ -369,7 +370,8 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   const int layers = space.problem().model.layers;
   const auto& order = space.group_orders()[order_index];
   const int n = static_cast<int>(order.size());
-  const std::vector<std::vector<int>> ok = structural_layouts(space, order_index, micro_batch_index, report, walk.rules);
+  const std::vector<std::vector<int>> ok =
+      structural_layouts(space, order_index, micro_batch_index, report, walk.rules);
   for (const auto& list : ok) {
     if (list.empty()) return true;
   }

@@ -142,6 +142,25 @@ double whole_layer_bottleneck(const StageFinish& finish, int layers, double belo
   return T;
 }
 
+// Identical layers: the pace below which the stages cannot hold L layers
+// even at their per-layer rates (L / sum_i 1 / tau_i, by a hair less),
+// where a whole-layer merge starts.
+double rates_pace(const StageSpeeds& speeds, int L) {
+  double rates = 0;  // sum_i 1 / tau_i
+  for (const double tau : speeds.layer) rates += tau > 0 ? 1 / tau : kInf;
+  return L / rates * (1 - 1e-12);
+}
+
+// Identical layers: the least pace at which the stages hold L whole
+// layers as `finish` has them, and at least every stage's one-layer
+// finish (each holds one).
+double identical_layer_bottleneck(const StageSpeeds& speeds, const StageFinish& finish, int L) {
+  double least_stage = 0;
+  for (std::size_t i = 0; i < speeds.edge.size(); ++i)
+    least_stage = std::max(least_stage, speeds.edge[i] + speeds.layer[i]);
+  return std::max(least_stage, whole_layer_bottleneck(finish, L, rates_pace(speeds, L)));
+}
+
 // Identical layers: the least time over every pace P >= `bottleneck` of
 // time_at(P, S(P)), where S(P) is a lower bound on the sum of stage times
 // when no stage may take longer than P: each stage holds between 1 and the
@@ -306,13 +325,10 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
   thread_local std::vector<double> rate, cap;  // cap and need: the generic layers' fractional bottleneck only
   rate.assign(p, 0.0);
   cap.assign(p, 0.0);
-  double least_stage = 0;  // every stage holds at least one layer
+  double least_stage = 0;  // generic layers: every stage holds at least one layer
   double need = 0;
   if (speeds.layers.empty()) {
-    for (int i = 0; i < p; ++i) {
-      rate[i] = speeds.layer[i];
-      least_stage = std::max(least_stage, speeds.edge[i] + rate[i]);
-    }
+    for (int i = 0; i < p; ++i) rate[i] = speeds.layer[i];
   } else {
     // Work in units of stage 0's layer times: stage i runs layer l at least
     // kappa_i times its work w_l, so it holds at most (T - E_i) / kappa_i.
@@ -338,11 +354,8 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
       if (rate[i] <= 0) return (sum + (m - 1) * least_stage) * (1 - 1e-12);
     }
   }
-  double rates = 0;  // identical layers: sum_i 1 / tau_i
-  for (int i = 0; i < p && speeds.layers.empty(); ++i) rates += rate[i] > 0 ? 1 / rate[i] : kInf;
-  const double bottleneck = speeds.layers.empty()
-                                ? std::max(least_stage, whole_layer_bottleneck(finish, L, L / rates * (1 - 1e-12)))
-                                : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
+  const double bottleneck = speeds.layers.empty() ? identical_layer_bottleneck(speeds, finish, L)
+                                                 : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
   // The least over v in [1, max_vpp] of m P + (S - P) / v (header).
   const int v = std::max(1, max_vpp);
@@ -370,7 +383,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
       const StageFinish chunked(speeds.edge, interleaved(w));
       for (int i = 0; i < p && floor < kInf; ++i)
         floor = chunked.capacity(i) < w ? kInf : std::max(floor, chunked.at(i, w));
-      if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, L / rates * (1 - 1e-12)));
+      if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, rates_pace(speeds, L)));
     }
   }
   auto time_at = [&](double pace, double stage_sum) {
@@ -387,12 +400,7 @@ double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers
   if (!speeds.layers.empty() || m < 1) return uncapped_tail;
   const int p = static_cast<int>(speeds.edge.size());
   const StageFinish finish(speeds.edge, tiers);
-  double rates = 0, least_stage = 0;
-  for (int i = 0; i < p; ++i) {
-    rates += speeds.layer[i] > 0 ? 1 / speeds.layer[i] : kInf;
-    least_stage = std::max(least_stage, speeds.edge[i] + speeds.layer[i]);
-  }
-  double pace = std::max(least_stage, whole_layer_bottleneck(finish, L, L / rates * (1 - 1e-12)));
+  double pace = identical_layer_bottleneck(speeds, finish, L);
   if (pace == kInf) return kInf;
   const double sum = sum_term_lower_bound(speeds, L);
   auto rest = [&](double at) { return pipeline_time_lower_bound(at, sum, m, max_vpp); };

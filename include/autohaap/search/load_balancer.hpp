@@ -136,8 +136,8 @@ class LoadBalancer {
   // tail bounded together (paced_tail_lower_bound): at least as high, and
   // above it where interleaving does not fit or the stages that hold the
   // most layers by the pace sync slowly, but a capacity lookup per stage,
-  // mode and vpp and a tail bound per pace tried. For the skeletons the initialization keeps, which are
-  // searched in its order; its walk, which bounds millions, takes
+  // mode and vpp and a tail bound per pace tried. For the skeletons the
+  // initialization keeps, which are searched in its order; its walk, which bounds millions, takes
   // lower_bound (a tighter bound there raises the list's cutoff above what
   // its prefix bounds prune: Llama 3 70B on 8 groups walked 2.6x longer).
   double searched_lower_bound(const Skeleton& skeleton,
