@@ -66,6 +66,8 @@ class ExactSplitSearch {
       if (hopeless(lower)) return Outcome::above_bound;
       try_bottleneck(T);
       T = split_.next_event(split_.bottleneck_reach(), Measure::pace, nullptr);
+      // Where tails vary, a leaner mode's pace is a bottleneck too.
+      if (table_.tails_vary()) T = std::min(T, split_.next_option_pace(split_.bottleneck_reach()));
       if (T == kInf) break;
       split_.set_threshold(T);
     }
@@ -112,6 +114,17 @@ class ExactSplitSearch {
     const double sum_t = split_.min_sum(reach_t, nullptr);
     consider(split_.split());
     if (steady(T) + w_ * sum_t + sync_lower_ > limit()) return;
+    if (table_.tails_vary()) {
+      // Tails neither grow with the layers nor are least in the fastest
+      // mode: each tail an option may have is a threshold, and ranges are
+      // filtered by it (ThresholdSplit::min_sum_within).
+      for (const double S : split_.tails_within(reach_t)) {
+        if (S < sync_lower_) continue;
+        if (steady(T) + S + w_ * sum_t > limit() || stopping()) break;
+        if (split_.min_sum_within(reach_t, S) < kInf) consider(split_.split());
+      }
+      return;
+    }
     reach_s_.clear();
     double S = sync_lower_;
     split_.grow(reach_s_, S, Measure::sync, &reach_t);
@@ -423,7 +436,12 @@ BalanceResult LoadBalancer::balance_in(StageCostTable& table, const StageSpeeds&
   // only).
   const double sum_lower = sum_term_lower_bound(speeds, L);
   double sync_lower = 0;
-  if (table.identical()) {
+  if (table.tails_vary()) {
+    // A one-layer stage's tail bounds nothing here; the tail's own floor
+    // (every split's, whatever its modes) does.
+    sync_lower = tail_lower_bound(table.skeleton(), nullptr);
+    if (sync_lower == kInf) return infeasible;
+  } else if (table.identical()) {
     for (int i = 0; i < p; ++i) {
       const auto& one = table.at(i, 0, table.min_layers());
       if (!one.feasible) return infeasible;

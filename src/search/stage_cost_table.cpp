@@ -1,10 +1,23 @@
 #include "autohaap/search/stage_cost_table.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <utility>
 
 namespace autohaap {
+namespace {
+
+// What CostModel::iteration_time_1f1b reads of a stage.
+void set_times(StageEstimate& e, const StageEntry& x) {
+  e.forward_s = x.forward_s;
+  e.backward_s = x.backward_s;
+  e.p2p_s = x.p2p_s;
+  e.dp_sync_s = x.dp_sync_s;
+  e.optimizer_s = x.optimizer_s;
+}
+
+}  // namespace
 
 IdenticalLayers::IdenticalLayers(const Problem& problem)
     : problem_(problem), generic_(problem.model.family == ModelFamily::generic) {
@@ -42,6 +55,7 @@ StageCostTable::StageCostTable(const CostModel& cost, const MemoryPruner* memory
       skeleton_(skeleton),
       choice_(std::move(choice)),
       identical_(identical),
+      tails_vary_(choice_.must_fit && cost.problem().training.overlap_grad_reduce),
       layers_(cost.problem().model.layers),
       stages_(skeleton.num_stages()),
       micro_batches_(num_micro_batches(cost.problem(), skeleton)),
@@ -72,7 +86,11 @@ const StageCostTable::Choice& StageCostTable::at(int i, int begin, int end) {
     return c;
   }
   if (end - begin < vpp_) {
-    static const Choice kTooShort{true, false, Recompute::none, StageEntry{}};
+    static const Choice kTooShort = [] {
+      Choice c;
+      c.computed = true;
+      return c;
+    }();
     return kTooShort;
   }
   const std::uint64_t key =
@@ -83,17 +101,13 @@ const StageCostTable::Choice& StageCostTable::at(int i, int begin, int end) {
 }
 
 double StageCostTable::iteration_time(const std::vector<int>& layer_end) {
+  if (tails_vary_) return pick_options(layer_end);
   split_estimates_.resize(stages_);
   int begin = 0;
   for (int i = 0; i < stages_; ++i) {
     const Choice& c = at(i, begin, layer_end[i]);
     if (!c.feasible) return std::numeric_limits<double>::infinity();
-    StageEstimate& e = split_estimates_[i];
-    e.forward_s = c.entry.forward_s;
-    e.backward_s = c.entry.backward_s;
-    e.p2p_s = c.entry.p2p_s;
-    e.dp_sync_s = c.entry.dp_sync_s;
-    e.optimizer_s = c.entry.optimizer_s;
+    set_times(split_estimates_[i], c.entry);
     begin = layer_end[i];
   }
   return CostModel::iteration_time_1f1b(split_estimates_, micro_batches_, vpp_);
@@ -101,12 +115,72 @@ double StageCostTable::iteration_time(const std::vector<int>& layer_end) {
 
 std::vector<Recompute> StageCostTable::recompute_of(const std::vector<int>& layer_end) {
   std::vector<Recompute> out;
+  if (tails_vary_ && pick_options(layer_end) == std::numeric_limits<double>::infinity()) return out;
   int begin = 0;
   for (int i = 0; i < stages_; ++i) {
-    out.push_back(at(i, begin, layer_end[i]).recompute);
+    const Choice& c = at(i, begin, layer_end[i]);
+    out.push_back(tails_vary_ && picks_[i] > 0 ? c.leaner[picks_[i] - 1].recompute : c.recompute);
     begin = layer_end[i];
   }
   return out;
+}
+
+double StageCostTable::pick_options(const std::vector<int>& layer_end) {
+  // The iteration time is m·max pace + (Σ pace − max pace)/v + max tail
+  // (CostModel::iteration_time_1f1b). Take any choice of options and S its
+  // largest tail: giving each stage instead its least-pace option of tail
+  // <= S lowers no term's worth, so it is as fast or faster. S is one of the
+  // options' tails and at most the largest tail of the fastest modes (each
+  // leaner option's is below its stage's). Trying each such S, the largest
+  // first (ties keep the faster modes), is therefore exact.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  split_choices_.resize(stages_);
+  split_estimates_.resize(stages_);
+  picks_.assign(stages_, 0);
+  split_tails_.clear();
+  double top = 0;
+  int begin = 0;
+  for (int i = 0; i < stages_; ++i) {
+    const Choice& c = at(i, begin, layer_end[i]);
+    if (!c.feasible) return kInf;
+    split_choices_[i] = &c;
+    top = std::max(top, c.sync());
+    split_tails_.push_back(c.sync());
+    for (const Option& o : c.leaner) split_tails_.push_back(o.sync());
+    begin = layer_end[i];
+  }
+  std::sort(split_tails_.begin(), split_tails_.end(), std::greater<>());
+  split_tails_.erase(std::unique(split_tails_.begin(), split_tails_.end()), split_tails_.end());
+  double best = kInf;
+  std::vector<int>& trial = trial_picks_;
+  trial.assign(stages_, 0);
+  for (const double S : split_tails_) {
+    if (S > top) continue;
+    bool every = true;
+    for (int i = 0; i < stages_ && every; ++i) {
+      const Choice& c = *split_choices_[i];
+      int pick = -1;
+      double pace = kInf;
+      for (int k = 0; k <= static_cast<int>(c.leaner.size()); ++k) {
+        const Option& o = k == 0 ? static_cast<const Option&>(c) : c.leaner[k - 1];
+        if (o.sync() <= S && o.pace() < pace) {
+          pace = o.pace();
+          pick = k;
+        }
+      }
+      every = pick >= 0;
+      if (!every) break;
+      trial[i] = pick;
+      set_times(split_estimates_[i], pick == 0 ? c.entry : c.leaner[pick - 1].entry);
+    }
+    if (!every) break;  // a smaller S leaves that stage without an option too
+    const double value = CostModel::iteration_time_1f1b(split_estimates_, micro_batches_, vpp_);
+    if (value < best) {
+      best = value;
+      picks_ = trial;
+    }
+  }
+  return best;
 }
 
 StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end) {
@@ -130,11 +204,15 @@ StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end)
   for (std::size_t r = 0; r < modes.size(); ++r) {
     if (identical_ && n > capacity_[i][r]) continue;
     const StageEntry e = estimate(i, begin, end, modes[r]);
-    if (e.fits()) {
+    if (!e.fits()) continue;
+    if (!c.feasible) {
       c.feasible = true;
       c.recompute = modes[r];
       c.entry = e;
-      return c;
+      if (!tails_vary_) return c;
+    } else if (e.tail_s() < c.sync()) {
+      // A slower mode is worth keeping only for the sync it hides.
+      c.leaner.push_back(Option{modes[r], e});
     }
   }
   return c;

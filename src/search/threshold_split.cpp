@@ -92,6 +92,7 @@ double ThresholdSplit::next_event(const Reach& reach, Measure measure, const Rea
 }
 
 void ThresholdSplit::set_threshold(double T) {
+  T_ = T;
   if (!table_.identical()) narrow(T);
   grow_all(reach_t_, T, pace_of, nullptr);
 }
@@ -178,7 +179,8 @@ int ThresholdSplit::active_hi(int i) const {
 int ThresholdSplit::dp_lo(int i) const { return table_.identical() || lo_.empty() ? i : std::max(i, lo_[i]); }
 int ThresholdSplit::dp_hi(int i) const { return table_.identical() || hi_.empty() ? L_ - (p_ - i) : hi_[i]; }
 
-double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
+template <class Cost>
+double ThresholdSplit::min_sum_of(const Reach& t_reach, const Reach* s_reach, Cost cost) {
   f_.assign(static_cast<std::size_t>(p_ + 1) * (L_ + 1), kInf);
   parent_.assign(f_.size(), -1);
   auto at = [&](int i, int b) -> double& { return f_[static_cast<std::size_t>(i) * (L_ + 1) + b]; };
@@ -193,7 +195,9 @@ double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
       if (s_reach) r = std::min(r, s_reach->get(i, ra) + (a - ra));
       r = std::min(r, table_.last_end(i));
       for (int b = a + table_.min_layers(); b <= r; ++b) {
-        const double v = base + table_.at(i, a, b).pace();
+        const double c = cost(table_.at(i, a, b));
+        if (c == kInf) continue;
+        const double v = base + c;
         double& slot = at(i + 1, b);
         if (v < slot) {
           slot = v;
@@ -211,6 +215,83 @@ double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
     b = parent_[static_cast<std::size_t>(i) * (L_ + 1) + b];
   }
   return total;
+}
+
+double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
+  return min_sum_of(t_reach, s_reach, pace_of);
+}
+
+double ThresholdSplit::min_sum_within(const Reach& t_reach, double S) {
+  const double T = T_;
+  return min_sum_of(t_reach, nullptr, [T, S](const Choice& c) {
+    double least = c.sync() <= S ? c.pace() : kInf;
+    for (const StageCostTable::Option& o : c.leaner)
+      if (o.pace() <= T && o.sync() <= S) least = std::min(least, o.pace());
+    return least;
+  });
+}
+
+template <class Visit>
+void ThresholdSplit::for_each_range(const Reach& reach, Visit visit) {
+  for (int i = 0; i < p_; ++i) {
+    // Identical layers: one start stands for all (a range's cost is its count's).
+    const int last = table_.identical() ? 0 : dp_hi(i);
+    for (int a = table_.identical() ? 0 : dp_lo(i); a <= last; ++a) {
+      const int r = std::min(reach.get(i, a), table_.last_end(i));
+      for (int b = a + table_.min_layers(); b <= r; ++b) {
+        const Choice& c = table_.at(i, a, b);
+        if (c.feasible) visit(i, b - a, c);
+      }
+    }
+  }
+}
+
+std::vector<double> ThresholdSplit::tails_within(const Reach& reach) {
+  // Per stage, the (tail, layers) of every option a split may use.
+  std::vector<std::vector<std::pair<double, int>>>& by_stage = tails_by_stage_;
+  by_stage.resize(p_);
+  for (auto& v : by_stage) v.clear();
+  std::vector<double> tails;
+  for_each_range(reach, [&](int i, int n, const Choice& c) {
+    by_stage[i].emplace_back(c.sync(), n);
+    for (const StageCostTable::Option& o : c.leaner)
+      if (o.pace() <= T_) by_stage[i].emplace_back(o.sync(), n);
+  });
+  for (auto& v : by_stage) {
+    std::sort(v.begin(), v.end());
+    for (const auto& [tail, n] : v) tails.push_back(tail);
+  }
+  std::sort(tails.begin(), tails.end());
+  tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
+  // No split has a largest tail below the least S under which every stage
+  // has a range and, with identical layers, the most layers each may hold
+  // add up to the model's.
+  std::vector<std::size_t> next(p_, 0);
+  std::vector<int> most(p_, 0);
+  std::size_t first = 0;
+  for (; first < tails.size(); ++first) {
+    const double S = tails[first];
+    long long total = 0;
+    bool every = true;
+    for (int i = 0; i < p_; ++i) {
+      const auto& v = by_stage[i];
+      while (next[i] < v.size() && v[next[i]].first <= S) most[i] = std::max(most[i], v[next[i]++].second);
+      every = every && next[i] > 0;
+      total += most[i];
+    }
+    if (every && (!table_.identical() || total >= L_)) break;
+  }
+  tails.erase(tails.begin(), tails.begin() + static_cast<std::ptrdiff_t>(first));
+  return tails;
+}
+
+double ThresholdSplit::next_option_pace(const Reach& reach) {
+  double next = kInf;
+  for_each_range(reach, [&](int, int, const Choice& c) {
+    for (const StageCostTable::Option& o : c.leaner)
+      if (o.pace() > T_) next = std::min(next, o.pace());
+  });
+  return next;
 }
 
 bool ThresholdSplit::feasible(const Reach& reach, const Reach* cap) {

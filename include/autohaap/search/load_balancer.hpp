@@ -15,10 +15,15 @@
 // memory holds that vpp's micro-batches in flight, and a stage keeps at
 // least v layers. The best over the vpps (the first on ties) is the
 // skeleton's answer; a vpp's search starts with the best so far as its
-// bound, so one that cannot beat it stops at its first threshold. For a fixed layer range the best recompute of a
-// stage is the fastest mode (none < selective < full) whose memory fits: it
-// lowers t_i and leaves the other terms alone. So the balancer derives
-// recompute instead of searching it (stage_cost_table.hpp). A
+// bound, so one that cannot beat it stops at its first threshold. For a fixed
+// layer range the best recompute of a stage is the fastest mode (none <
+// selective < full) whose memory fits: it lowers t_i and leaves the other
+// terms alone. So the balancer derives recompute instead of searching it
+// (stage_cost_table.hpp). Not so under overlap_grad_reduce: sync_i is then
+// what the last backward leaves exposed, so a slower mode can hide more of
+// it, and it need not grow with the layers; the table then keeps each
+// range's leaner fitting modes, and the method below filters by S (see
+// there). A
 // Megatron-runnable search (specs/runnable_by.hpp) gives every stage one
 // mode: the split is found per mode and the best kept.
 //
@@ -28,9 +33,14 @@
 // contiguous splits minimizes the sum term, and (m - 1) T + S + DP is an
 // upper bound that is attained at the optimum's own (T, S)
 // (threshold_split.hpp); under vpp v the same holds for
-// (m - 1/v) T + S + DP / v, whose coefficients are positive too. T runs through the stage times at which some
-// stage's reach grows, ascending from the least feasible one; S likewise
-// for each T. Both loops stop as soon as (m - 1) T + S + (a lower bound of
+// (m - 1/v) T + S + DP / v, whose coefficients are positive too. T runs
+// through the stage times at which some stage's reach grows, ascending from
+// the least feasible one; S likewise for each T. Where tails vary
+// (StageCostTable::tails_vary) a range is filtered, not reached, by S, each
+// range may take any of its modes within (T, S), T also runs through the
+// leaner modes' paces and S through every tail a range within T has; a
+// split is priced in its fastest mix of modes (exact, StageCostTable::
+// iteration_time). Both loops stop as soon as (m - 1) T + S + (a lower bound of
 // the sum) cannot beat the best so far; the caller's bound only lets the
 // whole search give up early. The best split is then polished by moving
 // single layers across stage boundaries while the true iteration time

@@ -3,7 +3,12 @@
 // the latency cache when there is one) and kept for one balancing call. The
 // exact split (load_balancer.hpp) picks per range the fastest mode that fits;
 // the Metis-style balancer (metis_balancer.hpp) gives each stage one mode
-// and ignores memory. A table is for one vpp (interleaved 1F1B over vpp
+// and ignores memory. Under overlap_grad_reduce a stage's exposed gradient
+// sync shrinks as its backward grows, so a slower mode can win on a stage
+// that does not pace the pipeline and a stage's tail need not grow with its
+// layers: the table then also keeps each range's leaner fitting modes
+// (Choice::leaner) and prices a split in the modes that make it fastest
+// (tails_vary). A table is for one vpp (interleaved 1F1B over vpp
 // chunks per stage, specs/parallel_rules.hpp): its stage entries carry that
 // vpp's sends and micro-batches in flight, a range of fewer than vpp layers
 // is infeasible, and iteration_time is the interleaved one. Also here: which stages hold identical layers (then a
@@ -59,9 +64,8 @@ struct RecomputeChoice {
 
 class StageCostTable {
  public:
-  struct Choice {
-    bool computed = false;
-    bool feasible = false;
+  // A recompute mode for a range and its cost there.
+  struct Option {
     Recompute recompute = Recompute::none;
     StageEntry entry;
     // Compute plus the stage's own sends: what paces the 1F1B steady state
@@ -70,6 +74,16 @@ class StageCostTable {
     double pace() const { return entry.pace_s(); }
     // Data-parallel sync and optimizer step.
     double sync() const { return entry.tail_s(); }
+  };
+  // The fastest mode that fits a range (the Option part) and, where tails
+  // vary, the slower modes that fit it with a smaller tail.
+  struct Choice : Option {
+    bool computed = false;
+    bool feasible = false;
+    // Where tails_vary() only: the later fitting modes each slower and with
+    // a smaller tail than the one before it (pace ascending, tail
+    // descending); every other fitting mode is no better in either.
+    std::vector<Option> leaner;
   };
 
   // `memory` is read only when choice.must_fit (layer capacities of
@@ -84,6 +98,12 @@ class StageCostTable {
   int micro_batches() const { return micro_batches_; }
   bool identical() const { return identical_; }
   int vpp() const { return vpp_; }
+  const Skeleton& skeleton() const { return skeleton_; }
+  // Whether a stage's tail may shrink as its layers or its backward grow
+  // (the training's overlap_grad_reduce with a must-fit choice): the split
+  // search then filters ranges by tail instead of growing a reach over it,
+  // and tries each range's leaner modes.
+  bool tails_vary() const { return tails_vary_; }
   // The fewest layers a stage may hold: one per chunk.
   int min_layers() const { return vpp_; }
   // Stage i starts at >= i and ends at <= last_end(i): every stage keeps a layer.
@@ -91,14 +111,19 @@ class StageCostTable {
 
   // Stage i on layers [begin, end).
   const Choice& at(int i, int begin, int end);
-  // The cost model's iteration time of a split (end layer per stage);
-  // infinity when a stage's range is infeasible.
+  // The cost model's iteration time of a split (end layer per stage) in its
+  // fastest modes: each range's Choice, or where tails vary the mix of each
+  // range's options that minimizes it (exact: see pick_options); infinity
+  // when a stage's range is infeasible.
   double iteration_time(const std::vector<int>& layer_end);
-  // Per stage, the recompute mode chosen for its range of the split.
+  // Per stage, the recompute mode of that fastest pricing.
   std::vector<Recompute> recompute_of(const std::vector<int>& layer_end);
 
  private:
   Choice compute(int i, int n, int begin, int end);
+  // The least iteration time of the split over its ranges' options; the
+  // option taken per stage is left in picks_ (index 0: the Choice itself).
+  double pick_options(const std::vector<int>& layer_end);
   StageEntry estimate(int i, int begin, int end, Recompute recompute);
   StageKey key(int i, int begin, int end, Recompute recompute) const;
 
@@ -108,9 +133,13 @@ class StageCostTable {
   const Skeleton& skeleton_;
   RecomputeChoice choice_;
   bool identical_;
+  bool tails_vary_;
   int layers_, stages_, micro_batches_, vpp_;
   Plan scratch_;
   std::vector<StageEstimate> split_estimates_;          // scratch of iteration_time
+  std::vector<const Choice*> split_choices_;            // scratch of pick_options
+  std::vector<double> split_tails_;                     // scratch of pick_options
+  std::vector<int> picks_, trial_picks_;                // pick_options' result, its scratch
   std::vector<std::vector<Choice>> by_count_;           // identical: [stage][layers]
   std::vector<std::vector<int>> capacity_;              // identical, must fit: [stage][mode]
   std::unordered_map<std::uint64_t, Choice> by_range_;  // otherwise: (stage, begin, end)

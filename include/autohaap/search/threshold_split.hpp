@@ -6,7 +6,9 @@
 // paces. Thresholds run through the "events" at which some stage's reach
 // grows, so the least feasible bottleneck is found by walking them upward
 // from the largest of the stages' least single-layer paces. The exact split
-// (load_balancer.hpp) adds a second threshold on the sync term; the
+// (load_balancer.hpp) adds a second threshold on the sync term (a reach
+// where tails grow with the layers, a filter over each range's options
+// where they need not: StageCostTable::tails_vary); the
 // Metis-style balancer (metis_balancer.hpp) stops at the least feasible
 // bottleneck.
 //
@@ -20,6 +22,7 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "autohaap/search/stage_cost_table.hpp"
@@ -81,9 +84,30 @@ class ThresholdSplit {
   // The least sum of paces over splits inside both reaches (infinity: none);
   // the split is left in split().
   double min_sum(const Reach& t_reach, const Reach* s_reach);
+
+  // Where the table's tails vary (StageCostTable::tails_vary), ranges and
+  // their options are filtered, not reached: under the bottleneck threshold
+  // T (set_threshold) and a sync threshold S a range may take any of its
+  // options (its Choice or a leaner mode) whose pace is <= T and tail <= S.
+  // The least sum of paces over splits inside `t_reach` of such options; the
+  // split is left in split().
+  double min_sum_within(const Reach& t_reach, double S);
+  // The tails of the options of pace <= T of the ranges inside `reach` a
+  // split may use, ascending and distinct, from the least under which every
+  // stage has a range: the sync thresholds worth trying.
+  std::vector<double> tails_within(const Reach& reach);
+  // The least pace above T of a leaner option of a range inside `reach`
+  // (infinity: none): a bottleneck event the reach's own growth misses.
+  double next_option_pace(const Reach& reach);
   const std::vector<int>& split() const { return split_; }
 
  private:
+  template <class Cost>
+  double min_sum_of(const Reach& t_reach, const Reach* s_reach, Cost cost);
+  // Calls visit(stage, layers, choice) for every feasible range a split
+  // inside `reach` may use.
+  template <class Visit>
+  void for_each_range(const Reach& reach, Visit visit);
   template <class Value>
   int grow_one(Reach& reach, int i, int a, double limit, Value value, const Reach* cap);
   template <class Value>
@@ -100,11 +124,13 @@ class ThresholdSplit {
 
   StageCostTable& table_;
   int L_, p_;
+  double T_ = 0;  // the bottleneck threshold (set_threshold)
   Reach reach_t_;
   std::vector<int> split_;
   std::vector<double> f_;
   std::vector<int> parent_;
   std::vector<int> lo_, hi_, watch_lo_, watch_hi_;  // generic layers: see narrow()
+  std::vector<std::vector<std::pair<double, int>>> tails_by_stage_;  // scratch of tails_within
 };
 
 }  // namespace autohaap
