@@ -57,28 +57,17 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   // (specs/runnable_by.hpp); its skeletons already share one stage shape.
   const bool one_mode = uniform_stages_required(problem.runnable_by);
   Incumbent incumbent(options.top_k);
-  std::atomic<std::int64_t> evaluated{0}, without_fit{0};
-  std::atomic<bool> stopped{false};
-  progress.set_total(static_cast<std::int64_t>(list.skeletons.size()));
-
-  parallel::for_each_in_order(list.skeletons.size(), [&](std::size_t index) {
-    if (stop()) {
-      stopped.store(true);
-      return false;
-    }
-    const Skeleton& s = list.skeletons[index];
+  return sweep_skeletons(list.skeletons, stop, progress, incumbent, result, [&](const Skeleton& s) {
+    SkeletonBest out;
     const int p = s.num_stages();
     if (p > max_pipeline_stages(problem)) {
-      progress.add_done(1);
-      return true;
+      out.skipped = true;
+      return out;
     }
     const int most_vpp = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
     std::vector<int> ends(p);
     std::vector<int> mode(p, 0);
     Plan plan = make_plan(problem, s, even_split(layers, p), std::vector<Recompute>(p, modes[0]));
-    Plan best;
-    bool found = false;
-    std::int64_t count = 0;
     for (int vpp = 1; vpp <= most_vpp; ++vpp) {
       plan.vpp = vpp;
       for (int i = 0; i < p; ++i) ends[i] = i + 1;
@@ -97,11 +86,8 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
         while (true) {
           for (int i = 0; i < p; ++i) plan.stages[i].recompute = modes[mode[i]];
           plan.predicted = cost.estimate(plan);
-          ++count;
-          if (plan.predicted.fits && (!found || plan_before(plan, best))) {
-            best = plan;
-            found = true;
-          }
+          ++out.evaluated;
+          if (plan.predicted.fits && (!out.plan || plan_before(plan, *out.plan))) out.plan = plan;
           if (one_mode) {  // every stage the same mode, the next one
             if (++mode[0] == static_cast<int>(modes.size())) break;
             std::fill(mode.begin(), mode.end(), mode[0]);
@@ -113,24 +99,8 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
         }
       } while (next_split(ends, layers));
     }
-    evaluated.fetch_add(count, std::memory_order_relaxed);
-    progress.add_evaluated(count);
-    progress.add_done(1);
-    if (found) {
-      incumbent.offer(best);
-      progress.set_best(best.predicted.iteration_time_s);
-    } else {
-      without_fit.fetch_add(1, std::memory_order_relaxed);
-    }
-    progress.tick();
-    return true;
+    return out;
   });
-
-  result.top = incumbent.plans();
-  result.stats.evaluated = evaluated.load();
-  result.prune.add(PruneRule::no_feasible_split, without_fit.load());
-  result.stats.pruned = result.prune.removed_initially();
-  return stopped.load();
 }
 
 }  // namespace autohaap::strategy

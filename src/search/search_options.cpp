@@ -34,7 +34,7 @@ bool in_range(const OptionRange& range, const std::string& value) {
 }  // namespace
 
 const std::vector<std::string>& search_strategies() {
-  static const std::vector<std::string> names = {"autohaap", "exhaustive", "uniform", "metis"};
+  static const std::vector<std::string> names = {"autohaap", "exhaustive", "reference", "uniform", "metis"};
   return names;
 }
 

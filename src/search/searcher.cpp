@@ -43,6 +43,8 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   parallel::with_threads(threads, [&] {
     if (options.strategy == "exhaustive")
       stopped = strategy::run_exhaustive(cost, options, stop, progress, result);
+    else if (options.strategy == "reference")
+      stopped = strategy::run_reference(cost, options, stop, progress, result);
     else if (options.strategy == "uniform")
       stopped = strategy::run_uniform(cost, options, stop, progress, result);
     else
@@ -55,9 +57,9 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   result.stats.threads = threads;
   result.stats.ranks = 1;
   result.stats.wall_s = clock.seconds();
-  // The exhaustive strategy proves its optimum by finishing; the others
-  // prove no bound (the SearchStats defaults: 0, gap 1).
-  if (options.strategy == "exhaustive" && !stopped) {
+  // The exhaustive and reference strategies prove their optimum by
+  // finishing; the others prove no bound (the SearchStats defaults: 0, gap 1).
+  if ((options.strategy == "exhaustive" || options.strategy == "reference") && !stopped) {
     result.stats.bound_s = result.top.empty() ? 0 : result.top.front().predicted.iteration_time_s;
     result.stats.gap = 0;
   }

@@ -6,7 +6,11 @@
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <optional>
+#include <vector>
 
+#include "autohaap/search/incumbent.hpp"
+#include "autohaap/search/parallel.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "autohaap/search/stop_condition.hpp"
 
@@ -65,11 +69,62 @@ class ProgressReporter {
   std::atomic<double> bound_{0};
 };
 
+// What a reference strategy finds on one skeleton: its best plan that fits,
+// if any, and how many plans it scored.
+struct SkeletonBest {
+  std::optional<Plan> plan;
+  std::int64_t evaluated = 0;
+  bool skipped = false;  // not a pipeline the problem allows: counted nowhere
+  bool stopped = false;  // the stop came while on it
+};
+
+// The reference strategies' loop: best_of(skeleton) on each skeleton of
+// `skeletons`, in order on the worker threads, until `stop`; each best plan
+// is offered to `incumbent`, each skeleton without one counted under
+// no_feasible_split in result.prune, and result.top and stats filled.
+// Returns whether it stopped early.
+template <class BestOf>
+bool sweep_skeletons(const std::vector<Skeleton>& skeletons, const StopCondition& stop, ProgressReporter& progress,
+                     Incumbent& incumbent, SearchResult& result, BestOf best_of) {
+  std::atomic<std::int64_t> evaluated{0}, without_fit{0};
+  std::atomic<bool> stopped{false};
+  progress.set_total(static_cast<std::int64_t>(skeletons.size()));
+  parallel::for_each_in_order(skeletons.size(), [&](std::size_t index) {
+    if (stop()) {
+      stopped.store(true);
+      return false;
+    }
+    const SkeletonBest best = best_of(skeletons[index]);
+    if (best.stopped) {
+      stopped.store(true);
+      return false;
+    }
+    evaluated.fetch_add(best.evaluated, std::memory_order_relaxed);
+    progress.add_evaluated(best.evaluated);
+    progress.add_done(1);
+    if (best.plan) {
+      incumbent.offer(*best.plan);
+      progress.set_best(best.plan->predicted.iteration_time_s);
+    } else if (!best.skipped) {
+      without_fit.fetch_add(1, std::memory_order_relaxed);
+    }
+    progress.tick();
+    return true;
+  });
+  result.top = incumbent.plans();
+  result.stats.evaluated = evaluated.load();
+  result.prune.add(PruneRule::no_feasible_split, without_fit.load());
+  result.stats.pruned = result.prune.removed_initially();
+  return stopped.load();
+}
+
 // Each strategy fills result.top (unranked stats), prune, candidates,
 // stats.evaluated / pruned / cache counters, and returns whether it stopped
 // early (time limit or cancel); run_search adds the rest and the status.
 bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                     ProgressReporter& progress, SearchResult& result);
+bool run_reference(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
+                   ProgressReporter& progress, SearchResult& result);
 bool run_uniform(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                  ProgressReporter& progress, SearchResult& result);
 bool run_metis(const CostModel& cost, const SearchOptions& options, const StopCondition& stop, ProgressReporter& progress,

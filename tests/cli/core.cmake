@@ -33,6 +33,8 @@ set(_cli_cases
   "search_finished_gap_zero|0|status +: found.*bound_s +: [0-9.]+\ngap +: 0.0000\n|search|-m|gpt3-1.3b|-c|mixed-a100-v100"
   "search_gap_reached|0|status +: gap-reached.*bound_s +: [0-9.]+\ngap +: 0.[0-4][0-9]*\n|search|-m|llama3-8b|-c|mixed-h100-a100-v100|--top|50|--gap|0.5"
   "search_uniform_baseline|0|strategy +: uniform|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--strategy|uniform"
+  "search_reference|0|status +: found.*strategy +: reference.*gap +: 0.0000|search|-m|gpt3-1.3b|-c|mixed-a100-v100|--strategy|reference"
+  "search_reference_refuses_large|2|strategy: got 'reference'. allowed: a problem of at most 200000 structurally valid skeletons|search|-m|llama3-70b|-c|${PROJECT_SOURCE_DIR}/tests/bench/clusters/h100-a100-v100-1024.yaml|--strategy|reference"
   "estimate_interleaved_fp8|0|tp x cp x dp.*4 x 2 x 1.*interleaved 1F1B: 5 chunks per stage.*vpp +: 5.*fits +: yes|estimate|-m|llama3-70b|-c|h100-sxm-4nodes|-t|${_cfg}/training/llama3-h100-fp8-megatron.yaml|--tp|4|--cp|2|--pp|4|--dp|1|--vpp|5|--micro-batch|1"
   "estimate_vpp_one_stage|2|--vpp: got '2'.*at least 2 pipeline stages|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--vpp|2|--micro-batch|1"
   "estimate_cp_not_dividing_sequence|2|--cp: got '3'.*2 x cp dividing the sequence length 8192|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|2|--cp|3|--micro-batch|1"

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
@@ -292,6 +293,61 @@ TEST(Search, ExhaustiveOptimumWithGradientSyncOverlapped) {
               leaner);
   EXPECT_GE(cases, 30);
   EXPECT_GE(leaner, 3);  // the case the leaner modes are for occurs
+}
+
+TEST(Search, ReferenceFindsTheExhaustiveOptimum) {
+  // The wide reference (every skeleton, each balanced exactly) against the
+  // exhaustive one (every skeleton x split x mode, each estimated): the
+  // same optimum wherever the exhaustive one runs.
+  int cases = 0;
+  for (std::uint32_t seed = 100; cases < 12 && seed < 200; ++seed) {
+    const Problem problem = random_problem(seed);
+    if (exhaustive_candidates(problem) > 400000) continue;
+    ++cases;
+    const SearchResult exhaustive = search(problem, "exhaustive"), reference = search(problem, "reference");
+    ASSERT_EQ(exhaustive.top.empty(), reference.top.empty()) << seed;
+    if (exhaustive.top.empty()) continue;
+    EXPECT_NEAR(best_time(reference), best_time(exhaustive), 1e-9 * best_time(exhaustive)) << seed;
+    EXPECT_EQ(reference.stats.gap, 0) << seed;
+  }
+  EXPECT_GE(cases, 10);
+}
+
+TEST(Search, AutohaapFindsTheReferenceOptimumOnSixteenToSixtyFourGpus) {
+  // Clusters the exhaustive reference cannot reach (it stops at a few
+  // GPUs): two and three device types, 16 to 64 GPUs, the default training
+  // and the Megatron FP8 recipe (its gradient sync overlapped). Every
+  // skeleton balanced exactly, without memory-aware initialization or any
+  // bound, against the search with all its pruning; mixed stages are off
+  // (they reach plans outside the skeletons).
+  struct Case {
+    const char* model;
+    const char* training;
+    std::vector<std::tuple<const char*, int, int>> groups;  // device, nodes, GPUs a node
+  };
+  const std::vector<Case> cases = {
+      {"gpt3-1.3b", "default", {{"a100-80gb", 2, 4}, {"v100-32gb", 2, 4}}},
+      {"llama3-8b", "llama3-h100-fp8-megatron", {{"h100-sxm", 2, 8}, {"a100-40gb", 2, 8}}},
+      {"gpt3-6.7b", "default", {{"a100-80gb", 4, 8}, {"v100-32gb", 2, 8}, {"t4", 4, 4}}},
+      {"gpt3-13b", "llama3-h100-fp8-megatron", {{"h100-sxm", 2, 8}, {"a100-80gb", 4, 8}}},
+  };
+  for (const Case& c : cases) {
+    Problem problem{catalog_model(c.model), {}, catalog_training(c.training), {}};
+    problem.cluster.name = "reference-case";
+    for (const auto& [device, nodes, per_node] : c.groups)
+      problem.cluster.groups.push_back(make_node_group(catalog_device(device), nodes, per_node));
+    SearchOptions options;
+    options.threads = 2;
+    options.mixed_stages = false;
+    const SearchResult autohaap = run_search(problem, options);
+    const SearchResult reference = search(problem, "reference");
+    ASSERT_FALSE(reference.top.empty()) << c.model;
+    ASSERT_FALSE(autohaap.top.empty()) << c.model;
+    EXPECT_NEAR(best_time(autohaap), best_time(reference), 1e-9 * best_time(reference)) << c.model;
+    std::printf("%s on %d GPUs (%s): %lld skeletons balanced by the reference, %lld plans by the search, %.4g s\n",
+                c.model, problem.cluster.total_gpus(), c.training, static_cast<long long>(reference.candidates),
+                static_cast<long long>(autohaap.stats.evaluated), best_time(autohaap));
+  }
 }
 
 TEST(Search, CpIsPartOfTheExactSearch) {

@@ -7,7 +7,7 @@
 //
 //   name: sweep-gpt3            # optional; default: the file's stem
 //   options:                    # optional; these are the defaults
-//     strategy: autohaap        # autohaap | exhaustive | uniform | metis
+//     strategy: autohaap        # autohaap | exhaustive | reference | uniform | metis
 //     threads: 0                # per search; 0 = all cores
 //     top: 1                    # plans kept per search
 //     time_limit_s: 0           # per search; 0 = none

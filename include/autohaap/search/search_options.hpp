@@ -39,7 +39,7 @@ namespace autohaap {
 // The search's settings: plain values a user chooses. What runs only under
 // MPI or with a checkpoint is separate (dist::DistributedSettings).
 struct SearchSettings {
-  std::string strategy = "autohaap";  // autohaap | exhaustive | uniform | metis
+  std::string strategy = "autohaap";  // autohaap | exhaustive | reference | uniform | metis
   int threads = 0;                    // 0: all hardware threads
   int top_k = 1;
   double time_limit_s = 0;                    // 0: none; else stop and return the best so far
@@ -48,6 +48,7 @@ struct SearchSettings {
   // end (the exact top-K).
   double gap = 0;
   std::int64_t exhaustive_limit = 5'000'000;  // candidates the exhaustive strategy accepts
+  std::int64_t reference_limit = 200'000;     // skeletons the reference strategy accepts
   // autohaap: skeletons initialization may keep (each ~0.1-3 KB, by stage
   // count); beyond it the list keeps those of least lower bound, the search
   // runs on them, and the least bound dropped is part of the proven gap
@@ -120,7 +121,7 @@ struct SearchOption {
 // The table, in --help and validation order.
 inline constexpr std::array kSearchOptions{
     SearchOption{"strategy", "-s", "", &SearchSettings::strategy, {0, false, &search_strategies},
-                 "autohaap, exhaustive, uniform, metis", "autohaap | exhaustive | uniform | metis", true},
+                 "autohaap, exhaustive, reference, uniform, metis", "autohaap | exhaustive | reference | uniform | metis", true},
     SearchOption{"threads", "-j", "", &SearchSettings::threads, {0, false, nullptr, kMaxThreads}, "0 (all) to 4096",
                  "worker threads per process, or per MPI rank (0: all cores)", true},
     SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},

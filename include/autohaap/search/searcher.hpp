@@ -13,6 +13,12 @@
 //               per-stage recompute mode, each fully estimated; no pruning,
 //               no cache. Refused (InputError) when the candidate count
 //               exceeds options.exhaustive_limit.
+//   reference   every valid skeleton, each given its exact best plan by the
+//               load balancer (vpp, split, recompute; checked against brute
+//               force); no memory-aware initialization, no bounds between
+//               skeletons, no cache: checks the autohaap strategy's pruning
+//               on 16-64 GPU cases. Refused (InputError) above
+//               options.reference_limit skeletons.
 //   uniform     Megatron-style: one (stage size, tp, dp, B, recompute) for
 //               every stage, groups in cluster order, layers split evenly.
 //   metis       Metis-style: every group order, stage count per group and B;
