@@ -196,17 +196,30 @@ double matmul_peak_tflops(const DeviceSpec& d, Precision p, const OpWork& op) {
   }
 }
 
-// The least time `op` can take on `d`: its FLOPs at the device's fastest
-// matrix peak (FP8 where it has one), the attention core's at half (a
-// causal kernel skips the masked half). Bytes are left out: what a kernel
-// reads depends on fusion the model file may not describe (FlashAttention
-// or not), and a floor must never refuse a real measurement. A point below
-// it claims more than the hardware can do.
+// The fastest matrix peak the training's precision lets `op` run at: the
+// one it is priced at, and for fp8 training the FP8 peak for every op (a
+// Transformer Engine run may keep more in FP8 than the model prices), for
+// fp32 the TF32 one too (PyTorch may allow TF32 matmuls). Not FP8 for a
+// 16-bit training: a point that needs it was measured under another
+// precision, and fitted it would predict an MFU far above 1.
+double floor_peak_tflops(const DeviceSpec& d, Precision p, const OpWork& op) {
+  const double priced = matmul_peak_tflops(d, p, op);
+  if (p == Precision::fp8) return std::max(priced, d.peak_fp8_tflops);
+  if (p == Precision::fp32) return std::max(priced, d.peak_tf32_tflops);
+  return priced;
+}
+
+// The least time `op` can take on `d`: its FLOPs at the fastest matrix peak
+// the training's precision allows it (floor_peak_tflops), the attention
+// core's at half (a causal kernel skips the masked half). Bytes are left
+// out: what a kernel reads depends on fusion the model file may not
+// describe (FlashAttention or not), and a floor must never refuse a real
+// measurement. A point below it claims more than the hardware can do.
 double peak_floor_s(const DeviceSpec& d, const TrainingSpec& training, const OpWork& op, bool backward) {
   const double scale = backward ? op.backward_ratio : 1.0;
   const bool attention_core = op.fused_attention || std::string_view(op.name) == "attn_core";
   const double flops = op.flops * scale * (attention_core ? 0.5 : 1.0);
-  const double peak = std::max(matmul_peak_tflops(d, training.precision, op), d.peak_fp8_tflops);
+  const double peak = floor_peak_tflops(d, training.precision, op);
   return flops > 0 && peak > 0 ? flops / (peak * 1e12) : 0.0;
 }
 
@@ -274,7 +287,8 @@ struct Measurements {
 // profile's correction factor for that device and op where it has one
 // (cost/profile_correction.hpp). An unmeasured backward of a measured
 // forward is the op's backward_ratio times it (layer_work.hpp). A whole
-// measured `layer` (transformer layers only) replaces the parts.
+// measured `layer` (transformer layers only) replaces the parts; its
+// unmeasured backward is its forward times the layer's analytic ratio.
 static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, const DeviceSpec& d, const LayerWork& w,
                           const BatchShape& x, int layer, bool is_layer) {
   WorkTime out;
@@ -288,7 +302,21 @@ static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, 
       out.forward = *f;
       key.op = "layer_backward";
       auto b = ms.table.lookup(key);
-      out.backward = b ? *b : 2 * *f;
+      if (b) {
+        out.backward = *b;
+      } else {
+        // Unmeasured: the layer's own analytic backward / forward ratio
+        // (its attention backward costs more than twice its forward), never
+        // below the backward's floor (what a measured one must clear too).
+        double forward = 0, backward = 0, floor = 0;
+        for (const OpWork& op : w.ops) {
+          if (op.flops <= 0 && op.bytes <= 0) continue;
+          forward += roofline_s(d, training, op, false);
+          backward += roofline_s(d, training, op, true);
+          floor += peak_floor_s(d, training, op, true);
+        }
+        out.backward = std::max(forward > 0 ? *f * backward / forward : 2 * *f, floor);
+      }
       out.selective_replay = w.selective_op >= 0 ? out.forward * 0.1 : 0.0;
       out.whole_layer_measured = true;
       return out;
@@ -530,8 +558,9 @@ ProfileCorrection CostModel::fit_profile_correction() const {
                        format_ms(measured) + " (" + key.device + ", " + key.op + ", tp " + std::to_string(key.tp) +
                            ", micro_batch " + std::to_string(key.micro_batch) + ", seq_len " +
                            std::to_string(key.seq_len) + ")",
-                       "at least " + format_ms(floor_s) + " ms: this work of " + problem_.model.name + " at " +
-                           key.device + "'s fastest matrix peak");
+                       "at least " + format_ms(floor_s) + " ms: this work of " + problem_.model.name +
+                           " at the fastest matrix peak " + to_string(problem_.training.precision) +
+                           " training allows on " + key.device);
     }
     if (analytic_s > 0) out.add_point(key.device, key.op, measured, analytic_s);
   }

@@ -3,12 +3,16 @@
 
 #include <array>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/cost/layer_work.hpp"
+#include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
 
 namespace autohaap {
 namespace {
@@ -803,6 +807,61 @@ TEST(CostModel, IterationFloorIsTheModelsWorkAtPeakWithHalfTheCausalAttention) {
     EXPECT_GE(cm.estimate(plan).iteration_time_s, cm.iteration_floor_s(0) / 8)
         << "tp " << tp << " dp " << dp << " pp " << pp << " B " << B;
   }
+}
+
+// Llama 3 8B, one sequence of 8192 tokens, one layer's forward FLOPs:
+//   q, k, v     2·s·h·(h + 2·8·128)   =  412.3 GFLOP
+//   out         2·s·h·h               =  274.9
+//   mlp         2·s·3·h·14336         = 2885.7
+//   core        4·s²·h / 2 (causal)   =  549.8
+// 4122.7 GFLOP: 4.167 ms at the H100's 989.4 TFLOP/s 16-bit peak, 2.083 ms
+// at its 1978.9 FP8 peak.
+Problem llama3_8b_on_one_h100_node(Precision precision, double layer_ms, std::optional<double> backward_ms) {
+  Problem p{catalog_model("llama3-8b"), {}, catalog_training("default"), {}};
+  p.cluster.name = "h100x8";
+  p.cluster.groups = {make_node_group(catalog_device("h100-sxm"), 1, 8)};
+  p.training.precision = precision;
+  p.training.global_batch = 64;
+  p.profiles.add(ProfileKey{"h100-sxm", "layer", 1, 1, 8192, -1}, layer_ms * 1e-3);
+  if (backward_ms) p.profiles.add(ProfileKey{"h100-sxm", "layer_backward", 1, 1, 8192, -1}, *backward_ms * 1e-3);
+  return p;
+}
+
+TEST(CostModel, AProfileFasterThanThePeakItsPrecisionAllowsIsRefused) {
+  // 2.09 ms is above the FP8 floor (2.083) and below the 16-bit one (4.167):
+  // a point an FP8 run can measure, never a bf16 one. Fitted in a bf16
+  // training it predicted MFU 1.74.
+  const Problem bf16_problem = llama3_8b_on_one_h100_node(Precision::bf16, 2.09, 8.9);
+  const Problem fp8_problem = llama3_8b_on_one_h100_node(Precision::fp8, 2.09, 4.5);
+  try {
+    const CostModel bf16(bf16_problem);
+    ADD_FAILURE() << "a bf16 layer at 2.09 ms was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 4.167 ms"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bf16 training allows on h100-sxm"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(const CostModel fp8(fp8_problem));
+}
+
+TEST(CostModel, AnUnmeasuredLayerBackwardTakesTheLayersOwnRatio) {
+  // Only the forward measured, at the 16-bit floor: its backward is not
+  // twice it (the attention core's backward costs 2.5 times its forward,
+  // flash's kernels slower still), and the plan's MFU stays below 1 (it was
+  // 1.05 and more with twice the forward).
+  Plan plan;
+  // 8 sequences a micro-batch over dp 8: one a replica, as measured.
+  plan.global_batch = 64, plan.micro_batch_size = 8, plan.num_micro_batches = 8;
+  plan.stages.push_back(StagePlan{0, "h100-sxm", 0, 8, 1, 8, 0, 32, Recompute::none});
+  const Problem forward_problem = llama3_8b_on_one_h100_node(Precision::bf16, 4.2, std::nullopt);
+  const Problem both_problem = llama3_8b_on_one_h100_node(Precision::bf16, 4.2, 8.7);
+  const CostModel forward_only(forward_problem);
+  const StageEstimate stage = forward_only.stage(plan, 0);
+  EXPECT_GT(stage.backward_s, 2.06 * stage.forward_s);
+  EXPECT_LT(forward_only.estimate(plan).mfu, 1.0);
+  // A measured backward is taken as measured.
+  const CostModel both(both_problem);
+  const double layer_backward = both.stage(plan, 0).backward_s - forward_only.stage(plan, 0).backward_s;
+  EXPECT_LT(layer_backward, 0);  // 8.7 ms a layer is below the ratio's
 }
 
 }  // namespace
