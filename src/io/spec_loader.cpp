@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <limits>
@@ -456,29 +457,73 @@ std::string validate_file(const std::string& path) {
 
 // ------------------------------------------------------------- invariants
 
+namespace {
+
+// The code point of the UTF-8 sequence at name[i], advancing i past it;
+// -1 where the bytes are not UTF-8 (a stray continuation byte, a sequence
+// cut short, an overlong form or a surrogate).
+long next_code_point(const std::string& name, std::size_t& i) {
+  const unsigned char lead = static_cast<unsigned char>(name[i++]);
+  if (lead < 0x80) return lead;
+  const int extra = lead >= 0xf0 && lead < 0xf5 ? 3 : lead >= 0xe0 ? (lead < 0xf0 ? 2 : -1) : lead >= 0xc2 ? 1 : -1;
+  if (extra < 0) return -1;
+  long cp = lead & (0x3f >> extra);
+  for (int k = 0; k < extra; ++k) {
+    if (i >= name.size() || (static_cast<unsigned char>(name[i]) & 0xc0) != 0x80) return -1;
+    cp = (cp << 6) | (static_cast<unsigned char>(name[i++]) & 0x3f);
+  }
+  const long least[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < least[extra] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return -1;
+  return cp;
+}
+
+// Characters that print as nothing or change how the line around them
+// reads (Unicode general category Cf and the C1 controls): soft hyphen,
+// zero-width spaces and joiners, bidirectional marks and overrides, word
+// joiner and invisible operators, byte-order mark, annotation marks.
+bool invisible(long cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
+         (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff ||
+         (cp >= 0xfff9 && cp <= 0xfffb);
+}
+
+}  // namespace
+
 void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word) {
+  if (name.size() > limits::kMaxNameBytes)
+    throw InputError(file, key, name,
+                     "a name of at most " + std::to_string(limits::kMaxNameBytes) + " bytes (this one has " +
+                         std::to_string(name.size()) + ")");
   bool blank = true, control = false, not_host = false;
   std::string shown;
-  for (const char ch : name) {
-    const unsigned char c = static_cast<unsigned char>(ch);
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t at = i;
+    const long cp = next_code_point(name, i);
     // A host name's characters (RFC 1123, and '_' and '.'): '#' starts a
     // comment in a hostfile, ':' and ',' separate its fields, and a
     // non-ASCII space looks like none.
-    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') not_host = true;
-    if (c < 0x20 || c == 0x7f) {
+    if (cp < 0 || cp > 0x7f || (!std::isalnum(static_cast<int>(cp)) && cp != '-' && cp != '_' && cp != '.'))
+      not_host = true;
+    if (cp < 0x20 || cp == 0x7f || invisible(cp)) {
       control = true;
-      static const char* kHex = "0123456789abcdef";
-      shown += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      char code[16];
+      if (cp < 0)
+        std::snprintf(code, sizeof code, "\\x%02x", static_cast<unsigned char>(name[at]));
+      else if (cp <= 0xff)
+        std::snprintf(code, sizeof code, "\\x%02lx", cp);
+      else
+        std::snprintf(code, sizeof code, "\\u%04lx", cp);
+      shown += code;
       continue;
     }
-    shown += ch;
-    if (c != ' ') blank = false;
+    shown.append(name, at, i - at);
+    if (cp != ' ') blank = false;
   }
   if (blank || control || (one_word && not_host))
     throw InputError(file, key, shown,
                      one_word ? "a name of letters, digits, '-', '_' and '.' (a column of the hostfile and "
                                 "node list, and a prefix of host names)"
-                              : "a name of printable characters, not blank");
+                              : "a name of printable characters (UTF-8, none invisible), not blank");
 }
 
 

@@ -77,6 +77,13 @@ file(WRITE ${_hostile}/comment_group.yaml
      "groups:\n  - {device: a100-80gb, name: \"#a:b,c=d\", nodes: 1, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/newline_model.yaml
      "name: \"evil\\n--inject 1\"\nfamily: gpt\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
+# A zero-width space (U+200B, escaped in YAML) reads as "evil"; a right-to-left
+# override reorders the line it is printed on.
+file(WRITE ${_hostile}/invisible_model.yaml
+     "name: \"ev\\u200bil\"\nfamily: gpt\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
+string(REPEAT "x" 300 _long_name)
+file(WRITE ${_hostile}/long_name_model.yaml
+     "name: ${_long_name}\nfamily: gpt\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\nseq_len: 128\n")
 file(WRITE ${_hostile}/repeated_row.csv
      "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,1\na100-40gb,layer,1,1,2048,5\n")
 file(WRITE ${_hostile}/far_layer.csv "device,op,tp,micro_batch,seq_len,latency_ms,layer\na100-40gb,layer,1,1,2048,1,99999\n")
@@ -167,7 +174,9 @@ set(_hostile_cases
   "hostile_two_hundred_groups_time_limit|0|status +: found|search|-m|gpt3-1.3b|-c|${_hostile}/two_hundred_groups.yaml|--time-limit|3|--threads|2"
   "hostile_group_name_newline|2|newline_group.yaml: groups.0..name: got 'rack 1.x0arack 2'. allowed: a name of letters, digits, '-', '_' and '.'|validate|${_hostile}/newline_group.yaml"
   "hostile_group_name_comment|2|comment_group.yaml: groups.0..name: got '#a:b,c=d'. allowed: a name of letters, digits|validate|${_hostile}/comment_group.yaml"
-  "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters, not blank|validate|${_hostile}/newline_model.yaml"
+  "hostile_model_name_newline|2|newline_model.yaml: name: got 'evil.x0a--inject 1'. allowed: a name of printable characters .UTF-8, none invisible., not blank|validate|${_hostile}/newline_model.yaml"
+  "hostile_model_name_invisible|2|invisible_model.yaml: name: got 'ev.u200bil'. allowed: a name of printable characters .UTF-8, none invisible., not blank|validate|${_hostile}/invisible_model.yaml"
+  "hostile_model_name_too_long|2|long_name_model.yaml: name: got 'xxxx.*allowed: a name of at most 256 bytes .this one has 300.|validate|${_hostile}/long_name_model.yaml"
   "hostile_validate_every_file|2|newline_model.yaml: name: got 'evil.x0a--inject 1'|validate|${_hostile}/newline_group.yaml|${_hostile}/newline_model.yaml"
   "hostile_device_name_blank|2|blank_device.yaml: name: got '   '. allowed: a name of letters, digits, '-', '_' and '.'|validate|${_hostile}/blank_device.yaml"
   "hostile_device_name_with_a_space|2|spaced_device.yaml: name: got 'my a100'. allowed: a name of letters, digits, '-', '_' and '.' .a column of the hostfile|validate|${_hostile}/spaced_device.yaml"

@@ -82,6 +82,36 @@ TEST_F(SpecLoader, GptModelTakesDocumentedDefaults) {
   EXPECT_FALSE(m.flash_attention);
 }
 
+TEST(CheckName, PrintableUtf8IsANameAndWhatReadsAsAnotherIsNot) {
+  for (const std::string& ok :
+       std::vector<std::string>{"Llama 3 \xe2\x80\x94 70B", "caf\xc3\xa9", "\xf0\x9f\x9a\x80 rocket", std::string(256, 'x')})
+    EXPECT_NO_THROW(check_name("f.yaml", "name", ok, false)) << ok;
+  const std::pair<std::string, std::string> refused[] = {
+      {"a\xe2\x80\xae" "b", "a\\u202eb"},       // right-to-left override: reorders the line
+      {"ev\xe2\x80\x8bil", "ev\\u200bil"},   // zero-width space: reads as "evil"
+      {"\xef\xbb\xbfname", "\\ufeffname"},   // byte-order mark
+      {"x\xc2\x85y", "x\\x85y"},             // C1 control (next line)
+      {"bad\xff", "bad\\xff"},                // not UTF-8
+      {"over\xc0\xaflong", "over\\xc0"},       // overlong '/'
+      {"cut\xe2\x80", "cut\\xe2"},             // a sequence cut short
+      {"sur\xed\xa0\x80", "sur\\xed"},        // a UTF-16 surrogate
+  };
+  for (const auto& [name, shown] : refused) {
+    try {
+      check_name("f.yaml", "name", name, false);
+      ADD_FAILURE() << shown << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("got '" + shown), std::string::npos) << e.what();
+    }
+  }
+  try {
+    check_name("f.yaml", "name", std::string(257, 'x'), false);
+    ADD_FAILURE() << "257 bytes accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 256 bytes (this one has 257)"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SpecLoader, ModelNameDefaultsToTheFileStem) {
   const ModelSpec m = load_model(write("my-model.yml", "family: llama\nlayers: 2\nhidden: 64\nffn_hidden: 172\n"
                                                        "heads: 4\nkv_heads: 2\nvocab: 100\nseq_len: 16\n"));

@@ -124,6 +124,10 @@ inline constexpr double kMaxOpLatencyMs = 1e9;
 inline constexpr double kMaxLayerParams = 1e15;
 inline constexpr double kMaxLayerGflop = 1e12;
 inline constexpr double kMaxLayerMB = 1e9;
+// A name, in bytes: it is printed in every table and plan, a hostfile
+// column and a prefix of host names (which DNS caps at 63); the longest
+// catalog name has 26. A 10 MB name once took 18 s and 1.6 GB to search.
+inline constexpr std::size_t kMaxNameBytes = 256;
 }  // namespace limits
 
 // The invariants a loaded spec must meet, for specs built in code (catalog
@@ -132,9 +136,12 @@ inline constexpr double kMaxLayerMB = 1e9;
 // "groups[1].device" for a device written inline in a cluster).
 // A name goes into plan files, tables, hostfiles and Megatron arguments as
 // it is: InputError(file, key, name with its control characters escaped,
-// ...) when it is blank or holds a control character (a newline would
-// start a line of its own there) and, `one_word` (a group's name, which
-// prefixes its hosts' names in a hostfile), when it holds a space.
+// ...) when it is blank, longer than limits::kMaxNameBytes, not UTF-8, or
+// holds a control character (a newline would start a line of its own
+// there) or an invisible one (a zero-width space or a bidirectional
+// override reads as another name, or reorders the line around it) and,
+// `one_word` (a group's name, which prefixes its hosts' names in a
+// hostfile), when it holds anything but letters, digits, '-', '_', '.'.
 void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word);
 void check_model(const ModelSpec& model, const std::string& file);
 void check_device(const DeviceSpec& device, const std::string& file, const std::string& path = "");
