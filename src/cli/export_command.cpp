@@ -72,8 +72,10 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
 
 // A plan that does not fit runs out of memory wherever it is launched. The
 // export is still written (the user may know better than the model), with
-// the stage that overflows named on standard error.
-void warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
+// the stage that overflows named on standard error, and the command exits
+// 3 (a script that launches on success must not launch it). Returns
+// whether it fits.
+bool warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
   const CostModel model(pp.problem);
   for (std::size_t i = 0; i < pp.plan.stages.size(); ++i) {
     const StageEstimate e = model.stage(pp.plan, static_cast<int>(i));
@@ -84,8 +86,9 @@ void warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) 
                   "it would run out of memory\n",
                   plan_file.c_str(), i, e.memory.total() / kGiB, e.capacity_bytes / kGiB);
     std::cerr << line;
-    return;
+    return false;
   }
+  return true;
 }
 
 int run_export(const ExportArgs& a) {
@@ -94,7 +97,7 @@ int run_export(const ExportArgs& a) {
   check_outputs_apart({{"-o", a.out}}, inputs);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cerr << pp.notes;  // standard output may be the export itself
-  warn_if_out_of_memory(pp, a.plan_file);
+  const bool fits = warn_if_out_of_memory(pp, a.plan_file);
   std::string text;
   int code = kExitOk;
   if (a.to == "megatron") {
@@ -123,7 +126,7 @@ int run_export(const ExportArgs& a) {
     write_file_atomically(a.out, text);
     std::cout << a.to << " export written to " << a.out << "\n";
   }
-  return code;
+  return fits ? code : kExitInfeasible;
 }
 
 }  // namespace
