@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -198,9 +199,13 @@ int YamlValue::as_int(Bound bound) const {
   int v = 0;
   // convert<int> demands the whole scalar be an integer: "3.5", "4x" and
   // out-of-range numbers fail instead of being truncated.
-  if (!is_plain_scalar(node_) || !is_decimal_integer(node_.Scalar()) || !YAML::convert<int>::decode(node_, v) ||
-      !within(v, bound))
-    fail(describe_int(bound) + ", written in decimal and not quoted");
+  if (!is_plain_scalar(node_) || !is_decimal_integer(node_.Scalar())) fail(describe_int(bound) + ", written in decimal and not quoted");
+  // A decimal integer beyond what any key allows: say so (each key's own,
+  // smaller range is checked where the spec is).
+  if (!YAML::convert<int>::decode(node_, v))
+    fail(describe_int(bound) + " of at most " + std::to_string(std::numeric_limits<int>::max()) +
+         " in magnitude (each key's own range is smaller)");
+  if (!within(v, bound)) fail(describe_int(bound) + ", written in decimal and not quoted");
   return v;
 }
 

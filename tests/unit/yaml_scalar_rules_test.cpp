@@ -79,6 +79,15 @@ TEST(YamlScalarRules, TheValueReaderAppliesThemNamingTheKey) {
       EXPECT_EQ(e.allowed(), "a positive integer, written in decimal and not quoted") << bad;
     }
   }
+  // A decimal integer too large to hold says so, not that it is no integer.
+  for (const char* huge : {"2147483648", "-99999999999999999999"}) {
+    try {
+      value_of(huge).as_int(Bound::any);
+      ADD_FAILURE() << huge << " was read as an integer";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.allowed(), "an integer of at most 2147483647 in magnitude (each key's own range is smaller)");
+    }
+  }
   EXPECT_DOUBLE_EQ(value_of("0.5").as_double(Bound::fraction), 0.5);
   EXPECT_THROW(value_of("\"0.5\"").as_double(Bound::fraction), InputError);
   EXPECT_TRUE(value_of("true").as_bool());
