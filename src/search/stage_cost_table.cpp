@@ -209,7 +209,8 @@ StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end)
       c.feasible = true;
       c.recompute = modes[r];
       c.entry = e;
-      if (!tails_vary_) return c;
+      // A slower mode hides only exposed sync: with none, it cannot help.
+      if (!tails_vary_ || c.entry.dp_sync_s <= 0) return c;
     } else if (e.tail_s() < c.sync()) {
       // A slower mode is worth keeping only for the sync it hides.
       c.leaner.push_back(Option{modes[r], e});
