@@ -459,6 +459,18 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   }
 }
 
+void stream_structural_skeletons(const SearchSpace& space, const std::function<void(Skeleton&&)>& visit,
+                                 const std::function<bool()>& stop) {
+  const int num_b = static_cast<int>(space.micro_batches().size());
+  SkeletonWalk walk;
+  walk.visit = visit;
+  walk.stop = stop;
+  for (std::size_t task = 0; task < space.group_orders().size() * num_b && !stop(); ++task) {
+    PruneReport scratch;
+    enumerate_skeletons(space, nullptr, static_cast<int>(task / num_b), static_cast<int>(task % num_b), scratch, walk);
+  }
+}
+
 SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* memory) {
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());

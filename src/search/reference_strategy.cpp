@@ -16,30 +16,15 @@
 #include "strategies.hpp"
 
 namespace autohaap::strategy {
-namespace {
-
-// The structurally valid skeletons, counted (streaming) up to `most` + 1:
-// a refused problem must not first materialize them.
-std::int64_t count_skeletons(const SearchSpace& space, std::int64_t most) {
-  std::int64_t total = 0;
-  const int num_b = static_cast<int>(space.micro_batches().size());
-  for (std::size_t task = 0; task < space.group_orders().size() * num_b && total <= most; ++task) {
-    PruneReport scratch;
-    SkeletonWalk walk;
-    walk.visit = [&](Skeleton&&) { ++total; };
-    walk.stop = [&] { return total > most; };
-    enumerate_skeletons(space, nullptr, static_cast<int>(task / num_b), static_cast<int>(task % num_b), scratch, walk);
-  }
-  return total;
-}
-
-}  // namespace
 
 bool run_reference(const CostModel& cost, const SearchOptions& options, const StopCondition& stop,
                    ProgressReporter& progress, SearchResult& result) {
   const Problem& problem = cost.problem();
   const SearchSpace space(problem);
-  const std::int64_t count = count_skeletons(space, options.reference_limit);
+  // Counted (streaming) up to one past the limit: a refused problem must
+  // not first materialize its skeletons.
+  std::int64_t count = 0;
+  stream_structural_skeletons(space, [&](Skeleton&&) { ++count; }, [&] { return count > options.reference_limit; });
   result.candidates = count;
   if (count > options.reference_limit) {
     throw InputError("search options", "strategy", "reference",
@@ -53,8 +38,7 @@ bool run_reference(const CostModel& cost, const SearchOptions& options, const St
   // (the most layers that fit); it removes no skeleton here.
   const MemoryPruner memory(cost);
   const LoadBalancer balancer(cost, memory, nullptr);
-  Incumbent incumbent(options.top_k);
-  return sweep_skeletons(list.skeletons, stop, progress, incumbent, result, [&](const Skeleton& s) {
+  return sweep_skeletons(list.skeletons, options.top_k, stop, progress, result, [&](const Skeleton& s) {
     SkeletonBest out;
     const BalanceResult r = balancer.balance(s, std::numeric_limits<double>::infinity(), [&] { return stop(); });
     out.stopped = r.status == BalanceResult::Status::stopped;

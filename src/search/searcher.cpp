@@ -85,24 +85,20 @@ std::int64_t exhaustive_candidates(const Problem& problem) {
   const int layers = problem.model.layers;
   const long double modes = std::max<std::size_t>(1, problem.training.recompute_modes.size());
   const long double cap = static_cast<long double>(std::numeric_limits<std::int64_t>::max());
-  const int num_b = static_cast<int>(space.micro_batches().size());
   long double total = 0;
-  for (std::size_t task = 0; task < space.group_orders().size() * num_b && total < cap; ++task) {
-    PruneReport scratch;
-    SkeletonWalk walk;
-    walk.visit = [&](Skeleton&& s) {
-      // Under vpp v every stage holds at least v layers: the splits of
-      // L - p (v - 1) layers into p non-empty ranges.
-      const int p = s.num_stages();
-      const int most = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
-      long double n = 0;
-      for (int v = 1; v <= most && n < cap; ++v) n += static_cast<long double>(count_splits(layers - p * (v - 1), p));
-      for (int i = 0; i < p && n < cap; ++i) n *= modes;
-      total += n;
-    };
-    walk.stop = [&] { return total >= cap; };
-    enumerate_skeletons(space, nullptr, static_cast<int>(task / num_b), static_cast<int>(task % num_b), scratch, walk);
-  }
+  stream_structural_skeletons(
+      space,
+      [&](Skeleton&& s) {
+        // Under vpp v every stage holds at least v layers: the splits of
+        // L - p (v - 1) layers into p non-empty ranges.
+        const int p = s.num_stages();
+        const int most = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
+        long double n = 0;
+        for (int v = 1; v <= most && n < cap; ++v) n += static_cast<long double>(count_splits(layers - p * (v - 1), p));
+        for (int i = 0; i < p && n < cap; ++i) n *= modes;
+        total += n;
+      },
+      [&] { return total >= cap; });
   if (total >= cap) return std::numeric_limits<std::int64_t>::max();
   return static_cast<std::int64_t>(total);
 }

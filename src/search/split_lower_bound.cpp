@@ -375,6 +375,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
   // Each w's own capacities (the header), for the w whose term with the
   // unpaced sum (at most its paced one) could still reach `enough`.
   if (interleaved && speeds.layers.empty()) {
+    const double merge_from = rates_pace(speeds, L);
     for (int w = 2; w <= v; ++w) {
       double& floor = interleaved_floor[w - 2];
       if (floor == kInf) continue;
@@ -383,7 +384,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
       const StageFinish chunked(speeds.edge, interleaved(w));
       for (int i = 0; i < p && floor < kInf; ++i)
         floor = chunked.capacity(i) < w ? kInf : std::max(floor, chunked.at(i, w));
-      if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, rates_pace(speeds, L)));
+      if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, merge_from));
     }
   }
   auto time_at = [&](double pace, double stage_sum) {

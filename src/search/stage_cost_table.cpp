@@ -119,7 +119,7 @@ std::vector<Recompute> StageCostTable::recompute_of(const std::vector<int>& laye
   int begin = 0;
   for (int i = 0; i < stages_; ++i) {
     const Choice& c = at(i, begin, layer_end[i]);
-    out.push_back(tails_vary_ && picks_[i] > 0 ? c.leaner[picks_[i] - 1].recompute : c.recompute);
+    out.push_back(c.option(tails_vary_ ? picks_[i] : 0).recompute);
     begin = layer_end[i];
   }
   return out;
@@ -145,8 +145,7 @@ double StageCostTable::pick_options(const std::vector<int>& layer_end) {
     if (!c.feasible) return kInf;
     split_choices_[i] = &c;
     top = std::max(top, c.sync());
-    split_tails_.push_back(c.sync());
-    for (const Option& o : c.leaner) split_tails_.push_back(o.sync());
+    for (int k = 0; k < c.options(); ++k) split_tails_.push_back(c.option(k).sync());
     begin = layer_end[i];
   }
   std::sort(split_tails_.begin(), split_tails_.end(), std::greater<>());
@@ -161,8 +160,8 @@ double StageCostTable::pick_options(const std::vector<int>& layer_end) {
       const Choice& c = *split_choices_[i];
       int pick = -1;
       double pace = kInf;
-      for (int k = 0; k <= static_cast<int>(c.leaner.size()); ++k) {
-        const Option& o = k == 0 ? static_cast<const Option&>(c) : c.leaner[k - 1];
+      for (int k = 0; k < c.options(); ++k) {
+        const Option& o = c.option(k);
         if (o.sync() <= S && o.pace() < pace) {
           pace = o.pace();
           pick = k;
@@ -171,7 +170,7 @@ double StageCostTable::pick_options(const std::vector<int>& layer_end) {
       every = pick >= 0;
       if (!every) break;
       trial[i] = pick;
-      set_times(split_estimates_[i], pick == 0 ? c.entry : c.leaner[pick - 1].entry);
+      set_times(split_estimates_[i], c.option(pick).entry);
     }
     if (!every) break;  // a smaller S leaves that stage without an option too
     const double value = CostModel::iteration_time_1f1b(split_estimates_, micro_batches_, vpp_);

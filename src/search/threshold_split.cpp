@@ -224,9 +224,11 @@ double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
 double ThresholdSplit::min_sum_within(const Reach& t_reach, double S) {
   const double T = T_;
   return min_sum_of(t_reach, nullptr, [T, S](const Choice& c) {
-    double least = c.sync() <= S ? c.pace() : kInf;
-    for (const StageCostTable::Option& o : c.leaner)
+    double least = kInf;
+    for (int k = 0; k < c.options(); ++k) {
+      const StageCostTable::Option& o = c.option(k);
       if (o.pace() <= T && o.sync() <= S) least = std::min(least, o.pace());
+    }
     return least;
   });
 }
@@ -253,9 +255,8 @@ std::vector<double> ThresholdSplit::tails_within(const Reach& reach) {
   for (auto& v : by_stage) v.clear();
   std::vector<double> tails;
   for_each_range(reach, [&](int i, int n, const Choice& c) {
-    by_stage[i].emplace_back(c.sync(), n);
-    for (const StageCostTable::Option& o : c.leaner)
-      if (o.pace() <= T_) by_stage[i].emplace_back(o.sync(), n);
+    for (int k = 0; k < c.options(); ++k)
+      if (c.option(k).pace() <= T_) by_stage[i].emplace_back(c.option(k).sync(), n);
   });
   for (auto& v : by_stage) {
     std::sort(v.begin(), v.end());
@@ -288,8 +289,8 @@ std::vector<double> ThresholdSplit::tails_within(const Reach& reach) {
 double ThresholdSplit::next_option_pace(const Reach& reach) {
   double next = kInf;
   for_each_range(reach, [&](int, int, const Choice& c) {
-    for (const StageCostTable::Option& o : c.leaner)
-      if (o.pace() > T_) next = std::min(next, o.pace());
+    for (int k = 0; k < c.options(); ++k)
+      if (c.option(k).pace() > T_) next = std::min(next, c.option(k).pace());
   });
   return next;
 }

@@ -39,10 +39,10 @@
 // (StageCostTable::tails_vary) a range is filtered, not reached, by S, each
 // range may take any of its modes within (T, S), T also runs through the
 // leaner modes' paces and S through every tail a range within T has; a
-// split is priced in its fastest mix of modes (exact, StageCostTable::
-// iteration_time). Both loops stop as soon as (m - 1) T + S + (a lower bound of
-// the sum) cannot beat the best so far; the caller's bound only lets the
-// whole search give up early. The best split is then polished by moving
+// split is priced in its fastest mix of modes (exact: StageCostTable's
+// iteration_time). Both loops stop as soon as (m - 1) T + S + (a lower
+// bound of the sum) cannot beat the best so far; the caller's bound only
+// lets the whole search give up early. The best split is then polished by moving
 // single layers across stage boundaries while the true iteration time
 // improves: this guards the result should the cost model's iteration time
 // ever deviate from the decomposition above. Models of identical layers
@@ -147,9 +147,10 @@ class LoadBalancer {
   // above it where interleaving does not fit or the stages that hold the
   // most layers by the pace sync slowly, but a capacity lookup per stage,
   // mode and vpp and a tail bound per pace tried. For the skeletons the
-  // initialization keeps, which are searched in its order; its walk, which bounds millions, takes
-  // lower_bound (a tighter bound there raises the list's cutoff above what
-  // its prefix bounds prune: Llama 3 70B on 8 groups walked 2.6x longer).
+  // initialization keeps, which are searched in its order; its walk, which
+  // bounds millions, takes lower_bound (a tighter bound there raises the
+  // list's cutoff above what its prefix bounds prune: Llama 3 70B on 8
+  // groups walked 2.6x longer).
   double searched_lower_bound(const Skeleton& skeleton,
                               double refine_below = std::numeric_limits<double>::infinity()) const;
   // The same bound for every skeleton that rearranges this one's stages

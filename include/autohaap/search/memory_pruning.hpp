@@ -238,6 +238,13 @@ std::optional<bool> walks_arrangements(const std::vector<int>& order);
 bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, int order_index, int micro_batch_index,
                          PruneReport& report, const SkeletonWalk& walk);
 
+// Every structurally valid skeleton of `space` (no memory rules), to
+// `visit`, one (group order, B) after another in id order, on the calling
+// thread, until stop() is true (asked between them and every few thousand
+// skeletons). Memory O(groups): it counts spaces too large to list.
+void stream_structural_skeletons(const SearchSpace& space, const std::function<void(Skeleton&&)>& visit,
+                                 const std::function<bool()>& stop);
+
 // Why no plan exists, in one sentence a user can act on, from the report of
 // an initialization (or search) that kept nothing: the rule that removed
 // the most and, for memory, the smallest per-GPU memory the model needs

@@ -80,10 +80,13 @@ class StageCostTable {
   struct Choice : Option {
     bool computed = false;
     bool feasible = false;
-    // Where tails_vary() only: the later fitting modes each slower and with
-    // a smaller tail than the one before it (pace ascending, tail
-    // descending); every other fitting mode is no better in either.
+    // Where tails_vary() only: the later fitting modes whose tail is below
+    // this one's (a mode no faster that hides no more sync cannot help).
     std::vector<Option> leaner;
+
+    // Its options: 0 the fastest mode itself, then the leaner ones.
+    int options() const { return 1 + static_cast<int>(leaner.size()); }
+    const Option& option(int k) const { return k == 0 ? *this : leaner[static_cast<std::size_t>(k - 1)]; }
   };
 
   // `memory` is read only when choice.must_fit (layer capacities of
