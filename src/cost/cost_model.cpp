@@ -223,6 +223,13 @@ double peak_floor_s(const DeviceSpec& d, const TrainingSpec& training, const OpW
   return flops > 0 && peak > 0 ? flops / (peak * 1e12) : 0.0;
 }
 
+// The floor of a layer's (or edge's) pass: its ops' peak_floor_s.
+double work_floor_s(const DeviceSpec& d, const TrainingSpec& training, const LayerWork& w, bool backward) {
+  double floor_s = 0;
+  for (const OpWork& op : w.ops) floor_s += peak_floor_s(d, training, op, backward);
+  return floor_s;
+}
+
 // Milliseconds as a user wrote them, to four significant digits.
 std::string format_ms(double seconds) {
   char text[64];
@@ -308,14 +315,13 @@ static WorkTime work_time(const Measurements& ms, const TrainingSpec& training, 
         // Unmeasured: the layer's own analytic backward / forward ratio
         // (its attention backward costs more than twice its forward), never
         // below the backward's floor (what a measured one must clear too).
-        double forward = 0, backward = 0, floor = 0;
+        double forward = 0, backward = 0;
         for (const OpWork& op : w.ops) {
           if (op.flops <= 0 && op.bytes <= 0) continue;
           forward += roofline_s(d, training, op, false);
           backward += roofline_s(d, training, op, true);
-          floor += peak_floor_s(d, training, op, true);
         }
-        out.backward = std::max(forward > 0 ? *f * backward / forward : 2 * *f, floor);
+        out.backward = std::max(forward > 0 ? *f * backward / forward : 2 * *f, work_floor_s(d, training, w, true));
       }
       out.selective_replay = w.selective_op >= 0 ? out.forward * 0.1 : 0.0;
       out.whole_layer_measured = true;
@@ -541,7 +547,7 @@ ProfileCorrection CostModel::fit_profile_correction() const {
       // The whole model's step on one GPU of a tp group, without ZeRO.
       analytic_s = optimizer_step_s(total_params(problem_.model) / key.tp, problem_.training, g.device);
     } else if (op == "layer") {
-      for (const OpWork& o : layer_work.ops) floor_s += peak_floor_s(g.device, problem_.training, o, backward);
+      floor_s = work_floor_s(g.device, problem_.training, layer_work, backward);
       const WorkTime w = work_time(analytic, problem_.training, g.device, layer_work, x, layer, /*is_layer=*/true);
       analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
     } else {
@@ -1021,8 +1027,7 @@ double CostModel::iteration_floor_s(int group) const {
   const DeviceSpec& d = problem_.cluster.groups.at(group).device;
   double floor_s = 0;
   auto add = [&](const LayerWork& w) {
-    for (const OpWork& o : w.ops)
-      floor_s += peak_floor_s(d, problem_.training, o, false) + peak_floor_s(d, problem_.training, o, true);
+    floor_s += work_floor_s(d, problem_.training, w, false) + work_floor_s(d, problem_.training, w, true);
   };
   add(embedding_forward_work(problem_.model, x));
   for (int l = 0; l < problem_.model.layers; ++l) add(layer_forward_work(problem_.model, l, x));

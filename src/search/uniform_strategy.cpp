@@ -109,9 +109,10 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
 
 // A time no plan on the GPUs of `used` goes below: the iteration's work
 // spread over every one of those GPUs at once, each working at the floor
-// CostModel::iteration_floor_s prices it at (every op at its device's
-// fastest matrix peak); the cost model adds recompute, communication and
-// the pipeline's bubble on top. 0 (no bound) without floors.
+// CostModel::iteration_floor_s prices it at (every op at the fastest
+// matrix peak the training's precision allows on its device); the cost
+// model adds recompute, communication and the pipeline's bubble on top.
+// 0 (no bound) without floors.
 double uniform_rate_bound(const Problem& problem, const std::vector<double>& iteration_floor_s,
                           const std::vector<int>& used) {
   if (iteration_floor_s.empty()) return 0;

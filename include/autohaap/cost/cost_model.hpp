@@ -131,8 +131,8 @@ class CostModel {
   // iteration's work on its own: the forward and backward of every layer,
   // the embedding and the head for the training's global batch, without
   // recompute, each op at the floor a measured profile point must exceed
-  // too (its FLOPs at the device's fastest matrix peak, a causal attention
-  // core's at half). No estimate prices an op below it, so no plan on the
+  // too (its FLOPs at the fastest matrix peak the training's precision
+  // allows on the device, a causal attention core's at half). No estimate prices an op below it, so no plan on the
   // GPUs of groups G finishes an iteration in less than
   // 1 / Σ_{g in G} (gpus_g / iteration_floor_s(g)).
   double iteration_floor_s(int group) const;
