@@ -459,24 +459,6 @@ std::string validate_file(const std::string& path) {
 
 namespace {
 
-// The code point of the UTF-8 sequence at name[i], advancing i past it;
-// -1 where the bytes are not UTF-8 (a stray continuation byte, a sequence
-// cut short, an overlong form or a surrogate).
-long next_code_point(const std::string& name, std::size_t& i) {
-  const unsigned char lead = static_cast<unsigned char>(name[i++]);
-  if (lead < 0x80) return lead;
-  const int extra = lead >= 0xf0 && lead < 0xf5 ? 3 : lead >= 0xe0 ? (lead < 0xf0 ? 2 : -1) : lead >= 0xc2 ? 1 : -1;
-  if (extra < 0) return -1;
-  long cp = lead & (0x3f >> extra);
-  for (int k = 0; k < extra; ++k) {
-    if (i >= name.size() || (static_cast<unsigned char>(name[i]) & 0xc0) != 0x80) return -1;
-    cp = (cp << 6) | (static_cast<unsigned char>(name[i++]) & 0x3f);
-  }
-  const long least[] = {0, 0x80, 0x800, 0x10000};
-  if (cp < least[extra] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return -1;
-  return cp;
-}
-
 // Characters that print as nothing or change how the line around them
 // reads (Unicode general category Cf and the C1 controls): soft hyphen,
 // zero-width spaces and joiners, bidirectional marks and overrides, word
@@ -498,7 +480,7 @@ void check_name(const std::string& file, const std::string& key, const std::stri
   std::string shown;
   for (std::size_t i = 0; i < name.size();) {
     const std::size_t at = i;
-    const long cp = next_code_point(name, i);
+    const long cp = next_utf8_code_point(name, i);
     // A host name's characters (RFC 1123, and '_' and '.'): '#' starts a
     // comment in a hostfile, ':' and ',' separate its fields, and a
     // non-ASCII space looks like none.

@@ -145,35 +145,27 @@ bool is_decimal_number(std::string_view text) {
   return i == text.size();
 }
 
-bool is_valid_utf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    const unsigned char c = *p;
-    int tail = 0;
-    unsigned char low = 0x80, high = 0xBF;  // the range of the byte after the lead
-    if (c < 0x80) {
-      ++p;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      tail = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      tail = 2;
-      if (c == 0xE0) low = 0xA0;   // overlong
-      if (c == 0xED) high = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      tail = 3;
-      if (c == 0xF0) low = 0x90;   // overlong
-      if (c == 0xF4) high = 0x8F;  // past U+10FFFF
-    } else {
-      return false;
-    }
-    if (end - p <= tail) return false;
-    if (p[1] < low || p[1] > high) return false;
-    for (int k = 2; k <= tail; ++k)
-      if (p[k] < 0x80 || p[k] > 0xBF) return false;
-    p += tail + 1;
+long next_utf8_code_point(std::string_view text, std::size_t& i) {
+  const unsigned char lead = static_cast<unsigned char>(text[i++]);
+  if (lead < 0x80) return lead;
+  // Continuation bytes after the lead: C2-DF one, E0-EF two, F0-F4 three;
+  // 80-C1 (a stray continuation, an overlong 2-byte form) and F5-FF none.
+  const int extra = lead >= 0xf0 && lead < 0xf5 ? 3 : lead >= 0xe0 ? (lead < 0xf0 ? 2 : -1) : lead >= 0xc2 ? 1 : -1;
+  if (extra < 0) return -1;
+  long cp = lead & (0x3f >> extra);
+  for (int k = 0; k < extra; ++k) {
+    if (i >= text.size() || (static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) return -1;
+    cp = (cp << 6) | (static_cast<unsigned char>(text[i++]) & 0x3f);
   }
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF.
+  const long least[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < least[extra] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return -1;
+  return cp;
+}
+
+bool is_valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();)
+    if (next_utf8_code_point(text, i) < 0) return false;
   return true;
 }
 
@@ -199,7 +191,8 @@ int YamlValue::as_int(Bound bound) const {
   int v = 0;
   // convert<int> demands the whole scalar be an integer: "3.5", "4x" and
   // out-of-range numbers fail instead of being truncated.
-  if (!is_plain_scalar(node_) || !is_decimal_integer(node_.Scalar())) fail(describe_int(bound) + ", written in decimal and not quoted");
+  if (!is_plain_scalar(node_) || !is_decimal_integer(node_.Scalar()))
+    fail(describe_int(bound) + ", written in decimal and not quoted");
   // A decimal integer beyond what any key allows: say so (each key's own,
   // smaller range is checked where the spec is).
   if (!YAML::convert<int>::decode(node_, v))

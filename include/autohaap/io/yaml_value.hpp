@@ -119,6 +119,10 @@ std::optional<bool> yaml12_bool(std::string_view text);
 //   Names are written into JSON plans and reports, whose readers reject
 //   anything else.
 bool is_valid_utf8(std::string_view text);
+// The code point of the UTF-8 sequence at text[i] (i < text.size()),
+// advancing i past it, at least one byte; -1 where the sequence breaks
+// those rules.
+long next_utf8_code_point(std::string_view text, std::size_t& i);
 
 // Words for an error message's "allowed" part, e.g. "a positive integer".
 std::string describe_int(Bound bound);
