@@ -151,15 +151,11 @@ BruteForceCounts match_brute_force_on_random_skeletons(bool overlap_grad_reduce)
       EXPECT_NEAR(realized(cost, s, r.split), truth, 1e-9 * truth) << "seed " << seed << " skeleton " << s.id;
       EXPECT_NEAR(r.split.iteration_time_s, truth, 1e-9 * truth);
       // Whether a stage runs slower than its fastest mode that fits.
-      Plan fastest = make_plan(problem, s, r.split.layer_end, r.split.recompute, r.split.vpp);
+      const Plan fastest = search_fixtures::in_fastest_fitting_modes(
+          cost, make_plan(problem, s, r.split.layer_end, r.split.recompute, r.split.vpp));
       bool leaner = false;
-      for (std::size_t i = 0; i < fastest.stages.size(); ++i) {
-        for (Recompute mode : problem.training.recompute_modes) {
-          fastest.stages[i].recompute = mode;
-          if (cost.stage(fastest, static_cast<int>(i)).fits()) break;
-        }
+      for (std::size_t i = 0; i < fastest.stages.size(); ++i)
         leaner = leaner || fastest.stages[i].recompute != r.split.recompute[i];
-      }
       n.leaner += leaner;
       ++n.compared;
     }

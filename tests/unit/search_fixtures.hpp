@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "autohaap/cost/cost_model.hpp"
 #include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/specs/problem.hpp"
@@ -96,6 +97,18 @@ inline Problem random_problem(std::uint32_t seed) {
   p.training.precision = Precision::fp16;
   p.training.zero = pick({0, 1, 3});
   return p;
+}
+
+// `plan` with each stage in its fastest recompute mode (the training's
+// order) that fits where it is.
+inline Plan in_fastest_fitting_modes(const CostModel& cost, Plan plan) {
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    for (Recompute mode : cost.problem().training.recompute_modes) {
+      plan.stages[i].recompute = mode;
+      if (cost.stage(plan, static_cast<int>(i)).fits()) break;
+    }
+  }
+  return plan;
 }
 
 }  // namespace autohaap::search_fixtures

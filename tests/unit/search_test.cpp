@@ -280,13 +280,7 @@ TEST(Search, ExhaustiveOptimumWithGradientSyncOverlapped) {
       [&](const Problem& problem, std::uint32_t, const BothSearches& both) {
         // Whether the optimum runs a stage slower than its fastest mode that fits.
         const CostModel cost(problem);
-        Plan fastest = both.exhaustive.top[0];
-        for (std::size_t i = 0; i < fastest.stages.size(); ++i) {
-          for (Recompute mode : problem.training.recompute_modes) {
-            fastest.stages[i].recompute = mode;
-            if (cost.stage(fastest, static_cast<int>(i)).fits()) break;
-          }
-        }
+        const Plan fastest = search_fixtures::in_fastest_fitting_modes(cost, both.exhaustive.top[0]);
         leaner += cost.estimate(fastest).iteration_time_s > best_time(both.exhaustive) * (1 + 1e-9);
       });
   std::printf("overlapped sync: %d problems against the exhaustive search, %d optima need a slower mode\n", cases,
