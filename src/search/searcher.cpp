@@ -163,6 +163,79 @@ class LayoutTaus {
   std::vector<std::vector<double>> of_;
 };
 
+// Per stage shape (group, GPUs, tp, dp): the least tail (gradient sync and
+// optimizer step, CostModel::stage_tail_floor) a stage of that shape has
+// holding one layer as a middle stage, wherever in its group it sits.
+// Every stage of a pipeline holds at least one layer; more layers, the
+// edges (a first or last stage's embedding and output layer) and a
+// backward too short to hide the sync only add to a tail, and the tail
+// does not depend on B (it reduces what the stage's replicas hold). So a
+// skeleton's iteration time is at least its pipeline bound plus the
+// largest floor of its stages (the walk's pipeline bounds leave the tail
+// out), and an order's open positions add at least the least floor of
+// their groups' layouts. Zero for generic layer lists (their layers
+// differ: tail_lower_bound leaves them out too).
+class StageTailFloors {
+ public:
+  StageTailFloors(const SearchSpace& space, const CostModel& cost) : of_(space.problem().cluster.groups.size()) {
+    const Problem& problem = space.problem();
+    if (problem.model.family == ModelFamily::generic || problem.model.layers < 1) return;
+    for (std::size_t group = 0; group < of_.size(); ++group) {
+      const NodeGroup& g = problem.cluster.groups[group];
+      const int gpus = g.nodes * g.gpus_per_node;
+      for (const GroupLayout& layout : space.layouts(static_cast<int>(group))) {
+        if (shape_floor(layout.group, layout.gpus_per_stage, layout.tp, layout.dp)) continue;
+        double least = std::numeric_limits<double>::infinity();
+        // A middle stage (of three) at every place a stage of this shape
+        // can take in its group (a stage across a node boundary reduces
+        // over the NICs); its replicas dp, whatever cp B later asks.
+        for (int first = 0; first + layout.gpus_per_stage <= gpus; first += layout.gpus_per_stage) {
+          StagePlan stage;
+          stage.group = layout.group;
+          stage.device = g.device.name;
+          stage.first_gpu = first;
+          stage.gpus = layout.gpus_per_stage;
+          stage.tp = layout.tp;
+          stage.dp = layout.dp;
+          stage.layer_end = 1;
+          Plan plan;
+          plan.zero = problem.training.zero;
+          plan.stages = {stage, stage, stage};
+          least = std::min(least, cost.stage_tail_floor(plan, 1, 1));
+        }
+        // Rounding must never lift a bound above a plan's time.
+        of_[group].push_back({layout.gpus_per_stage, layout.tp, layout.dp,
+                              std::isfinite(least) ? least * (1 - 1e-12) : 0.0});
+      }
+    }
+  }
+  // The floor of a stage of this shape (0: a shape none of the group's
+  // layouts has, or a generic layer list).
+  double floor(int group, int gpus, int tp, int dp) const {
+    const std::optional<double> f = shape_floor(group, gpus, tp, dp);
+    return f ? *f : 0.0;
+  }
+  double floor(const GroupLayout& layout) const { return floor(layout.group, layout.gpus_per_stage, layout.tp, layout.dp); }
+  // The largest floor of a skeleton's stages.
+  double floor(const Skeleton& skeleton) const {
+    double most = 0;
+    for (const StageSlot& slot : skeleton.stages) most = std::max(most, floor(slot.group, slot.gpus, slot.tp, slot.dp));
+    return most;
+  }
+
+ private:
+  struct Shape {
+    int gpus, tp, dp;
+    double floor;
+  };
+  std::optional<double> shape_floor(int group, int gpus, int tp, int dp) const {
+    for (const Shape& s : of_[group])
+      if (s.gpus == gpus && s.tp == tp && s.dp == dp) return s.floor;
+    return std::nullopt;
+  }
+  std::vector<std::vector<Shape>> of_;  // per group, its layouts' shapes
+};
+
 TaskLayouts task_layouts(const SearchSpace& space, const LayoutRules& rules, const LayoutTaus& taus, int o, int b,
                          PruneReport& report) {
   TaskLayouts t;
@@ -703,6 +776,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
   const LayoutFinishTimes finish_times(space, memory, balancer);
   const LayoutTaus taus(space, memory, balancer);
+  const StageTailFloors tail_floors(space, cost);
   const LayoutRules rules(space);
   const InterleavingLimits vpp(space);
 
@@ -797,6 +871,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<double> pace_to(n + 1, 0.0);
     std::vector<int> stages_to(n + 1, 0);     // stages before position j
     std::vector<int> fewest_after(n + 1, 0);  // the fewest stages positions >= j take
+    // tail_to[j + 1]: the largest tail floor (StageTailFloors) of the
+    // layouts at positions <= j; open_tail[j]: the largest, over positions
+    // >= j, of the least floor of any layout there.
+    std::vector<double> tail_to(n + 1, 0.0), open_tail(n + 1, 0.0);
+    for (std::size_t j = n; j-- > 0;) {
+      double least = std::numeric_limits<double>::infinity();
+      for (int li : t.ok[j]) least = std::min(least, tail_floors.floor(space.layouts(space.group_orders()[o][j])[li]));
+      open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least);
+    }
     for (std::size_t j = n; j-- > 0;) {
       int fewest = std::numeric_limits<int>::max();
       for (int li : t.ok[j]) fewest = std::min(fewest, space.layouts(space.group_orders()[o][j])[li].stages);
@@ -849,8 +932,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       // The pace past which a bound below is surely above keep_below (a
       // margin over the tests' 1e-9, so a merge stopped there cuts what the
       // whole merge would).
-      auto enough_pace = [&](double sum, const std::vector<double>& floors) {
-        return pace_passing(keep_below * (1 + 1e-6), sum, m, floors);
+      auto enough_pace = [&](double below, double sum, const std::vector<double>& floors) {
+        return pace_passing(below * (1 + 1e-6), sum, m, floors);
       };
       walk.keep_prefix = [&, n, enough_pace](int depth, const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
@@ -865,13 +948,19 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         stages_to[depth + 1] = stages_to[depth] + stages_at[depth];
         slot_at[depth] = i;
         finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
+        // The tail this prefix's layouts and the open positions add at
+        // least (StageTailFloors): the pipeline's own bound must stay
+        // under keep_below less that.
+        tail_to[depth + 1] = std::max(tail_to[depth], tail_floors.floor(space.layouts(group)[layout_index[depth]]));
+        const double tail = std::max(tail_to[depth + 1], open_tail[depth + 1]);
+        const double pipe_below = keep_below - tail;
         double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
         double lower = static_cast<double>(m - 1) * bottleneck;
         if (depth + 1 < static_cast<int>(n)) {
           // The rates' pace first (cheap); then whole layers within what
           // memory lets each stage hold, the positions still open at the
           // most any layout of their group holds by each pace.
-          if (lower * (1 - 1e-9) > keep_below) return false;
+          if (lower * (1 - 1e-9) > pipe_below) return false;
           // Stage q of the prefix keeps at least min(p - q, m) micro-batches
           // in flight, p at least the prefix's stages and the fewest the
           // open positions take (they come after it).
@@ -912,9 +1001,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             prefix_classes(where_it_sits);
             interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
             pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]),
-                                                        enough_pace(sum, floors));
+                                                        enough_pace(pipe_below, sum, floors));
             lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
-            if (lower * (1 - 1e-9) > keep_below) return false;
+            if (lower * (1 - 1e-9) > pipe_below) return false;
           }
         } else {
           // The skeleton is whole: its stage count, so each stage's place
@@ -934,9 +1023,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           sum += std::max(0, layers - p) * tau_min[n];
           const int max_vpp = vpp.at(b, p);
           // The rates' pace first (cheap): the merges cost more.
-          if (pipeline_time_lower_bound(bottleneck, sum, m, max_vpp) * (1 - 1e-9) > keep_below) return false;
+          if (pipeline_time_lower_bound(bottleneck, sum, m, max_vpp) * (1 - 1e-9) > pipe_below) return false;
           for (std::size_t j = 0; j < n; ++j)
-            if (!finish_at[j]) return lower * (1 - 1e-9) <= keep_below;
+            if (!finish_at[j]) return lower * (1 - 1e-9) <= pipe_below;
           // As at a prefix: first with what each layout holds wherever it
           // sits, then where each stage does (MemoryPruner::capacities) or,
           // for every arrangement, the balancer's bound of them all.
@@ -964,23 +1053,26 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             interleaved_pace_floors(classes, max_vpp, floors);
             const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers,
                                                                             std::max(bottleneck, pace_to[depth]),
-                                                                            enough_pace(sum, floors)));
+                                                                            enough_pace(pipe_below, sum, floors)));
             lower = pipeline_time_lower_bound(pace, sum, m, floors);
-            if (lower * (1 - 1e-9) > keep_below) return false;
+            if (lower * (1 - 1e-9) > pipe_below) return false;
           }
           // Every arrangement of the middle at once, before each is
           // visited: each middle stage where it holds the most.
           if (arranged) {
             const Skeleton whole = space.make(o, b, layout_index);
-            return balancer.arrangement_lower_bound(whole, stages_at[0], stages_at[n - 1], keep_below) <= keep_below;
+            return balancer.arrangement_lower_bound(whole, stages_at[0], stages_at[n - 1], pipe_below) <= pipe_below;
           }
           return true;
         }
-        return lower * (1 - 1e-9) <= keep_below;
+        return lower * (1 - 1e-9) <= pipe_below;
       };
     }
     walk.visit = [&](Skeleton&& s) {
-      s.lower_bound_s = balancer.lower_bound(s, keep_below);
+      // Its pipeline bound and its stages' least tail (StageTailFloors): a
+      // function of the skeleton alone, whatever the walk's state.
+      const double tail = tail_floors.floor(s);
+      s.lower_bound_s = tail + balancer.lower_bound(s, keep_below - tail);
       if (!(s.lower_bound_s <= keep_below)) {
         if (s.lower_bound_s <= above_best) {
           part.report.add(PruneRule::beyond_skeleton_limit, 1);
@@ -1381,11 +1473,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     const std::size_t next_task = round + kTasksPerRound;
     if (options.save && next_task < tasks && (options.save_due() || options.stop())) save_progress(next_task);
   }
-  // The kept skeletons' bounds with each vpp's own memory
-  // (LoadBalancer::searched_lower_bound): where a skeleton cannot
-  // interleave, its bound is the plain schedule's, so the search stops
-  // sooner and the threshold cuts more (Llama 3 70B on six groups: 70,416
-  // kept skeletons became 52,704, 22 s became 18). A pure function of each
+  // The kept skeletons' bounds with each vpp's own memory and the tail
+  // bounded with the pace (LoadBalancer::searched_lower_bound): where a
+  // skeleton cannot interleave, its bound is the plain schedule's, so the
+  // search stops sooner and the threshold cuts more (Llama 3 70B on six
+  // groups: 70,416 kept skeletons became 52,704, 22 s became 18). Asked of
+  // skeletons without interleaving too: their walk bound has only the
+  // stages' one-layer tail floors (StageTailFloors). A pure function of each
   // skeleton, so the list stays alike on every thread count; participants
   // share the work (every participants-th skeleton from their own index)
   // and exchange the bounds once, always, so each calls the exchange as
@@ -1407,10 +1501,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           interrupted.store(true);
           return;
         }
-        // Without interleaving the walk's bound is already this one: not
-        // computed again.
-        if (balancer.max_vpp(s) > 1)
-          mine.bounds[j] = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
+        mine.bounds[j] = std::max(s.lower_bound_s, balancer.searched_lower_bound(s, cut));
       });
       mine.stopped = interrupted.load();
     }
