@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <sstream>
 
@@ -188,8 +189,13 @@ class StageTailFloors {
         double least = std::numeric_limits<double>::infinity();
         // A middle stage (of three) at every place a stage of this shape
         // can take in its group (a stage across a node boundary reduces
-        // over the NICs); its replicas dp, whatever cp B later asks.
-        for (int first = 0; first + layout.gpus_per_stage <= gpus; first += layout.gpus_per_stage) {
+        // over the NICs); its replicas dp, whatever cp B later asks. Where
+        // a place's stage crosses a node depends on its first GPU modulo
+        // the node, so the places repeat every lcm(stage, node) GPUs: at
+        // most a node's GPUs of them are priced, however large the group.
+        const long long period = std::lcm<long long>(layout.gpus_per_stage, g.gpus_per_node);
+        const long long places = std::min<long long>(gpus, period);
+        for (int first = 0; first + layout.gpus_per_stage <= places; first += layout.gpus_per_stage) {
           StagePlan stage;
           stage.group = layout.group;
           stage.device = g.device.name;

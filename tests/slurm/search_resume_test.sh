@@ -7,11 +7,13 @@
 source "$(dirname "$0")/slurm_lib.sh"
 WORK=$(work_dir search_resume)
 cd "$WORK"
-# Six GPU generations: enough orderings for a search that lasts tens of
-# seconds (25 s on one thread), so there is time to cancel it between two
-# checkpoints (one thread per rank keeps it that long on machines with many
-# cores). Five no longer do: their search, 3 s on one thread, ended within
-# a second of the first checkpoint, before the cancel landed.
+# Six GPU generations and the ten best plans of Llama 3 70B: a search that
+# lasts tens of seconds (23 s on one thread), so there is time to cancel it
+# between two checkpoints (one thread per rank keeps it that long on
+# machines with many cores). GPT-3 13B's best plan on them no longer does
+# since the walk's bounds count the tail (2 s on one thread), nor did five
+# generations before (3 s): they ended within a second of the first
+# checkpoint, before the cancel landed.
 cat > generations.yaml <<'YAML'
 name: six-generations
 groups:
@@ -22,10 +24,11 @@ groups:
   - {device: l40s, nodes: 1, gpus_per_node: 8}
   - {device: h200, nodes: 1, gpus_per_node: 8}
 YAML
-search_args=(--model gpt3-13b --cluster generations.yaml --out run.json --checkpoint-interval 1 --threads 1)
+search_args=(--model llama3-70b --cluster generations.yaml --top 10 --out run.json --checkpoint-interval 1 --threads 1)
 
-# The reference: one process, no checkpoint.
-"$AUTOHAAP_BIN" search --model gpt3-13b --cluster generations.yaml --out plain.json > plain.log ||
+# The reference: one process, no checkpoint (the best plan is the same
+# whatever --top).
+"$AUTOHAAP_BIN" search --model llama3-70b --cluster generations.yaml --out plain.json > plain.log ||
   fail "plain search failed: $(tail -5 plain.log)"
 
 # 1. Submit, wait for its first checkpoint, cancel while it still runs.
