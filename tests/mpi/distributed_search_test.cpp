@@ -163,9 +163,13 @@ TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
   if (g_session->rank() == 0) std::filesystem::remove(path);
 
   // Stop after the first exchange: rank 0 raises the cancel flag, every
-  // rank stops at the next one, and the final checkpoint is written.
+  // rank stops at the next one, and the final checkpoint is written. A
+  // round of a millisecond ends after a chunk or so (at 10 ms one rank had
+  // searched all 200 chunks by the first exchange once the walk's bounds
+  // counted the tail).
   std::atomic<bool> cancel{false};
   DistributedOptions o = options_for(top_k);
+  o.exchange_interval_s = 0.001;
   o.checkpoint_path = path;
   o.checkpoint_interval_s = 1000;
   o.chunks_per_rank = 200;
