@@ -178,14 +178,22 @@ class LayoutTaus {
 // differ: tail_lower_bound leaves them out too).
 class StageTailFloors {
  public:
-  StageTailFloors(const SearchSpace& space, const CostModel& cost) : of_(space.problem().cluster.groups.size()) {
+  StageTailFloors(const SearchSpace& space, const CostModel& cost)
+      : shapes_(space.problem().cluster.groups.size()), by_layout_(shapes_.size()) {
     const Problem& problem = space.problem();
-    if (problem.model.family == ModelFamily::generic || problem.model.layers < 1) return;
-    for (std::size_t group = 0; group < of_.size(); ++group) {
+    const bool transformer = problem.model.family != ModelFamily::generic && problem.model.layers >= 1;
+    for (std::size_t group = 0; group < shapes_.size(); ++group) {
       const NodeGroup& g = problem.cluster.groups[group];
       const int gpus = g.nodes * g.gpus_per_node;
       for (const GroupLayout& layout : space.layouts(static_cast<int>(group))) {
-        if (shape_floor(layout.group, layout.gpus_per_stage, layout.tp, layout.dp)) continue;
+        if (!transformer) {
+          by_layout_[group].push_back(0.0);
+          continue;
+        }
+        if (const Shape* known = shape(layout.group, layout.gpus_per_stage, layout.tp, layout.dp)) {
+          by_layout_[group].push_back(known->floor);
+          continue;
+        }
         double least = std::numeric_limits<double>::infinity();
         // A middle stage (of three) at every place a stage of this shape
         // can take in its group (a stage across a node boundary reduces
@@ -210,22 +218,22 @@ class StageTailFloors {
           least = std::min(least, cost.stage_tail_floor(plan, 1, 1));
         }
         // Rounding must never lift a bound above a plan's time.
-        of_[group].push_back({layout.gpus_per_stage, layout.tp, layout.dp,
-                              std::isfinite(least) ? least * (1 - 1e-12) : 0.0});
+        const double floor = std::isfinite(least) ? least * (1 - 1e-12) : 0.0;
+        shapes_[group].push_back({layout.gpus_per_stage, layout.tp, layout.dp, floor});
+        by_layout_[group].push_back(floor);
       }
     }
   }
-  // The floor of a stage of this shape (0: a shape none of the group's
-  // layouts has, or a generic layer list).
-  double floor(int group, int gpus, int tp, int dp) const {
-    const std::optional<double> f = shape_floor(group, gpus, tp, dp);
-    return f ? *f : 0.0;
-  }
-  double floor(const GroupLayout& layout) const { return floor(layout.group, layout.gpus_per_stage, layout.tp, layout.dp); }
-  // The largest floor of a skeleton's stages.
+  // The floor of a stage of layout space.layouts(group)[layout_index]:
+  // what the walk's prefix test reads, once per prefix.
+  double floor(int group, int layout_index) const { return by_layout_[group][layout_index]; }
+  // The largest floor of a skeleton's stages (0 for a generic layer list).
   double floor(const Skeleton& skeleton) const {
     double most = 0;
-    for (const StageSlot& slot : skeleton.stages) most = std::max(most, floor(slot.group, slot.gpus, slot.tp, slot.dp));
+    for (const StageSlot& slot : skeleton.stages) {
+      const Shape* s = shape(slot.group, slot.gpus, slot.tp, slot.dp);
+      if (s) most = std::max(most, s->floor);
+    }
     return most;
   }
 
@@ -234,12 +242,13 @@ class StageTailFloors {
     int gpus, tp, dp;
     double floor;
   };
-  std::optional<double> shape_floor(int group, int gpus, int tp, int dp) const {
-    for (const Shape& s : of_[group])
-      if (s.gpus == gpus && s.tp == tp && s.dp == dp) return s.floor;
-    return std::nullopt;
+  const Shape* shape(int group, int gpus, int tp, int dp) const {
+    for (const Shape& s : shapes_[group])
+      if (s.gpus == gpus && s.tp == tp && s.dp == dp) return &s;
+    return nullptr;
   }
-  std::vector<std::vector<Shape>> of_;  // per group, its layouts' shapes
+  std::vector<std::vector<Shape>> shapes_;        // per group, its layouts' distinct shapes
+  std::vector<std::vector<double>> by_layout_;  // per group, each layout's floor
 };
 
 TaskLayouts task_layouts(const SearchSpace& space, const LayoutRules& rules, const LayoutTaus& taus, int o, int b,
@@ -883,7 +892,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     std::vector<double> tail_to(n + 1, 0.0), open_tail(n + 1, 0.0);
     for (std::size_t j = n; j-- > 0;) {
       double least = std::numeric_limits<double>::infinity();
-      for (int li : t.ok[j]) least = std::min(least, tail_floors.floor(space.layouts(space.group_orders()[o][j])[li]));
+      for (int li : t.ok[j]) least = std::min(least, tail_floors.floor(space.group_orders()[o][j], li));
       open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least);
     }
     for (std::size_t j = n; j-- > 0;) {
@@ -957,7 +966,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         // The tail this prefix's layouts and the open positions add at
         // least (StageTailFloors): the pipeline's own bound must stay
         // under keep_below less that.
-        tail_to[depth + 1] = std::max(tail_to[depth], tail_floors.floor(space.layouts(group)[layout_index[depth]]));
+        tail_to[depth + 1] = std::max(tail_to[depth], tail_floors.floor(group, layout_index[depth]));
         const double tail = std::max(tail_to[depth + 1], open_tail[depth + 1]);
         const double pipe_below = keep_below - tail;
         double bottleneck = layers / (rate_to[depth + 1] + rest[depth + 1]);
