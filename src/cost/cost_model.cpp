@@ -418,29 +418,37 @@ static Link inter_node_link(const NodeGroup& g, const CostParameters& c) {
 // node, while every GPU of those nodes runs the same collective in its own
 // group (the tp ranks of a stage each reduce over their own dp group).
 // Inside one node: NVLink/PCIe. Across nodes NCCL runs rings (and trees)
-// over every NIC of a node at once, one channel per NIC (NCCL's
-// rail-optimized topology; NVIDIA DGX A100/H100 user guides): each ring
-// crosses a node boundary once and carries one group's data, so a node's
-// NICs serve its gpus_per_node / per_node groups and each GPU's share of the
-// ring runs at per_node times its own NIC share, up to the intra-node link.
+// whose traffic leaves each node through the NIC nearest the GPU that
+// sends it (NCCL's topology search; NVIDIA DGX A100/H100 user guides): the
+// node's gpus_per_node / per_node concurrent rings share its NICs, each
+// NIC at its achievable rate, so a ring runs at
+//   min(intra-node link, NIC rate x NICs / rings).
+// With one NIC per GPU (the default) that is per_node times a GPU's own NIC
+// share, as rail-optimized nodes give it.
 static Link collective_link(const NodeGroup& g, int members, int per_node, const CostParameters& c) {
   const Link intra = tp_link(g, c);
   if (members <= per_node) return intra;
-  const Link nic = inter_node_link(g, c);
-  const double nics_share = std::max(1, per_node) * nic.GBps;
+  const Link share = inter_node_link(g, c);  // a GPU's share of its node's NICs
+  const int nics = g.nics();
+  const double rings = static_cast<double>(g.gpus_per_node) / std::clamp(per_node, 1, g.gpus_per_node);
+  double nic_GBps = share.GBps * g.gpus_per_node / nics;
   // A measured bus bandwidth (NodeGroup::inter_node_busbw_GBps) is what one
-  // communicator's ring reached: all_reduce_perf runs one collective at a
-  // time. Where the transport, not the NICs, sets that rate (BigScience's
-  // Omni-Path A100 nodes: 5.06 GB/s against 50 GB/s of NICs, "NCCL does not
-  // fully use OPA", experiments/bandwidth/README.md), the concurrent rings
-  // of a stage's tp ranks each reach it until their NIC shares run out.
-  // Measured: BLOOM's global-batch sweep (tp 4, pp 12, dp 8, 512-2048
-  // sequences, chronicles-prequel "GBS Variations") spends ~4 s an
-  // iteration beyond its pipeline bubble; dividing the measured rate among
-  // the node's four rings priced its sync at ~15 s.
-  double ring_GBps = std::min(intra.GBps, nics_share);
+  // communicator's ring reached, and that ring left each node through one
+  // NIC: BigScience's Jean Zay A100 measurement (32 GPUs on 4 nodes of 4
+  // Omni-Path 100 Gb/s NICs, 4 GB all-reduces; experiments/bandwidth/
+  // all_reduce_bench-a100-n4.txt) logs both of NCCL's ring channels on
+  // NIC 3 of every node and a median busbw of 40.5 Gb/s, 40% of that NIC
+  // ("NCCL does not fully use OPA", README there). Each NIC then runs at
+  // that rate, and concurrent rings share the node's NICs: BLOOM's stages of
+  // tp 8 (eight dp rings a node on four NICs, 2.5 GB/s each) synchronised
+  // at half the rate of those of tp 4 or 2 (one ring a NIC or fewer, the
+  // measured 5.06 GB/s); with every ring at the measured rate the 21-run
+  // 176B sweep (bloom_prequel_0225) came out fast at tp 8 and small pp,
+  // slow at large pp (tests/data/measured_runs.csv, MeasuredRuns).
+  if (g.inter_node_busbw_GBps > 0) nic_GBps = std::min(nic_GBps, g.inter_node_busbw_GBps);
+  double ring_GBps = std::min(intra.GBps, nic_GBps * nics / rings);
   if (g.inter_node_busbw_GBps > 0) ring_GBps = std::min(ring_GBps, g.inter_node_busbw_GBps);
-  return {ring_GBps, nic.latency_us};
+  return {ring_GBps, share.latency_us};
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then

@@ -272,14 +272,15 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
     n.intra_node_GBps = g.get_double("intra_node_GBps", Bound::positive, n.intra_node_GBps);
     n.intra_node_latency_us = g.get_double("intra_node_latency_us", Bound::non_negative, n.intra_node_latency_us);
     // Between nodes: a per-GPU share (inter_node_GBps), or the node's NICs
-    // as bought (nics_per_node x nic_Gbps), shared by its GPUs.
-    if (g.has("nics_per_node") || g.has("nic_Gbps")) {
+    // as bought (nics_per_node x nic_Gbps), shared by its GPUs. With a
+    // per-GPU share, nics_per_node alone says how many NICs carry it.
+    if (g.has("nics_per_node")) n.nics_per_node = g.get_int("nics_per_node", Bound::positive);
+    if (g.has("nic_Gbps")) {
       if (g.has("inter_node_GBps"))
         g.at("inter_node_GBps", "").fail("either inter_node_GBps or nics_per_node with nic_Gbps, not both");
-      const YamlValue nics = g.at("nics_per_node", describe_int(Bound::positive));
+      g.at("nics_per_node", describe_int(Bound::positive));  // required beside nic_Gbps
       const YamlValue gbit = g.at("nic_Gbps", describe_double(Bound::positive));
-      n.inter_node_GBps =
-          nic_share_GBps(nics.as_int(Bound::positive), gbit.as_double(Bound::positive), n.gpus_per_node);
+      n.inter_node_GBps = nic_share_GBps(n.nics_per_node, gbit.as_double(Bound::positive), n.gpus_per_node);
       // The share per GPU is what the cost model uses: its range, named by
       // the keys written.
       if (!(n.inter_node_GBps >= limits::kMinGBps && n.inter_node_GBps <= limits::kMaxGBps))
@@ -630,6 +631,7 @@ void check_cluster(const ClusterSpec& c, const std::string& file) {
     require_number(file, at + "intra_node_latency_us", g.intra_node_latency_us, 0.0, kMaxLatencyUs);
     require_number(file, at + "inter_node_GBps", g.inter_node_GBps, kMinGBps, kMaxGBps);
     require_number(file, at + "inter_node_latency_us", g.inter_node_latency_us, 0.0, kMaxLatencyUs);
+    if (g.nics_per_node != 0) require_int(file, at + "nics_per_node", g.nics_per_node, 1, kMaxGpusPerNode, " (or absent: one per GPU)");
     // A ring over the node's NICs cannot beat their nominal rate together.
     const double nics_together = g.inter_node_GBps * g.gpus_per_node;
     if (g.inter_node_busbw_GBps != 0 && !(g.inter_node_busbw_GBps >= kMinGBps && g.inter_node_busbw_GBps <= nics_together))

@@ -104,6 +104,7 @@ void write_cluster(DocumentWriter& out, const ClusterSpec& c) {
     put(out, "intra_node_latency_us", g.intra_node_latency_us);
     put(out, "inter_node_GBps", g.inter_node_GBps);
     put(out, "inter_node_latency_us", g.inter_node_latency_us);
+    if (g.nics_per_node > 0) put(out, "nics_per_node", g.nics_per_node);
     if (g.inter_node_busbw_GBps > 0) put(out, "inter_node_busbw_GBps", g.inter_node_busbw_GBps);
     out.end_map();
   }

@@ -101,6 +101,7 @@ std::string canonical_text(const ClusterSpec& c) {
         .add(p + "inter_node_latency_us", g.inter_node_latency_us);
     // Only when measured: every cluster without it keeps its fingerprint.
     if (g.inter_node_busbw_GBps > 0) l.add(p + "inter_node_busbw_GBps", g.inter_node_busbw_GBps);
+    if (g.nics_per_node > 0) l.add(p + "nics_per_node", g.nics_per_node);
     add_device(l, p + "device.", g.device);
   }
   return l.str();

@@ -681,8 +681,9 @@ TEST(CostModel, MeasuredBusBandwidthPricesCollectivesNotSends) {
   // A group of 4-GPU nodes whose whole-node NCCL all-reduce was measured at
   // 5 GB/s bus bandwidth (far below its 4 x 25 GB/s of NICs): the ring of
   // all 8 GPUs, 4 per node, runs at it; with tp = 4 in each node, each tp
-  // rank's ring has one GPU per node, and the 4 rings each reach the
-  // measured rate too, as one GPU's NIC share (25 GB/s x 0.7) carries more.
+  // rank's ring has one GPU per node, and the 4 rings, one on each of the
+  // node's 4 NICs (one per GPU unless stated), each reach the measured rate
+  // too, as a NIC (25 GB/s x 0.7) carries more.
   // The pipeline's point-to-point sends keep the NIC share.
   Problem p = generic_problem(1.0);
   p.cluster.groups[0].nodes = 2;
@@ -697,6 +698,19 @@ TEST(CostModel, MeasuredBusBandwidthPricesCollectivesNotSends) {
   Problem thin = p;
   thin.cluster.groups[0].inter_node_GBps = 1.5;
   EXPECT_NEAR(CostModel(thin).stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / 1.05e9, 1e-15);
+  // The same 100 GB/s a node on two NICs: the measured ring is one NIC's
+  // rate, so the four rings share two NICs at 5 GB/s each, 2.5 GB/s a ring
+  // (BigScience's Jean Zay A100 nodes: eight tp ranks on four NICs).
+  Problem two_nics = p;
+  two_nics.cluster.groups[0].nics_per_node = 2;
+  EXPECT_NEAR(CostModel(two_nics).stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / 2.5e9, 1e-15);
+  // Unmeasured, the NIC count changes nothing: the four rings still share
+  // the node's 4 x 25 GB/s at the network efficiency.
+  Problem nominal = two_nics;
+  nominal.cluster.groups[0].inter_node_busbw_GBps = 0;
+  Problem nominal_per_gpu = nominal;
+  nominal_per_gpu.cluster.groups[0].nics_per_node = 0;
+  EXPECT_DOUBLE_EQ(CostModel(nominal).stage(plan, 0).dp_sync_s, CostModel(nominal_per_gpu).stage(plan, 0).dp_sync_s);
 
   plan.num_micro_batches = 2;
   plan.stages = {StagePlan{0, "flat", 0, 4, 1, 4, 0, 1, Recompute::none},

@@ -19,6 +19,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -128,11 +129,16 @@ std::optional<Scored> score(const CsvRow& r, const DeviceOverrides& devices = {}
   p.cluster.groups = {make_node_group(device, std::max(1, gpus / gpn), std::min(gpus, gpn))};
   p.cluster.inter_group_GBps = kDefaultInterGroupGBps;
   // The node's NICs where the source states them (node_nic_Gbps, Gb/s per
-  // node in all: BLOOM's Jean Zay A100 nodes have 4 Omni-Path 100 Gb/s
-  // links, BigScience tr11-176B-ml README "Hardware"), shared by its GPUs as
-  // a cluster file's nics_per_node x nic_Gbps; else the device's default.
-  if (const double nic = number(r, "node_nic_Gbps"); nic > 0)
-    p.cluster.groups[0].inter_node_GBps = nic_share_GBps(1, nic, p.cluster.groups[0].gpus_per_node);
+  // node in all, over node_nics NICs: BLOOM's Jean Zay A100 nodes have 4
+  // Omni-Path 100 Gb/s links, BigScience tr11-176B-ml README "Hardware";
+  // torchtitan's Grand Teton hosts 8 x 400 Gb/s), as a cluster file's
+  // nics_per_node x nic_Gbps; else the device's default.
+  if (const double nic = number(r, "node_nic_Gbps"); nic > 0) {
+    const int nics = static_cast<int>(number(r, "node_nics"));
+    if (nics < 1) throw std::runtime_error(r.at("id") + ": node_nic_Gbps without node_nics");
+    p.cluster.groups[0].nics_per_node = nics;
+    p.cluster.groups[0].inter_node_GBps = nic_share_GBps(nics, nic / nics, p.cluster.groups[0].gpus_per_node);
+  }
   // NCCL's all-reduce bus bandwidth where the cluster's owners measured it
   // (node_busbw_GBps: BigScience's all_reduce_bench on Jean Zay, cited in
   // the rows' notes), as a cluster file's inter_node_busbw_GBps.
@@ -381,7 +387,7 @@ TEST(MeasuredRuns, EverySweepRanksAsMeasured) {
   for (const Scored& s : runs)
     if (s.measured_s > 0 && !s.sweep.empty()) sweeps[s.sweep].push_back(&s);
   std::printf("%-36s %5s %8s %s\n", "sweep", "runs", "spearman", "measured-fastest predicted rank");
-  int judged = 0, ranked_well = 0, fastest_first = 0, fastest_in_top3 = 0;
+  int judged = 0, ranked_well = 0, ranked_as_asked = 0, fastest_first = 0, fastest_in_top3 = 0;
   for (const auto& [name, rows] : sweeps) {
     if (rows.size() < 5) continue;
     // Time per unit of model work, so sweeps over shapes rank fairly.
@@ -397,13 +403,15 @@ TEST(MeasuredRuns, EverySweepRanksAsMeasured) {
     std::printf("%-36s %5zu %+8.2f %d\n", name.c_str(), rows.size(), rho, rank);
     ++judged;
     ranked_well += rho >= 0.7;
+    ranked_as_asked += rho >= 0.8;
     fastest_first += rank == 1;
     fastest_in_top3 += rank <= 3;
   }
-  std::printf("sweeps: %d, Spearman >= 0.7: %d, measured-fastest predicted first: %d, in the top 3: %d\n", judged,
-              ranked_well, fastest_first, fastest_in_top3);
+  std::printf("sweeps: %d, Spearman >= 0.7: %d, >= 0.8: %d, measured-fastest predicted first: %d, in the top 3: %d\n",
+              judged, ranked_well, ranked_as_asked, fastest_first, fastest_in_top3);
   EXPECT_GE(judged, 30);
   EXPECT_GE(ranked_well, 31);
+  EXPECT_GE(ranked_as_asked, 30);
   EXPECT_GE(fastest_first, 26);
   EXPECT_GE(fastest_in_top3, 32);
 }

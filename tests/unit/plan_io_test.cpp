@@ -566,6 +566,8 @@ Problem sample_problem() {
   p.cluster.groups[1].device.peak_fp8_tflops = 0;
   p.cluster.groups[1].nodes = 4;
   p.cluster.groups[1].gpus_per_node = 4;
+  p.cluster.groups[1].nics_per_node = 2;  // a measured fabric, on two NICs a node
+  p.cluster.groups[1].inter_node_busbw_GBps = 3.5;
   p.training.global_batch = 512;
   p.training.precision = Precision::fp8;
   p.training.grad_reduce_dtype = Precision::bf16;

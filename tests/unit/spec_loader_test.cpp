@@ -416,6 +416,26 @@ TEST_F(SpecLoader, ClusterNicsAsBought) {
   - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nic_Gbps: 200}
 )")),
                      "groups[0].nics_per_node", "(missing)");
+  // The count alone, beside a per-GPU share: how many NICs carry it.
+  const ClusterSpec counted = load_cluster(write("count.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, inter_node_GBps: 6.25, nics_per_node: 4}
+)"));
+  EXPECT_EQ(counted.groups[0].nics_per_node, 4);
+  EXPECT_EQ(counted.groups[0].nics(), 4);
+  EXPECT_DOUBLE_EQ(counted.groups[0].inter_node_GBps, 6.25);
+  EXPECT_EQ(c.groups[0].nics_per_node, 4);
+  EXPECT_EQ(load_cluster(write("unstated.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8}
+)")).groups[0].nics(),
+            8);  // one per GPU
+  EXPECT_INPUT_ERROR(load_cluster(write("nonics.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 0}
+)")),
+                     "groups[0].nics_per_node", "0");
+  EXPECT_INPUT_ERROR(load_cluster(write("manynics.yaml", R"(groups:
+  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 5000}
+)")),
+                     "groups[0].nics_per_node", "5000");
 }
 
 TEST_F(SpecLoader, ClusterMeasuredBusBandwidth) {

@@ -19,6 +19,12 @@ struct NodeGroup {
   double intra_node_latency_us = 0; // per ring step
   double inter_node_GBps = 0;       // per-GPU unidirectional NIC bandwidth between nodes of this group
   double inter_node_latency_us = 0;
+  // The NICs that carry a node's inter_node_GBps x gpus_per_node (a
+  // cluster file's nics_per_node). 0: not stated, one per GPU (the
+  // rail-optimized DGX/HGX nodes). It matters where a bus bandwidth was
+  // measured (below): that is one NIC's rate, and a node's concurrent rings
+  // share its NICs (CostModel, collective_link).
+  int nics_per_node = 0;
   // NCCL's all-reduce bus bandwidth measured across whole nodes of this
   // group (nccl-tests all_reduce_perf "busbw" at large messages, GB/s): what
   // the fabric and its NCCL transport achieve, which on some fabrics is a
@@ -34,6 +40,7 @@ struct NodeGroup {
   int parts = 1;
 
   int gpus() const { return nodes * gpus_per_node; }
+  int nics() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
   int part_gpus() const { return gpus() / parts; }
 };
 
