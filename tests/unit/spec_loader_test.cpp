@@ -403,39 +403,25 @@ groups:
 }
 
 TEST_F(SpecLoader, ClusterNicsAsBought) {
+  // One group of 4 nodes of 8 A100s, with these keys besides.
+  const auto group = [&](const std::string& name, const std::string& keys) {
+    return write(name, "groups:\n  - {device: a100-80gb, nodes: 4, gpus_per_node: 8" + keys + "}\n");
+  };
   // 4 NICs of 200 Gb/s shared by 8 GPUs: 4 x 25 GB/s / 8 = 12.5 GB/s each.
-  const ClusterSpec c = load_cluster(write("nics.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200}
-)"));
+  const ClusterSpec c = load_cluster(group("nics.yaml", ", nics_per_node: 4, nic_Gbps: 200"));
   EXPECT_DOUBLE_EQ(c.groups[0].inter_node_GBps, 12.5);
-  EXPECT_INPUT_ERROR(load_cluster(write("both.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 4, nic_Gbps: 200, inter_node_GBps: 10}
-)")),
+  EXPECT_EQ(c.groups[0].nics_per_node, 4);
+  EXPECT_INPUT_ERROR(load_cluster(group("both.yaml", ", nics_per_node: 4, nic_Gbps: 200, inter_node_GBps: 10")),
                      "groups[0].inter_node_GBps", "10");
-  EXPECT_INPUT_ERROR(load_cluster(write("half.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nic_Gbps: 200}
-)")),
-                     "groups[0].nics_per_node", "(missing)");
+  EXPECT_INPUT_ERROR(load_cluster(group("half.yaml", ", nic_Gbps: 200")), "groups[0].nics_per_node", "(missing)");
   // The count alone, beside a per-GPU share: how many NICs carry it.
-  const ClusterSpec counted = load_cluster(write("count.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, inter_node_GBps: 6.25, nics_per_node: 4}
-)"));
-  EXPECT_EQ(counted.groups[0].nics_per_node, 4);
+  const ClusterSpec counted = load_cluster(group("count.yaml", ", inter_node_GBps: 6.25, nics_per_node: 4"));
   EXPECT_EQ(counted.groups[0].nics(), 4);
   EXPECT_DOUBLE_EQ(counted.groups[0].inter_node_GBps, 6.25);
-  EXPECT_EQ(c.groups[0].nics_per_node, 4);
-  EXPECT_EQ(load_cluster(write("unstated.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8}
-)")).groups[0].nics(),
-            8);  // one per GPU
-  EXPECT_INPUT_ERROR(load_cluster(write("nonics.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 0}
-)")),
-                     "groups[0].nics_per_node", "0");
-  EXPECT_INPUT_ERROR(load_cluster(write("manynics.yaml", R"(groups:
-  - {device: a100-80gb, nodes: 4, gpus_per_node: 8, nics_per_node: 5000}
-)")),
-                     "groups[0].nics_per_node", "5000");
+  EXPECT_EQ(load_cluster(group("unstated.yaml", "")).groups[0].nics(), 8);  // one per GPU
+  EXPECT_INPUT_ERROR(load_cluster(group("nonics.yaml", ", nics_per_node: 0")), "groups[0].nics_per_node", "0");
+  EXPECT_INPUT_ERROR(load_cluster(group("manynics.yaml", ", nics_per_node: 5000")), "groups[0].nics_per_node",
+                     "5000");
 }
 
 TEST_F(SpecLoader, ClusterMeasuredBusBandwidth) {
