@@ -79,7 +79,7 @@ int run_estimate(const EstimateArgs& a) {
             << plan.num_gpus() << " of " << problem.cluster.total_gpus() << " GPUs), global batch "
             << plan.global_batch << " = micro-batch " << plan.micro_batch_size << " x " << plan.num_micro_batches
             << ", zero " << plan.zero << "\n"
-            << precision_notes(problem, &plan) << "\n";
+            << device_notes(problem, &plan) << "\n";
   std::cout << format_stage_table(model, plan) << "\nmemory per GPU (GiB)\n" << format_memory_table(model, plan)
             << "\n";
   std::cout << format_fit_problems(model, plan);

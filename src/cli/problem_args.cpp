@@ -7,6 +7,7 @@
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
 #include "autohaap/io/metis_profile.hpp"
 #include "autohaap/io/profile_loader.hpp"
 #include "autohaap/io/spec_loader.hpp"
@@ -25,7 +26,7 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& p, bool required) {
                   "measured latencies: a CSV file, or a Metis profile directory (DeviceType.<T>_tp<N>_bs<B>.json)");
 }
 
-std::string precision_notes(const Problem& p, const Plan* plan) {
+std::string device_notes(const Problem& p, const Plan* plan) {
   std::string notes;
   const Precision precision = p.training.precision;
   // With a plan, only the devices its stages run on.
@@ -48,6 +49,14 @@ std::string precision_notes(const Problem& p, const Plan* plan) {
       notes += "note: " + d.name + " has no BF16; its stages are costed in FP16 at its FP16 peak\n";
     if (precision == Precision::tf32 && d.peak_tf32_tflops <= 0)
       notes += "note: " + d.name + " has no TF32 tensor cores; its stages are costed at its FP32 peak\n";
+    // Figures no measured training run has checked (catalog.cpp,
+    // ArchitectureProfile::checked_against): said, not silently trusted.
+    const ArchitectureProfile& arch = architecture_profile(d.architecture);
+    if (*arch.checked_against == '\0' && uses_architecture_defaults(d))
+      notes += "note: " + d.name + " (" + arch.name +
+               "): no published training run checks this generation's efficiency figures, which are kernel rates "
+               "alone; its times may be optimistic (a device file from its own measurements: autohaap device "
+               "--measured)\n";
   }
   return notes;
 }

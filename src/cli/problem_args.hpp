@@ -16,9 +16,10 @@ Problem load_problem_args(const ProblemArgs& args);
 // directory or a CSV table.
 ProfileTable load_profiles_arg(const std::string& profiles, const Problem& problem);
 // Lines that tell the user how the inputs were interpreted, e.g. BF16
-// requested on a device without it (costed in FP16: same bytes, FP16 peak):
+// requested on a device without it (costed in FP16: same bytes, FP16 peak),
+// or a device whose efficiency figures no measured training run checks:
 // one note a line, with `plan` only for the devices its stages use.
-std::string precision_notes(const Problem& problem, const Plan* plan = nullptr);
+std::string device_notes(const Problem& problem, const Plan* plan = nullptr);
 Recompute parse_recompute(const std::string& value, const std::string& flag);
 
 // A flag and the file it names ("" when it was not given).

@@ -186,7 +186,7 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
   std::cout << "AutoHAAP search: " << problem.model.name << " on " << problem.cluster.name << " ("
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
             << " groups), global batch " << problem.training.global_batch << ", strategy " << a.settings.search.strategy << where
-            << "\n" << precision_notes(problem);
+            << "\n" << device_notes(problem);
 }
 
 // The tables, the plan file and the summary block; returns the exit code.

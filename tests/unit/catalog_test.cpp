@@ -60,6 +60,30 @@ TEST(Catalog, EveryDevicePassesValidationWithItsArchitectureDefaults) {
   }
 }
 
+TEST(Catalog, UncheckedGenerationsAreTheOnesWithoutMeasuredRuns) {
+  // The generations whose figures tests/data/measured_runs.csv scores
+  // (MeasuredRuns): V100, A100 and H100/H200 rows. Turing, Ada and AMD have
+  // no row there, so the CLI notes their devices' times may be optimistic.
+  for (const std::string& name : architecture_names()) {
+    SCOPED_TRACE(name);
+    const ArchitectureProfile& a = architecture_profile(*parse_architecture(name));
+    const bool measured = name == "volta" || name == "ampere" || name == "hopper";
+    EXPECT_EQ(*a.checked_against != '\0', measured);
+  }
+  // A catalog device keeps its generation's figures; one figure of its own
+  // (a device file's, or its own measurements') and it no longer does.
+  DeviceSpec d = catalog_device("mi250x");
+  EXPECT_TRUE(uses_architecture_defaults(d));
+  d.attention_forward_efficiency *= 0.5;
+  EXPECT_FALSE(uses_architecture_defaults(d));
+  d = catalog_device("l40s");
+  d.gemm_efficiency.back().efficiency *= 0.9;
+  EXPECT_FALSE(uses_architecture_defaults(d));
+  d = catalog_device("l40s");
+  d.memory_efficiency = 0.7;
+  EXPECT_FALSE(uses_architecture_defaults(d));
+}
+
 TEST(Catalog, ArchitectureCurvesDeriveFromTheReference) {
   // The A100 is the reference: its curve is the fitted one, unchanged.
   const DeviceSpec a100 = catalog_device("a100-80gb");

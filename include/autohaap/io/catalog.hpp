@@ -63,6 +63,11 @@ struct ArchitectureProfile {
   // reference curve's shape throughout.
   std::vector<EfficiencyPoint> measured_gemm;
   double measured_at_tflops = 0;
+  // The published measured training runs these figures were checked
+  // against (tests/data/measured_runs.csv), in words; empty where none is:
+  // the figures are then isolated kernel rates only, and the CLI says so
+  // for a device that keeps them (device_notes, uses_architecture_defaults).
+  const char* checked_against = "";
 };
 const ArchitectureProfile& architecture_profile(Architecture a);
 std::vector<std::string> architecture_names();
@@ -85,6 +90,9 @@ std::vector<EfficiencyPoint> measured_gemm_curve(const std::vector<EfficiencyPoi
                                                  const std::vector<EfficiencyPoint>& below);
 // Sets every efficiency figure of `d` to its architecture's defaults.
 void apply_architecture_defaults(DeviceSpec& d);
+// Whether every efficiency figure of `d` is its architecture's default (no
+// device file or measurement set one of its own).
+bool uses_architecture_defaults(const DeviceSpec& d);
 // What a kernel keeps of its isolated efficiency inside a training step:
 // the reference curve's ceiling (end-to-end, fitted on A100 runs) over the
 // A100's largest isolated GEMM. Every efficiency a device spec carries is
