@@ -431,7 +431,6 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   const Link share = inter_node_link(g, c);  // a GPU's share of its node's NICs
   const int nics = g.nics();
   const double rings = static_cast<double>(g.gpus_per_node) / std::clamp(per_node, 1, g.gpus_per_node);
-  double nic_GBps = share.GBps * g.gpus_per_node / nics;
   // A measured bus bandwidth (NodeGroup::inter_node_busbw_GBps) is what one
   // communicator's ring reached, and that ring left each node through one
   // NIC: BigScience's Jean Zay A100 measurement (32 GPUs on 4 nodes of 4
@@ -445,10 +444,10 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
   // measured 5.06 GB/s); with every ring at the measured rate the 21-run
   // 176B sweep (bloom_prequel_0225) came out fast at tp 8 and small pp,
   // slow at large pp (tests/data/measured_runs.csv, MeasuredRuns).
-  if (g.inter_node_busbw_GBps > 0) nic_GBps = std::min(nic_GBps, g.inter_node_busbw_GBps);
-  double ring_GBps = std::min(intra.GBps, nic_GBps * nics / rings);
-  if (g.inter_node_busbw_GBps > 0) ring_GBps = std::min(ring_GBps, g.inter_node_busbw_GBps);
-  return {ring_GBps, share.latency_us};
+  const double measured =
+      g.inter_node_busbw_GBps > 0 ? g.inter_node_busbw_GBps : std::numeric_limits<double>::infinity();
+  const double nic_GBps = std::min(share.GBps * g.gpus_per_node / nics, measured);
+  return {std::min({intra.GBps, nic_GBps * nics / rings, measured}), share.latency_us};
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then

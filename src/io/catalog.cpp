@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autohaap/error.hpp"
+#include "autohaap/specs/spec_fingerprint.hpp"
 #include "name_list.hpp"
 
 namespace autohaap {
@@ -422,18 +423,11 @@ void apply_architecture_defaults(DeviceSpec& d) {
 }
 
 bool uses_architecture_defaults(const DeviceSpec& d) {
+  // Every field the cost model reads, as the spec fingerprint lists them:
+  // the defaults change the efficiency figures only.
   DeviceSpec defaults = d;
   apply_architecture_defaults(defaults);
-  const auto same_point = [](const EfficiencyPoint& x, const EfficiencyPoint& y) {
-    return x.gemm_gflop == y.gemm_gflop && x.efficiency == y.efficiency;
-  };
-  return d.memory_efficiency == defaults.memory_efficiency &&
-         std::equal(d.gemm_efficiency.begin(), d.gemm_efficiency.end(), defaults.gemm_efficiency.begin(),
-                    defaults.gemm_efficiency.end(), same_point) &&
-         d.attention_forward_efficiency == defaults.attention_forward_efficiency &&
-         d.attention_backward_efficiency == defaults.attention_backward_efficiency &&
-         d.flash3_forward_efficiency == defaults.flash3_forward_efficiency &&
-         d.flash3_backward_efficiency == defaults.flash3_backward_efficiency;
+  return canonical_text(d) == canonical_text(defaults);
 }
 
 // ------------------------------------------------------------------ devices

@@ -184,7 +184,6 @@ class StageTailFloors {
     const bool transformer = problem.model.family != ModelFamily::generic && problem.model.layers >= 1;
     for (std::size_t group = 0; group < shapes_.size(); ++group) {
       const NodeGroup& g = problem.cluster.groups[group];
-      const int gpus = g.nodes * g.gpus_per_node;
       for (const GroupLayout& layout : space.layouts(static_cast<int>(group))) {
         if (!transformer) {
           by_layout_[group].push_back(0.0);
@@ -202,7 +201,7 @@ class StageTailFloors {
         // the node, so the places repeat every lcm(stage, node) GPUs: at
         // most a node's GPUs of them are priced, however large the group.
         const long long period = std::lcm<long long>(layout.gpus_per_stage, g.gpus_per_node);
-        const long long places = std::min<long long>(gpus, period);
+        const long long places = std::min<long long>(g.gpus(), period);
         for (int first = 0; first + layout.gpus_per_stage <= places; first += layout.gpus_per_stage) {
           StagePlan stage;
           stage.group = layout.group;
@@ -891,14 +890,15 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // >= j, of the least floor of any layout there.
     std::vector<double> tail_to(n + 1, 0.0), open_tail(n + 1, 0.0);
     for (std::size_t j = n; j-- > 0;) {
-      double least = std::numeric_limits<double>::infinity();
-      for (int li : t.ok[j]) least = std::min(least, tail_floors.floor(space.group_orders()[o][j], li));
-      open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least);
-    }
-    for (std::size_t j = n; j-- > 0;) {
+      const int group = space.group_orders()[o][j];
       int fewest = std::numeric_limits<int>::max();
-      for (int li : t.ok[j]) fewest = std::min(fewest, space.layouts(space.group_orders()[o][j])[li].stages);
+      double least_tail = std::numeric_limits<double>::infinity();
+      for (int li : t.ok[j]) {
+        fewest = std::min(fewest, space.layouts(group)[li].stages);
+        least_tail = std::min(least_tail, tail_floors.floor(group, li));
+      }
       fewest_after[j] = fewest_after[j + 1] + (t.ok[j].empty() ? 0 : fewest);
+      open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least_tail);
     }
     std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
     std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's

@@ -107,6 +107,12 @@ std::string canonical_text(const ClusterSpec& c) {
   return l.str();
 }
 
+std::string canonical_text(const DeviceSpec& d) {
+  Lines l;
+  add_device(l, "device.", d);
+  return l.str();
+}
+
 std::string canonical_text(const TrainingSpec& t) {
   Lines l;
   l.add("training.global_batch", t.global_batch)

@@ -61,6 +61,9 @@ class CanonicalText {
 std::string canonical_text(const ModelSpec& model);
 std::string canonical_text(const ClusterSpec& cluster);
 std::string canonical_text(const TrainingSpec& training);
+// One device's fields as a cluster's canonical text lists them for each
+// group, its keys prefixed "device.".
+std::string canonical_text(const DeviceSpec& device);
 
 // hex64(fnv1a64(canonical_text(spec))).
 std::string spec_fingerprint(const ModelSpec& model);
