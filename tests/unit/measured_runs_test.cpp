@@ -5,8 +5,9 @@
 // Megatron-LM README tables, NeMo's and Megatron-Bridge's performance
 // summaries, torchtitan's H100 memory readings and its H200 FP8 throughput).
 // Every row with a complete configuration is scored as `autohaap estimate
-// --tp --pp --dp --cp --vpp --micro-batch` would score it. Printed: per-source time error, memory error, measured OOMs,
-// and the rank correlation of every configuration sweep. Asserted: the
+// --tp --pp --dp --cp --vpp --micro-batch` would score it. Printed:
+// per-source time error, memory error, measured OOMs, and the rank
+// correlation of every configuration sweep. Asserted: the
 // figures this version reaches, so a change that makes them worse fails.
 // Nothing here is fitted per row.
 #include <gtest/gtest.h>
