@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 // A plan file DIR/summary.json would collide with the batch summary.
 constexpr const char* kReservedName = "summary";
 
-bool has_yaml_extension(const std::string& ref) {
-  const std::string ext = fs::path(ref).extension().string();
-  return ext == ".yaml" || ext == ".yml";
-}
-
 constexpr std::size_t kMaxEntryNameBytes = 200;
 
 bool is_name_char(char c) {
@@ -47,7 +42,7 @@ struct Reference {
 };
 
 Reference resolve(const std::string& ref, const fs::path& base_dir) {
-  const bool path_like = ref.find('/') != std::string::npos || has_yaml_extension(ref);
+  const bool path_like = looks_like_path(ref);
   const fs::path candidate = base_dir / ref;
   std::error_code ec;
   if (path_like || (!base_dir.empty() && fs::is_regular_file(candidate, ec))) {

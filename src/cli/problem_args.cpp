@@ -149,4 +149,23 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
   }
 }
 
+void check_overwrites_only_a_plan(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty() || !fs::is_regular_file(path, ec)) return;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::string kind;
+  try {
+    kind = validate_file(path);
+  } catch (const std::exception&) {
+    kind.clear();  // unreadable as any input: still not a plan
+  }
+  if (kind != "plan")
+    throw InputError("command line", flag, path,
+                     "a new file or an earlier plan, not " +
+                         (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") +
+                         " (the plan would overwrite it)");
+}
+
 }  // namespace autohaap::cli

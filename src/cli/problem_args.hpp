@@ -35,5 +35,10 @@ std::vector<FlagPath> input_files(const ProblemArgs& args);
 // name): a plan written over its report, its checkpoint or its own model
 // file would destroy it. Before any work, so nothing is lost.
 void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs);
+// InputError under "command line" and `flag` when the plan output `path`
+// already holds something other than a plan (an empty file aside): a
+// device file a cluster names, a measured profile or any other input the
+// flags above do not list would be lost under the plan. Before any work.
+void check_overwrites_only_a_plan(const std::string& path, const char* flag);
 
 }  // namespace autohaap::cli

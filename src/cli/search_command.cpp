@@ -127,6 +127,7 @@ Problem load_search_problem(const SearchArgs& a) {
   // each to a file of its own.
   check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
                       input_files(a.problem));
+  check_overwrites_only_a_plan(a.out, "-o");
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
     if (!path->empty()) check_writable(*path);
   return problem;

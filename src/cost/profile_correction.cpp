@@ -4,17 +4,9 @@
 
 #include "autohaap/cost/profile_table.hpp"
 #include "autohaap/plan.hpp"
+#include "autohaap/statistics.hpp"
 
 namespace autohaap {
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
 
 void ProfileCorrection::add_point(const std::string& device, const std::string& op, double measured_s,
                                   double analytic_s) {

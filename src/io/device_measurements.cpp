@@ -12,6 +12,7 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/spec_loader.hpp"
+#include "autohaap/statistics.hpp"
 #include "csv_cells.hpp"
 #include "document_writer.hpp"
 #include "name_list.hpp"
@@ -80,18 +81,14 @@ constexpr double kMaxBytes = 1e18;
 constexpr double kMaxCount = 1e9;     // batch, heads, tokens, head dim
 constexpr const char* kPositiveMs = "a number of milliseconds above 0 and at most 1e9";
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// An efficiency above the peak is a mistyped peak or a broken timing, not
-// a measurement to build on.
+// An efficiency above the peak is a mistyped peak or a broken timing, and
+// one under limits::kMinEfficiency a broken timing or a wrong unit: neither
+// is a measurement to build on.
 void check_fraction(double f, const std::string& file, const std::string& what) {
-  if (!(f > 0 && f <= 1))
+  if (!(f >= limits::kMinEfficiency && f <= 1))
     throw InputError(file, what, std::to_string(f),
-                     "a fraction of the device's peak in (0, 1]: is --base the GPU that was measured?");
+                     "a fraction of the device's peak from " + detail::number_text(limits::kMinEfficiency) +
+                         " to 1: is --base the GPU that was measured, and are the times in milliseconds?");
 }
 
 void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements& out) {

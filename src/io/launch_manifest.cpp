@@ -173,12 +173,12 @@ void describe(V& v, M& m) {
 }
 
 // The names of an enum's values, in the order a reader offers them.
-constexpr Precision kPrecisions[] = {Precision::bf16, Precision::fp16, Precision::fp32, Precision::tf32, Precision::fp8};
+constexpr Precision kPrecisionValues[] = {Precision::bf16, Precision::fp16, Precision::fp32, Precision::tf32, Precision::fp8};
 constexpr PipelineP2P kP2PModes[] = {PipelineP2P::scatter_gather, PipelineP2P::full};
-constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::selective, Recompute::full};
-const auto& values_of(Precision) { return kPrecisions; }
+constexpr Recompute kRecomputeValues[] = {Recompute::none, Recompute::selective, Recompute::full};
+const auto& values_of(Precision) { return kPrecisionValues; }
 const auto& values_of(PipelineP2P) { return kP2PModes; }
-const auto& values_of(Recompute) { return kRecomputes; }
+const auto& values_of(Recompute) { return kRecomputeValues; }
 
 template <class E>
 concept ManifestEnum = std::is_enum_v<E>;
@@ -256,16 +256,16 @@ std::vector<std::string> keys_of() {
 // Typed reading of one mapping by its description. JSON is strict about
 // types: a number in quotes is not a number, a name without quotes not a
 // name.
-class Reader {
+class ManifestReader {
  public:
-  Reader(const std::string& file, const YamlObject& o) : file_(file), o_(o) {}
+  ManifestReader(const std::string& file, const YamlObject& o) : file_(file), o_(o) {}
 
   template <class T>
   static T read(const std::string& file, const YamlObject& o) {
     const std::vector<std::string> keys = keys_of<T>();
     o.check_keys(keys);
     T value;
-    Reader r(file, o);
+    ManifestReader r(file, o);
     describe(r, value);
     return value;
   }
@@ -435,7 +435,7 @@ LaunchManifest launch_manifest_from_string(const std::string& text, const std::s
   if (!doc.IsObject())
     throw InputError(file, "", YamlValue(yaml_of_json(doc), file, "").text(),
                      std::string("a JSON object (format: ") + kLaunchManifestFormat + ")");
-  const LaunchManifest m = Reader::read<LaunchManifest>(file, YamlObject(yaml_of_json(doc), file, ""));
+  const LaunchManifest m = ManifestReader::read<LaunchManifest>(file, YamlObject(yaml_of_json(doc), file, ""));
   check_launch_manifest(m, file);
   return m;
 }

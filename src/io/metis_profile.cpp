@@ -70,7 +70,7 @@ std::string exact_device(const std::string& type, const ClusterSpec& cluster) {
   return "";
 }
 
-std::string render(const rj::Value& v) {
+std::string describe(const rj::Value& v) {
   if (v.IsString()) return std::string("\"") + v.GetString() + "\"";
   if (v.IsNumber()) {
     char buffer[64];
@@ -84,14 +84,14 @@ std::string render(const rj::Value& v) {
 }
 
 // Typed access to one file's JSON with errors naming file and key path.
-class Reader {
+class ProfileReader {
  public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
+  explicit ProfileReader(std::string file) : file_(std::move(file)) {}
 
   const rj::Value& member(const rj::Value& object, const std::string& path, const char* key,
                           const std::string& expected) const {
     const std::string where = join(path, key);
-    if (!object.IsObject()) throw InputError(file_, path, render(object), "an object");
+    if (!object.IsObject()) throw InputError(file_, path, describe(object), "an object");
     const auto it = object.FindMember(key);
     if (it == object.MemberEnd()) throw InputError(file_, where, "(missing)", expected);
     return it->value;
@@ -103,12 +103,12 @@ class Reader {
   }
   double number(const rj::Value& v, const std::string& where, bool positive) const {
     if (!v.IsNumber() || !std::isfinite(v.GetDouble()) || v.GetDouble() < 0 || (positive && v.GetDouble() == 0)) {
-      throw InputError(file_, where, render(v), positive ? "a positive number" : "a non-negative number");
+      throw InputError(file_, where, describe(v), positive ? "a positive number" : "a non-negative number");
     }
     return v.GetDouble();
   }
   std::vector<double> numbers(const rj::Value& v, const std::string& where, bool positive) const {
-    if (!v.IsArray()) throw InputError(file_, where, render(v), "a list of numbers");
+    if (!v.IsArray()) throw InputError(file_, where, describe(v), "a list of numbers");
     std::vector<double> out;
     for (rj::SizeType i = 0; i < v.Size(); ++i) {
       out.push_back(number(v[i], where + "[" + std::to_string(i) + "]", positive));
@@ -176,14 +176,14 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   const std::string text = read_file(f.path);
   rj::Document doc;
   parse_json(text, f.path, doc);
-  const Reader r(f.path);
+  const ProfileReader r(f.path);
   const rj::Value& model = r.member(doc, "", "model", "an object with model_name, num_layers, parameters");
   const rj::Value& name_value = r.member(model, "model", "model_name", "the model's name");
-  if (!name_value.IsString()) throw InputError(f.path, "model.model_name", render(name_value), "a string");
+  if (!name_value.IsString()) throw InputError(f.path, "model.model_name", describe(name_value), "a string");
   f.model_name = name_value.GetString();
   const rj::Value& n = r.member(model, "model", "num_layers", "layers incl. embedding and head");
   if (!n.IsInt() || n.GetInt() < 3) {
-    throw InputError(f.path, "model.num_layers", render(n),
+    throw InputError(f.path, "model.num_layers", describe(n),
                      "an integer >= 3 (embedding, at least one layer, output head)");
   }
   f.num_layers = n.GetInt();
@@ -209,13 +209,13 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
     bounded(f.layer_ms[l], "execution_time.layer_compute_total_ms[" + std::to_string(l) + "]");
   for (const char* key : {"total_time_ms", "forward_backward_time_ms", "batch_generator_time_ms",
                           "layernorm_grads_all_reduce_time_ms", "embedding_grads_all_reduce_time_ms"}) {
-    if (const rj::Value* v = r.optional(exec, key)) r.number(*v, Reader::join("execution_time", key), false);
+    if (const rj::Value* v = r.optional(exec, key)) r.number(*v, ProfileReader::join("execution_time", key), false);
   }
   if (const rj::Value* v = r.optional(exec, "optimizer_time_ms"))
     f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", false), "execution_time.optimizer_time_ms");
   if (const rj::Value* mem = r.optional(doc, "execution_memory")) {
     for (const char* key : {"total_memory", "total_memory_mb"}) {
-      if (const rj::Value* v = r.optional(*mem, key)) r.number(*v, Reader::join("execution_memory", key), false);
+      if (const rj::Value* v = r.optional(*mem, key)) r.number(*v, ProfileReader::join("execution_memory", key), false);
     }
     // Not used, so its length is not held against the file: Metis's own
     // sample profiles list one entry fewer than num_layers here.

@@ -24,7 +24,7 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
-std::string number_text(double v) {
+std::string shown_number(double v) {
   std::ostringstream out;
   out << std::setprecision(12) << v;
   return out.str();
@@ -34,7 +34,7 @@ std::string number_text(double v) {
 std::string int_range_text(long long lo, long long hi) {
   return "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
 }
-std::string number_range_text(double lo, double hi) { return "a number from " + number_text(lo) + " to " + number_text(hi); }
+std::string number_range_text(double lo, double hi) { return "a number from " + shown_number(lo) + " to " + shown_number(hi); }
 
 // Throw InputError(file, key, value, range (+ why)) unless lo <= value <= hi
 // (a NaN is outside every range).
@@ -43,18 +43,13 @@ void require_int(const std::string& file, const std::string& key, long long valu
   if (value < lo || value > hi) throw InputError(file, key, std::to_string(value), int_range_text(lo, hi) + why);
 }
 void require_number(const std::string& file, const std::string& key, double value, double lo, double hi) {
-  if (!(value >= lo && value <= hi)) throw InputError(file, key, number_text(value), number_range_text(lo, hi));
+  if (!(value >= lo && value <= hi)) throw InputError(file, key, shown_number(value), number_range_text(lo, hi));
 }
 
 // "path.key", or "key" at the top level.
 std::string under(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
-
-bool has_yaml_extension(const std::string& ref) {
-  const std::string ext = fs::path(ref).extension().string();
-  return ext == ".yaml" || ext == ".yml";
-}
 
 // One of a fixed set of names, e.g. precision: bf16|fp16|fp32.
 template <class Enum>
@@ -172,7 +167,7 @@ std::vector<EfficiencyPoint> parse_efficiency_curve(const YamlValue& v) {
     p.gemm_gflop = pair[0].as_double(Bound::positive);
     p.efficiency = pair[1].as_double(Bound::fraction);
     if (!curve.empty() && p.gemm_gflop <= curve.back().gemm_gflop)
-      pair[0].fail("gemm_gflop above the previous point's " + number_text(curve.back().gemm_gflop) +
+      pair[0].fail("gemm_gflop above the previous point's " + shown_number(curve.back().gemm_gflop) +
                    " (strictly increasing)");
     curve.push_back(p);
   }
@@ -242,7 +237,7 @@ DeviceSpec group_device(const YamlValue& v, const fs::path& cluster_dir) {
   const std::string ref = v.as_string();
   fs::path path(ref);
   if (path.is_relative()) path = cluster_dir / path;
-  const bool path_like = ref.find('/') != std::string::npos || has_yaml_extension(ref);
+  const bool path_like = looks_like_path(ref);
   if (!path_like && is_catalog_device(ref)) return catalog_device(ref);
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return load_device_file(path.string());
@@ -285,7 +280,7 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
       // the keys written.
       if (!(n.inter_node_GBps >= limits::kMinGBps && n.inter_node_GBps <= limits::kMaxGBps))
         gbit.fail(number_range_text(limits::kMinGBps, limits::kMaxGBps) + " GB/s per GPU as nics_per_node x nic_Gbps / 8 / "
-                  "gpus_per_node (here " + number_text(n.inter_node_GBps) + ")");
+                  "gpus_per_node (here " + shown_number(n.inter_node_GBps) + ")");
     }
     n.inter_node_GBps = g.get_double("inter_node_GBps", Bound::positive, n.inter_node_GBps);
     n.inter_node_latency_us = g.get_double("inter_node_latency_us", Bound::non_negative, n.inter_node_latency_us);
@@ -356,8 +351,13 @@ TrainingSpec parse_training(const YamlObject& obj) {
 
 // ------------------------------------------------------------------ public
 
+bool looks_like_path(const std::string& ref) {
+  const std::string ext = fs::path(ref).extension().string();
+  return ref.find('/') != std::string::npos || ext == ".yaml" || ext == ".yml";
+}
+
 bool is_file_reference(const std::string& ref) {
-  if (ref.find('/') != std::string::npos || has_yaml_extension(ref)) return true;
+  if (looks_like_path(ref)) return true;
   std::error_code ec;
   return fs::is_regular_file(ref, ec);
 }
@@ -513,7 +513,7 @@ void check_name(const std::string& file, const std::string& key, const std::stri
 void check_model(const ModelSpec& m, const std::string& file) {
   using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
-    if (!ok) throw InputError(file, key, number_text(value), allowed);
+    if (!ok) throw InputError(file, key, shown_number(value), allowed);
   };
   check_name(file, "name", m.name, false);
   require_int(file, "seq_len", m.seq_len, 1, kMaxSeqLen);
@@ -550,7 +550,7 @@ void check_model(const ModelSpec& m, const std::string& file) {
 void check_device(const DeviceSpec& d, const std::string& file, const std::string& path) {
   using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
-    if (!ok) throw InputError(file, under(path, key), number_text(value), allowed);
+    if (!ok) throw InputError(file, under(path, key), shown_number(value), allowed);
   };
   auto range = [&](const char* key, double value, double lo, double hi) {
     require_number(file, under(path, key), value, lo, hi);
@@ -569,39 +569,40 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
   // most twice them (H100, L40S, MI300X: 2.0-2.02x; a sparse figure is 4x).
   // MFU is measured against the 16-bit peak, so a larger ratio gave MFUs
   // above 1 without a word.
-  const std::string sixteen = number_text(d.peak_tflops);
+  const std::string sixteen = shown_number(d.peak_tflops);
   require(d.peak_fp32_tflops <= d.peak_tflops, "peak_fp32_tflops", d.peak_fp32_tflops,
           "at most peak_tflops (" + sixteen + "): CUDA cores are no faster than 16-bit tensor cores");
   require(d.peak_tf32_tflops <= d.peak_tflops, "peak_tf32_tflops", d.peak_tf32_tflops,
           "0 (none) or at most peak_tflops (" + sixteen + ")");
   require(d.peak_fp8_tflops <= kMostFp8Over16Bit * d.peak_tflops, "peak_fp8_tflops", d.peak_fp8_tflops,
-          "0 (none) or at most " + number_text(kMostFp8Over16Bit) + " x peak_tflops (" + sixteen +
+          "0 (none) or at most " + shown_number(kMostFp8Over16Bit) + " x peak_tflops (" + sixteen +
               "; dense FP8 runs at twice the 16-bit rate, a sparse figure is not a training peak)");
   range("hbm_GBps", d.hbm_GBps, kMinGBps, kMaxGBps);
-  require(d.memory_efficiency > 0 && d.memory_efficiency <= 1, "memory_efficiency", d.memory_efficiency,
-          describe_double(Bound::fraction));
+  const std::string efficiency = number_range_text(kMinEfficiency, 1);
+  auto is_efficiency = [](double f) { return f >= kMinEfficiency && f <= 1; };
+  require(is_efficiency(d.memory_efficiency), "memory_efficiency", d.memory_efficiency, efficiency);
   // 0 means no NVLink (the PCIe link is used); any other value is a link.
   require(d.nvlink_GBps == 0 || (d.nvlink_GBps >= kMinGBps && d.nvlink_GBps <= kMaxGBps), "nvlink_GBps",
           d.nvlink_GBps, "0 (no NVLink) or " + number_range_text(kMinGBps, kMaxGBps));
   range("pcie_GBps", d.pcie_GBps, kMinGBps, kMaxGBps);
   range("nic_GBps", d.nic_GBps, kMinGBps, kMaxGBps);
-  require(d.attention_forward_efficiency > 0 && d.attention_forward_efficiency <= 1, "attention_forward_efficiency",
-          d.attention_forward_efficiency, describe_double(Bound::fraction));
-  require(d.attention_backward_efficiency > 0 && d.attention_backward_efficiency <= 1,
-          "attention_backward_efficiency", d.attention_backward_efficiency, describe_double(Bound::fraction));
+  require(is_efficiency(d.attention_forward_efficiency), "attention_forward_efficiency",
+          d.attention_forward_efficiency, efficiency);
+  require(is_efficiency(d.attention_backward_efficiency), "attention_backward_efficiency",
+          d.attention_backward_efficiency, efficiency);
   // FlashAttention-3 / cuDNN: both figures, or neither (0, 0).
   const bool flash3 = d.flash3_forward_efficiency != 0 || d.flash3_backward_efficiency != 0;
   for (const auto& [key, value] : {std::pair<const char*, double>{"flash3_forward_efficiency", d.flash3_forward_efficiency},
                                    {"flash3_backward_efficiency", d.flash3_backward_efficiency}})
-    require(flash3 ? value > 0 && value <= 1 : value == 0, key, value,
-            "a fraction in (0, 1] for both flash3 figures, or 0 for both (no FlashAttention-3 kernel)");
+    require(flash3 ? is_efficiency(value) : value == 0, key, value,
+            efficiency + " for both flash3 figures, or 0 for both (no FlashAttention-3 kernel)");
   require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const EfficiencyPoint& p = d.gemm_efficiency[i];
     const std::string at = under(path, "gemm_efficiency[" + std::to_string(i) + "]");
     if (!(p.gemm_gflop > 0 && std::isfinite(p.gemm_gflop)) || (i > 0 && p.gemm_gflop <= d.gemm_efficiency[i - 1].gemm_gflop))
-      throw InputError(file, at, number_text(p.gemm_gflop), "gemm_gflop > 0, finite, strictly increasing");
-    if (!(p.efficiency > 0 && p.efficiency <= 1)) throw InputError(file, at, number_text(p.efficiency), describe_double(Bound::fraction));
+      throw InputError(file, at, shown_number(p.gemm_gflop), "gemm_gflop > 0, finite, strictly increasing");
+    if (!is_efficiency(p.efficiency)) throw InputError(file, at, shown_number(p.efficiency), efficiency);
   }
 }
 
@@ -635,7 +636,7 @@ void check_cluster(const ClusterSpec& c, const std::string& file) {
     // A ring over the node's NICs cannot beat their nominal rate together.
     const double nics_together = g.inter_node_GBps * g.gpus_per_node;
     if (g.inter_node_busbw_GBps != 0 && !(g.inter_node_busbw_GBps >= kMinGBps && g.inter_node_busbw_GBps <= nics_together))
-      throw InputError(file, at + "inter_node_busbw_GBps", number_text(g.inter_node_busbw_GBps),
+      throw InputError(file, at + "inter_node_busbw_GBps", shown_number(g.inter_node_busbw_GBps),
                        number_range_text(kMinGBps, nics_together) + " (a ring over the node's NICs reaches at most "
                        "their rate together, gpus_per_node x inter_node_GBps)");
   }

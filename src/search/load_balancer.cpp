@@ -9,11 +9,11 @@
 #include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/search/threshold_split.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/units.hpp"
 
 namespace autohaap {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Relative slack when comparing values computed along different paths
 // (a bound, a decomposed sum, the cost model's own sum): rounding must never
 // make the search skip a plan that ties the incumbent.

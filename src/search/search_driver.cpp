@@ -16,6 +16,7 @@
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/stop_condition.hpp"
+#include "autohaap/units.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -82,7 +83,6 @@ double job_kth_best(const std::vector<RoundReport>& reports, int k) {
   return times[k - 1];
 }
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // `problem` on the merged cluster (cluster_merge.hpp).
 Problem merged(const Problem& problem, const ClusterMerge& merge) {

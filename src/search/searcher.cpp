@@ -19,6 +19,7 @@
 #include "autohaap/search/search_driver.hpp"
 #include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/units.hpp"
 #include "strategies.hpp"
 
 namespace autohaap {
@@ -407,7 +408,7 @@ class LayoutFinishTimes {
       const std::size_t entries = space.layouts(group).size() * static_cast<std::size_t>(most_in_flight_);
       g.held_in_flight = std::make_unique<std::atomic<int>[]>(entries);
       for (std::size_t e = 0; e < entries; ++e) g.held_in_flight[e].store(-1, std::memory_order_relaxed);
-      std::vector<double> envelope(static_cast<std::size_t>(layers), kInfinity);
+      std::vector<double> envelope(static_cast<std::size_t>(layers), kInf);
       for (const GroupLayout& layout : space.layouts(group)) {
         const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
         auto finish = balancer.layer_finish_times(slot, micro_batch);
@@ -426,7 +427,7 @@ class LayoutFinishTimes {
       }
       // Non-decreasing, and only as far as some layout holds.
       for (int v = layers - 1; v-- > 0;) envelope[v] = std::min(envelope[v], envelope[v + 1]);
-      while (!envelope.empty() && envelope.back() == kInfinity) envelope.pop_back();
+      while (!envelope.empty() && envelope.back() == kInf) envelope.pop_back();
       g.envelope = std::move(envelope);
     });
   }
@@ -460,7 +461,6 @@ class LayoutFinishTimes {
   }
 
  private:
-  static constexpr double kInfinity = std::numeric_limits<double>::infinity();
   struct Group {
     std::vector<std::optional<std::vector<double>>> layout;
     // [layout * most_in_flight_ + f - 1]: held_in_flight, -1 until asked.
@@ -747,7 +747,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   const auto& orders = space.group_orders();
   const int num_b = static_cast<int>(space.micro_batches().size());
   PreparedSearch prepared;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
 
   // The skeleton limit (PrepareOptions::max_skeletons): the list keeps
   // list_cap skeletons of least (bound, id) after each round, a task

@@ -7,10 +7,10 @@
 #include <limits>
 #include <utility>
 
+#include "autohaap/units.hpp"
+
 namespace autohaap {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Least T with sum_i min(cap_i, max(0, T - edge_i) / rate_i) >= need, by
 // bisection; returns the low end, so the result never exceeds the true T.

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "autohaap/units.hpp"
+
 namespace autohaap {
 namespace {
 
@@ -133,7 +135,6 @@ double StageCostTable::pick_options(const std::vector<int>& layer_end) {
   // options' tails and at most the largest tail of the fastest modes (each
   // leaner option's is below its stage's). Trying each such S, the largest
   // first (ties keep the faster modes), is therefore exact.
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   split_choices_.resize(stages_);
   split_estimates_.resize(stages_);
   picks_.assign(stages_, 0);

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "autohaap/units.hpp"
+
 namespace autohaap {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using Choice = StageCostTable::Choice;
 double pace_of(const Choice& c) { return c.pace(); }

@@ -32,6 +32,12 @@ file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency
 # 0.7158 ms at the A100's 312 TFLOP/s. 0.5 ms is a units slip (it once
 # gave MFU 1.30).
 file(WRITE ${_hostile}/faster_than_peak.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,1,1,2048,0.5\n")
+# A device file a cluster names is an input too: -o onto it once replaced
+# it with the plan. A GEMM efficiency of 5e-324 once gave NaN figures.
+file(WRITE ${_hostile}/own_device.yaml "name: own-device\nbase: a100-80gb\n")
+file(WRITE ${_hostile}/own_device_cluster.yaml "groups:\n  - {device: own_device.yaml, nodes: 1, gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/tiny_efficiency.yaml "name: tiny\nbase: a100-80gb\ngemm_efficiency: [[1, 5e-324]]\n")
+file(WRITE ${_hostile}/tiny_efficiency_cluster.yaml "groups:\n  - {device: tiny_efficiency.yaml, nodes: 1, gpus_per_node: 8}\n")
 # Plans every command but validate once refused: two stages on one GPU
 # range, and a model name that is no catalog entry or file.
 set(_plan_head "format: autohaap-plan/1\nmodel: gpt3-1.3b\ncluster: mixed-a100-v100\nglobal_batch: 512\n")
@@ -194,6 +200,8 @@ set(_hostile_cases
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
   "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.json|--report|${_hostile}/same.html"
   "hostile_checkpoint_is_out_spelled_otherwise|2|command line: -[-a-z]+: got '(./)?spelled.json'. allowed: a file other than -[-a-z]+'s|search|-m|gpt3-125m|-c|a100x8|-o|spelled.json|--checkpoint|./spelled.json"
+  "hostile_out_is_clusters_device|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|search|-m|gpt3-125m|-c|${_hostile}/own_device_cluster.yaml|-o|${_hostile}/own_device.yaml"
+  "hostile_tiny_gemm_efficiency|2|tiny_efficiency.yaml: gemm_efficiency.0.: got '4.94065645841e-324'. allowed: a number from 0.01 to 1|estimate|-m|gpt3-125m|-c|${_hostile}/tiny_efficiency_cluster.yaml|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_out_is_model|2|command line: -o: got '.*own_model.yaml'. allowed: a file other than the input --model reads|search|-m|${_hostile}/own_model.yaml|-c|a100x8|-o|${_hostile}/own_model.yaml"
   "hostile_yaml_tagged_integer|2|tagged_nodes.yaml: groups.0..nodes: got '2'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/tagged_nodes.yaml"
   "hostile_yaml_octal_integer|2|octal_gpus.yaml: groups.0..gpus_per_node: got '010'. allowed: a positive integer, written in decimal and not quoted|validate|${_hostile}/octal_gpus.yaml"

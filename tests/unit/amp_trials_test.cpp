@@ -35,9 +35,12 @@
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/spec_loader.hpp"
 #include "csv_table.hpp"
+#include "rank_correlation.hpp"
 
 namespace autohaap {
 namespace {
+
+using test_data::spearman;
 
 constexpr int kV100Ranks = 12;  // nodes 0-2 of 4 GPUs
 
@@ -100,23 +103,6 @@ Trial trial_of(const test_data::CsvRow& row) {
     p.stages.push_back(stage);
   }
   return t;
-}
-
-// Spearman's rank correlation (no ties in these figures).
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  auto ranks = [](const std::vector<double>& v) {
-    std::vector<std::size_t> order(v.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
-    std::vector<double> r(v.size());
-    for (std::size_t i = 0; i < order.size(); ++i) r[order[i]] = static_cast<double>(i);
-    return r;
-  };
-  const std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = static_cast<double>(a.size());
-  double d2 = 0;
-  for (std::size_t i = 0; i < ra.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
-  return 1 - 6 * d2 / (n * (n * n - 1));
 }
 
 TEST(AmpTrials, EveryTrialIsAPlanAndIsEstimated) {

@@ -24,7 +24,7 @@ vocab: 32000
 seq_len: 1024
 )";
 
-Problem problem_of(const std::string& model, const std::string& cluster) {
+Problem fingerprint_problem(const std::string& model, const std::string& cluster) {
   return load_problem(model, cluster, "");
 }
 
@@ -39,15 +39,15 @@ TEST(Fnv1a64, MatchesPublishedVectors) {
 TEST_F(BatchFingerprint, DependsOnContentNotPathOrComments) {
   const auto a = write("a/model.yaml", kModel);
   const auto b = write("b/other-name.yaml", std::string("# the same model, elsewhere\n") + kModel);
-  const auto fa = problem_fingerprint(problem_of(a, "a100x8"));
+  const auto fa = problem_fingerprint(fingerprint_problem(a, "a100x8"));
   EXPECT_EQ(fa.size(), 16u);
-  EXPECT_EQ(fa, problem_fingerprint(problem_of(b, "a100x8")));
+  EXPECT_EQ(fa, problem_fingerprint(fingerprint_problem(b, "a100x8")));
 
   std::string changed = kModel;
   changed.replace(changed.find("layers: 4"), 9, "layers: 6");
-  EXPECT_NE(fa, problem_fingerprint(problem_of(write("c.yaml", changed), "a100x8")));
-  EXPECT_NE(fa, problem_fingerprint(problem_of(a, "mixed-a100-v100")));
-  Problem p = problem_of(a, "a100x8");
+  EXPECT_NE(fa, problem_fingerprint(fingerprint_problem(write("c.yaml", changed), "a100x8")));
+  EXPECT_NE(fa, problem_fingerprint(fingerprint_problem(a, "mixed-a100-v100")));
+  Problem p = fingerprint_problem(a, "a100x8");
   p.training.micro_batch_sizes = {1, 2};
   EXPECT_NE(fa, problem_fingerprint(p));
 }
@@ -68,11 +68,11 @@ gemm_efficiency: [[1, 0.5], [100, 0.7]]
   write("two/dev.yaml", std::string(device).replace(device.find("0.7"), 3, "0.8"));
   const auto c1 = write("one/c.yaml", cluster);
   const auto c2 = write("two/c.yaml", cluster);
-  EXPECT_NE(problem_fingerprint(problem_of("gpt3-125m", c1)), problem_fingerprint(problem_of("gpt3-125m", c2)));
+  EXPECT_NE(problem_fingerprint(fingerprint_problem("gpt3-125m", c1)), problem_fingerprint(fingerprint_problem("gpt3-125m", c2)));
 }
 
 TEST_F(BatchFingerprint, InputsCountTheOptionsThatChangeTheAnswer) {
-  const Problem p = problem_of("gpt3-125m", "a100x8");
+  const Problem p = fingerprint_problem("gpt3-125m", "a100x8");
   BatchOptions o;
   const auto base = input_fingerprint(p, o);
   EXPECT_NE(base, problem_fingerprint(p));

@@ -25,7 +25,7 @@ NodeGroup named(NodeGroup g, const std::string& name) {
   return g;
 }
 
-SearchResult search(const Problem& problem, const std::string& strategy) {
+SearchResult merge_search(const Problem& problem, const std::string& strategy) {
   SearchOptions options;
   options.strategy = strategy;
   options.threads = 2;
@@ -129,13 +129,13 @@ TEST(ClusterMerge, FourIdenticalGroupsFindTheOneGroupOptimum) {
     return p;
   };
   const Problem four = without_cp(tiny_on({named(pod, "p0"), named(pod, "p1"), named(pod, "p2"), named(pod, "p3")}));
-  const SearchResult a = search(four, "autohaap");
+  const SearchResult a = merge_search(four, "autohaap");
   ASSERT_FALSE(a.top.empty());
   std::optional<Plan> reference;
   for (int nodes = 1; nodes <= 4; ++nodes) {
     NodeGroup whole = pod;
     whole.nodes = nodes;
-    const SearchResult b = search(without_cp(tiny_on({whole})), "autohaap");
+    const SearchResult b = merge_search(without_cp(tiny_on({whole})), "autohaap");
     if (!b.top.empty() && (!reference || b.top[0].predicted.iteration_time_s < reference->predicted.iteration_time_s))
       reference = b.top[0];
   }
@@ -163,7 +163,7 @@ TEST(ClusterMerge, TwoIdenticalAndOneOtherMatchTheExhaustiveOptimum) {
     p.cluster.inter_group_GBps = 12.5;
     p.cluster.inter_group_latency_us = 20;
     ASSERT_TRUE(merge_identical_groups(p.cluster).merged());
-    const SearchResult merged = search(p, "autohaap"), exhaustive = search(p, "exhaustive");
+    const SearchResult merged = merge_search(p, "autohaap"), exhaustive = merge_search(p, "exhaustive");
     ASSERT_FALSE(exhaustive.top.empty()) << layers;
     ASSERT_FALSE(merged.top.empty()) << layers;
     EXPECT_EQ(merged.top[0].predicted.iteration_time_s, exhaustive.top[0].predicted.iteration_time_s) << layers;

@@ -14,7 +14,7 @@ StagePlan stage(int group, const std::string& device, int first_gpu, int tp, int
   return s;
 }
 
-Plan mixed_plan() {
+Plan hostfile_mixed_plan() {
   Plan p;
   p.model = "gpt3-1.3b";
   p.cluster = "mixed-a100-v100";
@@ -26,7 +26,7 @@ Plan mixed_plan() {
 
 TEST(Hostfile, EveryGpuGetsNodeStageAndRanks) {
   const ClusterSpec cluster = catalog_cluster("mixed-a100-v100");  // 2 x 8 A100 + 2 x 8 V100
-  const std::vector<HostSlot> slots = host_slots(mixed_plan(), cluster);
+  const std::vector<HostSlot> slots = host_slots(hostfile_mixed_plan(), cluster);
   ASSERT_EQ(slots.size(), 32u);
   for (int r = 0; r < 32; ++r) EXPECT_EQ(slots[r].rank, r);
 
@@ -54,7 +54,7 @@ TEST(Hostfile, EveryGpuGetsNodeStageAndRanks) {
 TEST(Hostfile, SharedGroupNamesAreMadeUnique) {
   ClusterSpec cluster = catalog_cluster("mixed-a100-v100");
   cluster.groups[1] = cluster.groups[0];  // two groups called a100-40gb
-  Plan plan = mixed_plan();
+  Plan plan = hostfile_mixed_plan();
   plan.stages[2].device = "a100-40gb";
   const std::vector<HostSlot> slots = host_slots(plan, cluster);
   EXPECT_EQ(slots[0].node, "a100-40gb-g0-node0");
@@ -62,7 +62,7 @@ TEST(Hostfile, SharedGroupNamesAreMadeUnique) {
 }
 
 TEST(Hostfile, TextHasAHeaderAndOneLinePerGpu) {
-  const std::string text = format_hostfile(mixed_plan(), catalog_cluster("mixed-a100-v100"));
+  const std::string text = format_hostfile(hostfile_mixed_plan(), catalog_cluster("mixed-a100-v100"));
   std::size_t lines = 0, comments = 0;
   for (std::size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
     ++lines;

@@ -20,7 +20,7 @@ Problem problem() { return Problem{catalog_model("gpt3-1.3b"), catalog_cluster("
 
 // B = 4. Stage 0: tp 2 x dp 2 on A100 (ranks 0-3), stage 1: tp 1 x dp 4 on
 // V100 (ranks 4-7).
-Plan mixed_plan() {
+Plan two_stage_mixed_plan() {
   Plan p;
   p.model = "gpt3-1.3b";
   p.cluster = "mixed-a100-v100";
@@ -31,7 +31,7 @@ Plan mixed_plan() {
 }
 
 LaunchManifest mixed_manifest() {
-  const Plan plan = mixed_plan();
+  const Plan plan = two_stage_mixed_plan();
   check_plan_against(plan, problem().model, problem().cluster, problem().seq_len(), "mixed");
   return launch_manifest(plan, problem());
 }
@@ -78,7 +78,7 @@ TEST(LaunchManifest, MixedPlanPeersMatchHandCalculation) {
 TEST(LaunchManifest, ThePrecisionIsOneEveryRankRuns) {
   Problem p = problem();
   p.training.precision = Precision::bf16;
-  const Plan plan = mixed_plan();
+  const Plan plan = two_stage_mixed_plan();
   EXPECT_EQ(launch_manifest(plan, p).precision, Precision::fp16);
   for (NodeGroup& g : p.cluster.groups) g.device.has_bf16 = true;
   EXPECT_EQ(launch_manifest(plan, p).precision, Precision::bf16);
@@ -89,7 +89,7 @@ TEST(LaunchManifest, ThePrecisionIsOneEveryRankRuns) {
 TEST(LaunchManifest, ContextParallelRanksExchangeTheirTokenChunks) {
   // Stage 0: cp 2 (ranks 0, 1, tokens [0, 1024) and [1024, 2048));
   // stage 1: dp 2 (ranks 2, 3, sequences [0, 2) and [2, 4)).
-  Plan plan = mixed_plan();
+  Plan plan = two_stage_mixed_plan();
   plan.stages = {make_stage(0, "a100-40gb", 0, 1, 1, 0, 12, Recompute::none),
                  make_stage(1, "v100-32gb", 0, 1, 2, 12, 24, Recompute::none)};
   plan.stages[0].cp = 2, plan.stages[0].gpus = 2;
@@ -103,7 +103,7 @@ TEST(LaunchManifest, ContextParallelRanksExchangeTheirTokenChunks) {
 }
 
 TEST(LaunchManifest, InterleavedLastStageFeedsTheFirst) {
-  Plan plan = mixed_plan();
+  Plan plan = two_stage_mixed_plan();
   plan.vpp = 2;
   const LaunchManifest m = launch_manifest(plan, problem());
   using Peers = std::vector<LaunchPeer>;

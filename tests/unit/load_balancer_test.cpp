@@ -5,6 +5,7 @@
 #include "autohaap/search/metis_balancer.hpp"
 #include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
+#include "autohaap/units.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,8 +23,6 @@ namespace {
 
 using search_fixtures::random_problem;
 using search_fixtures::two_group_problem;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Least iteration time of a plan on this skeleton that fits memory, over
 // every vpp the interleaving rule allows, every contiguous split and every

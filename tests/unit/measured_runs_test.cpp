@@ -29,11 +29,13 @@
 #include "autohaap/io/device_measurements.hpp"
 #include "autohaap/plan_builder.hpp"
 #include "csv_table.hpp"
+#include "rank_correlation.hpp"
 
 namespace autohaap {
 namespace {
 
 using test_data::CsvRow;
+using test_data::spearman;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -242,36 +244,6 @@ double quantile(std::vector<double> v, double q) {
   const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
   const std::size_t hi = std::min(v.size() - 1, lo + 1);
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
-}
-
-// Ranks 1..n, ties sharing their mean rank.
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<std::size_t> order(v.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (std::size_t k = i; k <= j; ++k) r[order[k]] = (i + j) / 2.0 + 1;
-    i = j + 1;
-  }
-  return r;
-}
-
-// Spearman's rank correlation: Pearson's on the ranks.
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = static_cast<double>(a.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-  double num = 0, da = 0, db = 0;
-  for (std::size_t i = 0; i < ra.size(); ++i) {
-    num += (ra[i] - ma) * (rb[i] - mb);
-    da += (ra[i] - ma) * (ra[i] - ma);
-    db += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return da > 0 && db > 0 ? num / std::sqrt(da * db) : 1.0;
 }
 
 std::vector<Scored> scored_runs(const DeviceOverrides& devices = {}) {

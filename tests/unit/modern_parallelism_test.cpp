@@ -26,7 +26,7 @@ namespace {
 
 using testing_fixtures::input_error_of;
 
-ModelSpec gpt(int layers, int hidden, int heads, int seq = 2048) {
+ModelSpec gpt_model(int layers, int hidden, int heads, int seq = 2048) {
   return ModelSpec{"gpt-test", ModelFamily::gpt, layers, hidden, 4 * hidden, heads, heads, 51200, seq,
                    true, /*flash_attention=*/true, /*dropout=*/false, {}};
 }
@@ -91,7 +91,7 @@ TEST(Interleaving, IterationTimeIsMegatronsBubbleForEqualStages) {
 }
 
 TEST(Interleaving, PlanEstimateHoldsMoreActivationsAndSendsPerChunk) {
-  Problem p = problem_on(flat_device(), gpt(8, 2048, 16), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16), 1, 8);
   p.training.global_batch = 16;
   UniformPlanRequest r;
   r.tp = 2, r.pp = 4, r.dp = 1, r.micro_batch_per_replica = 2;
@@ -116,7 +116,7 @@ TEST(Interleaving, PlanEstimateHoldsMoreActivationsAndSendsPerChunk) {
 }
 
 TEST(Interleaving, RulesNameTheFlagAndThePlanKey) {
-  Problem p = problem_on(flat_device(), gpt(8, 2048, 16), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16), 1, 8);
   p.training.global_batch = 12;
   UniformPlanRequest r;
   r.tp = 1, r.pp = 4, r.dp = 1, r.micro_batch_per_replica = 1, r.vpp = 2;
@@ -140,7 +140,7 @@ TEST(Interleaving, RulesNameTheFlagAndThePlanKey) {
 // ------------------------------------------------------ context parallelism
 
 TEST(ContextParallel, EachGpuDoesOneCpthOfTheLayer) {
-  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  const ModelSpec m = gpt_model(2, 4096, 32, 8192);
   BatchShape one{1, 8192, 2, 2, true};
   BatchShape two = one;
   two.cp = 2;
@@ -159,7 +159,7 @@ TEST(ContextParallel, EachGpuDoesOneCpthOfTheLayer) {
 
 TEST(ContextParallel, SearchedStagesTakeTheLeastCpThatLetsReplicasDivideB) {
   // A stage of tp x width GPUs with micro-batch B: cp = width / gcd(width, B).
-  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 2, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16, 4096), 2, 8);
   auto degrees = [&](int tp, int width, int B) {
     const StageDegrees d = stage_degrees(p, 0, tp, width, B);
     return std::vector<int>{d.tp, d.cp, d.dp};
@@ -181,7 +181,7 @@ TEST(ContextParallel, SearchedStagesTakeTheLeastCpThatLetsReplicasDivideB) {
 TEST(ContextParallel, RingTransfersHideBehindAttention) {
   // cp = 4 inside one node; the K,V block of each step crosses the link
   // while that step's attention runs: exposed is (cp − 1)·send − attention.
-  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  const ModelSpec m = gpt_model(2, 4096, 32, 8192);
   DeviceSpec d = flat_device();
   Problem fast = problem_on(d, m);
   fast.cluster.groups[0].intra_node_GBps = 1e9;  // nothing exposed
@@ -210,7 +210,7 @@ TEST(ContextParallel, RingTransfersHideBehindAttention) {
 TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
   // The cp ranks of a stage hold the same weights: the distributed
   // optimizer shards its 12 bytes a parameter over dp·cp.
-  const ModelSpec m = gpt(2, 4096, 32, 8192);
+  const ModelSpec m = gpt_model(2, 4096, 32, 8192);
   const Problem p = problem_on(flat_device(), m);
   const CostModel cm(p);
   const double params = 2 * layer_params(m, 0);
@@ -222,7 +222,7 @@ TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
 // ----------------------------------------------------------- FP8 and TF32
 
 TEST(Precision, Fp8RunsLinearGemmsAtTheFp8Peak) {
-  const ModelSpec m = gpt(2, 4096, 32, 4096);
+  const ModelSpec m = gpt_model(2, 4096, 32, 4096);
   BatchShape x{2, 4096, 1, 2, false};
   x.fp8 = true;
   const LayerWork w = layer_forward_work(m, 0, x);
@@ -250,7 +250,7 @@ TEST(Precision, Fp8SavesTheGemmInputsAsOneByteCasts) {
   // GPT, no parallelism: Korthikanti's 34 + 5as/h 16-bit units per s·b·h
   // (dropout masks included); FP8 keeps the QKV, projection, first and
   // second MLP GEMM inputs in 1 byte: 1 + 1 + 1 + 4 (f = 4h) saved.
-  ModelSpec m = gpt(2, 1024, 16, 2048);
+  ModelSpec m = gpt_model(2, 1024, 16, 2048);
   m.dropout = true;
   m.flash_attention = false;
   BatchShape x{2, 2048, 1, 2, false};
@@ -261,7 +261,7 @@ TEST(Precision, Fp8SavesTheGemmInputsAsOneByteCasts) {
 }
 
 TEST(Precision, Fp8OnADeviceWithoutFp8RunsInSixteenBits) {
-  Problem p = problem_on(catalog_device("a100-80gb"), gpt(4, 4096, 32, 2048));
+  Problem p = problem_on(catalog_device("a100-80gb"), gpt_model(4, 4096, 32, 2048));
   p.training.global_batch = 16;
   UniformPlanRequest r;
   r.tp = 2, r.pp = 2, r.dp = 2, r.micro_batch_per_replica = 1;
@@ -283,7 +283,7 @@ TEST(Precision, Fp8OnADeviceWithoutFp8RunsInSixteenBits) {
 }
 
 TEST(Precision, Tf32KeepsFullPrecisionStateAndRunsAtTheTf32Peak) {
-  const ModelSpec m = gpt(2, 4096, 32, 2048);
+  const ModelSpec m = gpt_model(2, 4096, 32, 2048);
   Problem p = problem_on(flat_device(), m);
   p.training.precision = Precision::tf32;
   p.training.zero = 0;
@@ -326,7 +326,7 @@ TEST(DistributedOptimizer, ReduceScatterGradientsAllGatherWeights) {
   // (8 bytes a parameter on the wire, ring 2·(n−1)/n); the distributed
   // optimizer reduce-scatters fp32 gradients and all-gathers bf16 weights
   // ((4 + 2)·(n−1)/n): 3/4 of the volume.
-  const ModelSpec m = gpt(2, 2048, 16, 2048);
+  const ModelSpec m = gpt_model(2, 2048, 16, 2048);
   Problem p = problem_on(flat_device(), m);
   p.training.global_batch = 8;
   Plan plan;
@@ -350,7 +350,7 @@ TEST(Interleaving, MegatronExportWritesTheLayoutOfUnevenChunks) {
   // 10 layers, 2 stages of 5, 2 chunks each: chunks of 3 and 2 layers, in
   // model order stage 0 chunk 0, stage 1 chunk 0, stage 0 chunk 1, stage 1
   // chunk 1; the embedding before the first, the loss after the last.
-  Problem p = problem_on(flat_device(), gpt(10, 2048, 16), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(10, 2048, 16), 1, 8);
   p.training.global_batch = 8;
   UniformPlanRequest r;
   r.pp = 2, r.vpp = 2, r.micro_batch_per_replica = 1;
@@ -378,7 +378,7 @@ TEST(Interleaving, MegatronExportWritesTheLayoutOfUnevenChunks) {
 TEST(Refinement, MatchesBruteForceOverPerStageCpAndVpp) {
   // Two stages of 8 GPUs (tp 2 x dp 4), 8k tokens, few micro-batches: every
   // per-stage cp in {1, 2, 4} and every vpp the rules allow, estimated.
-  Problem p = problem_on(flat_device(), gpt(8, 4096, 32, 8192), 2, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 4096, 32, 8192), 2, 8);
   p.training.global_batch = 16;
   UniformPlanRequest r;
   r.tp = 2, r.pp = 2, r.dp = 4, r.micro_batch_per_replica = 2;
@@ -412,7 +412,7 @@ TEST(Refinement, AStoppedSearchRefinesForATenthOfItsLimitAtMost) {
   EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 60, 61, watch).deadline_s, 1);
   EXPECT_DOUBLE_EQ(refinement_stop(nullptr, 0, 5, watch).deadline_s, 0);  // no limit, no deadline
   // Once told to stop, a refinement answers the plan it was given.
-  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16, 4096), 1, 8);
   p.training.global_batch = 16;
   UniformPlanRequest r;
   r.pp = 2, r.dp = 4;
@@ -533,7 +533,7 @@ TEST(Refinement, UniformPlansCountIdenticalGroupsNotWhichOnes) {
 // ------------------------------------------------------------ plan files
 
 TEST(PlanFile, CarriesVppAndCpAndReadsOlderPlansAsOne) {
-  Problem p = problem_on(flat_device(), gpt(8, 2048, 16, 4096), 2, 8);
+  Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16, 4096), 2, 8);
   p.training.global_batch = 16;
   UniformPlanRequest r;
   r.tp = 2, r.pp = 2, r.dp = 2, r.cp = 2, r.vpp = 2, r.micro_batch_per_replica = 1;
@@ -577,7 +577,7 @@ TEST(PlanFile, CarriesVppAndCpAndReadsOlderPlansAsOne) {
 }
 
 TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
-  Problem p = problem_on(flat_device(), gpt(4, 2048, 16, 2048), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(4, 2048, 16, 2048), 1, 8);
   p.training.global_batch = 8;
   UniformPlanRequest r;
   r.tp = 1, r.pp = 1, r.dp = 1, r.cp = 3, r.micro_batch_per_replica = 1;
@@ -594,7 +594,7 @@ TEST(PlanFile, ContextParallelNeedsTwoChunksPerGpu) {
 // it overrides the model's (a model of 2046 tokens trained at 2048 ran cp 2
 // in the search, and its written plan was refused against the 2046).
 TEST(PlanFile, ContextParallelSplitsTheTrainingsSequence) {
-  Problem p = problem_on(flat_device(), gpt(4, 2048, 16, 2048), 1, 8);
+  Problem p = problem_on(flat_device(), gpt_model(4, 2048, 16, 2048), 1, 8);
   p.training.global_batch = 8;
   UniformPlanRequest r;
   r.tp = 1, r.pp = 1, r.dp = 1, r.cp = 2, r.micro_batch_per_replica = 1;

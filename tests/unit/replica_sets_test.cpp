@@ -29,7 +29,7 @@ Problem problem() { return Problem{catalog_model("gpt3-1.3b"), catalog_cluster("
 // tests/data/replicas/mixed_stage.yaml: B = 8; stage 0 four A100s (2
 // sequences each); stage 1 two A100 replicas with 3 sequences each and two
 // V100 replicas with 1 each.
-Plan mixed_plan() {
+Plan replica_sets_mixed_plan() {
   Plan p = read_plan(kFile);
   check_plan_against(p, problem().model, problem().cluster, problem().seq_len(), kFile);
   return p;
@@ -49,7 +49,7 @@ Plan reference(const Plan& mixed, int group, const char* device, int first_gpu, 
 }
 
 TEST(ReplicaSets, FileReadsWithFirstSetAsStageDevice) {
-  const Plan p = mixed_plan();
+  const Plan p = replica_sets_mixed_plan();
   const StagePlan& s = p.stages[1];
   ASSERT_EQ(s.replicas.size(), 2u);
   EXPECT_EQ(s.device, "a100-40gb");
@@ -69,7 +69,7 @@ TEST(ReplicaSets, FileReadsWithFirstSetAsStageDevice) {
 TEST(ReplicaSets, StageTimeIsItsSlowestSetAtItsShare) {
   const Problem pb = problem();
   const CostModel model(pb);
-  const Plan p = mixed_plan();
+  const Plan p = replica_sets_mixed_plan();
   const std::vector<StageEstimate> sets = model.replica_set_estimates(p, 1);
   ASSERT_EQ(sets.size(), 2u);
 
@@ -121,7 +121,7 @@ TEST(ReplicaSets, TiedEmbeddingsAreAllReducedBetweenFirstAndLastStage) {
   ASSERT_TRUE(tied.model.tied_embeddings);
   Problem untied = tied;
   untied.model.tied_embeddings = false;
-  const Plan p = reference(mixed_plan(), 0, "a100-40gb", 4, 3);
+  const Plan p = reference(replica_sets_mixed_plan(), 0, "a100-40gb", 4, 3);
   for (int i : {0, 1}) {
     const double with = CostModel(tied).stage(p, i).dp_sync_s, without = CostModel(untied).stage(p, i).dp_sync_s;
     const StagePlan& s = p.stages[i];
@@ -140,7 +140,7 @@ TEST(ReplicaSets, TiedEmbeddingsAreAllReducedBetweenFirstAndLastStage) {
 TEST(ReplicaSets, MemoryIsCheckedPerSetOnItsDevice) {
   const Problem pb = problem();
   const CostModel model(pb);
-  const Plan p = mixed_plan();
+  const Plan p = replica_sets_mixed_plan();
   const std::vector<StageEstimate> sets = model.replica_set_estimates(p, 1);
   const StageEstimate ra = model.stage(reference(p, 0, "a100-40gb", 4, 3), 1);
   const StageEstimate rv = model.stage(reference(p, 1, "v100-32gb", 0, 1), 1);
@@ -158,7 +158,7 @@ TEST(ReplicaSets, MemoryIsCheckedPerSetOnItsDevice) {
 }
 
 TEST(ReplicaSets, YamlAndJsonRoundTrip) {
-  const Plan p = mixed_plan();
+  const Plan p = replica_sets_mixed_plan();
   for (const bool json : {false, true}) {
     const std::string text = json ? plan_to_json(p) : plan_to_yaml(p);
     EXPECT_EQ(text.find("first_gpu: 4\n    gpus"), std::string::npos);  // no one-device keys for stage 1
@@ -246,7 +246,7 @@ TEST(ReplicaSets, SetOnAnotherGroupsDeviceIsRefused) {
 }
 
 TEST(ReplicaSets, LaunchManifestGivesEachSetItsSequences) {
-  const LaunchManifest m = launch_manifest(mixed_plan(), problem());
+  const LaunchManifest m = launch_manifest(replica_sets_mixed_plan(), problem());
   ASSERT_EQ(m.world_size, 8);
   // Stage 1's ranks 4..7: A100 replicas [0,3) and [3,6), V100 [6,7), [7,8).
   const IndexRange expected[] = {{0, 3}, {3, 6}, {6, 7}, {7, 8}};
@@ -272,7 +272,7 @@ TEST(ReplicaSets, LaunchManifestGivesEachSetItsSequences) {
 }
 
 TEST(ReplicaSets, MegatronExportRefusesMixedStage) {
-  const std::vector<std::string> why = megatron_blockers(mixed_plan(), problem());
+  const std::vector<std::string> why = megatron_blockers(replica_sets_mixed_plan(), problem());
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("stage 1 mixes device types in its replicas"), std::string::npos);
   EXPECT_NE(why[0].find("Megatron-LM gives every data-parallel replica the same micro-batch"), std::string::npos);
@@ -282,7 +282,7 @@ TEST(ReplicaSets, MegatronExportRefusesMixedStage) {
 // alone: the pipeline summaries (search's top table, the runtime price) and
 // the stage's devices.
 TEST(ReplicaSets, SummariesNameEverySet) {
-  const Plan p = mixed_plan();
+  const Plan p = replica_sets_mixed_plan();
   EXPECT_EQ(p.stages[1].devices(), "a100-40gb+v100-32gb");
   EXPECT_EQ(p.stages[0].devices(), "a100-40gb");
   EXPECT_EQ(stage_summary(p.stages[1]), "a100-40gb+v100-32gb:1x(2+2)");
@@ -296,7 +296,7 @@ TEST(ReplicaSets, Fp8NoteNamesEachSetsDevice) {
   Problem pb = problem();
   pb.training.precision = Precision::fp8;
   const CostModel model(pb);
-  const std::string table = format_stage_table(model, mixed_plan());
+  const std::string table = format_stage_table(model, replica_sets_mixed_plan());
   EXPECT_NE(table.find("stage 0 (a100-40gb) has no FP8: its GEMMs run in BF16"), std::string::npos) << table;
   EXPECT_NE(table.find("stage 1a (a100-40gb) has no FP8: its GEMMs run in BF16"), std::string::npos) << table;
   EXPECT_NE(table.find("stage 1b (v100-32gb) has no FP8: its GEMMs run in FP16"), std::string::npos) << table;

@@ -20,7 +20,7 @@ using search_fixtures::random_problem;
 using search_fixtures::shrunk;
 using search_fixtures::two_group_problem;
 
-SearchResult search(const Problem& problem, const std::string& strategy, int top_k = 1) {
+SearchResult runnable_search(const Problem& problem, const std::string& strategy, int top_k = 1) {
   SearchOptions options;
   options.strategy = strategy;
   options.threads = 2;
@@ -47,8 +47,8 @@ TEST(RunnableSearch, FindsTheExhaustiveOptimumOfTheRestrictedSpace) {
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
     const Problem problem = megatron(random_problem(seed));
     if (exhaustive_candidates(problem) > 300000) continue;
-    const SearchResult exhaustive = search(problem, "exhaustive");
-    const SearchResult autohaap = search(problem, "autohaap");
+    const SearchResult exhaustive = runnable_search(problem, "exhaustive");
+    const SearchResult autohaap = runnable_search(problem, "autohaap");
     ASSERT_EQ(exhaustive.top.empty(), autohaap.top.empty()) << seed;
     if (exhaustive.top.empty()) continue;
     ++compared;
@@ -63,7 +63,7 @@ TEST(RunnableSearch, FindsTheExhaustiveOptimumOfTheRestrictedSpace) {
     // The unrestricted space contains the restricted one.
     Problem any = problem;
     any.runnable_by = RunnableBy::any;
-    const SearchResult free = search(any, "autohaap");
+    const SearchResult free = runnable_search(any, "autohaap");
     ASSERT_FALSE(free.top.empty()) << seed;
     EXPECT_LE(free.top[0].predicted.iteration_time_s, t * (1 + 1e-9)) << seed;
     if (free.top[0].predicted.iteration_time_s < t * (1 - 1e-9)) ++restricted_slower;
@@ -106,7 +106,7 @@ TEST(RunnableSearch, Fp8PlansDoNotMixFp8AndOtherDevices) {
   p.cluster.groups = {make_node_group(shrunk("h100-sxm", 2.0), 1, 2), make_node_group(shrunk("a100-80gb", 2.0), 1, 2)};
   p.training.precision = Precision::fp8;
   const Problem problem = megatron(p);
-  const SearchResult r = search(problem, "autohaap");
+  const SearchResult r = runnable_search(problem, "autohaap");
   ASSERT_FALSE(r.top.empty());
   const Plan& plan = r.top[0];
   const std::string& device = plan.stages.front().device;
@@ -115,7 +115,7 @@ TEST(RunnableSearch, Fp8PlansDoNotMixFp8AndOtherDevices) {
   // Unrestricted, both devices serve (the A100 in BF16).
   Problem any = problem;
   any.runnable_by = RunnableBy::any;
-  const SearchResult free = search(any, "autohaap");
+  const SearchResult free = runnable_search(any, "autohaap");
   ASSERT_FALSE(free.top.empty());
   EXPECT_LE(free.top[0].predicted.iteration_time_s, plan.predicted.iteration_time_s * (1 + 1e-9));
 }

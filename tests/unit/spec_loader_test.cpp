@@ -368,6 +368,13 @@ TEST_F(SpecLoader, DeviceErrors) {
                      "attention_forward_efficiency", "0");
   EXPECT_INPUT_ERROR(load_device(write("g.yaml", std::string(kDevice) + "peak_tflop: 1\n")), "peak_tflop",
                      "peak_tflop");
+  // Efficiencies under 1% of the peak: a typo or a broken timing. At 1e-300
+  // every time was infinite and the plan's figures NaN, with exit 0.
+  EXPECT_INPUT_ERROR(load_device(write("k.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 5e-324]]\n")),
+                     "gemm_efficiency[0]", "4.94065645841e-324");
+  EXPECT_INPUT_ERROR(load_device(write("l.yaml", std::string(kDevice) + "memory_efficiency: 0.009\n")),
+                     "memory_efficiency", "0.009");
+  EXPECT_NO_THROW(load_device(write("m.yaml", std::string(kDevice) + "memory_efficiency: 0.01\n")));
 }
 
 // ---------------------------------------------------------------- clusters

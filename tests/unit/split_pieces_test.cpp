@@ -14,6 +14,7 @@
 #include "autohaap/search/split_lower_bound.hpp"
 #include "autohaap/search/stage_cost_table.hpp"
 #include "autohaap/search/threshold_split.hpp"
+#include "autohaap/units.hpp"
 #include "search_fixtures.hpp"
 
 namespace autohaap {
@@ -21,8 +22,6 @@ namespace {
 
 using search_fixtures::random_problem;
 using search_fixtures::two_group_problem;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Calls `visit` with the end layer per stage of every contiguous split.
 void every_split(int layers, int stages, const std::function<void(const std::vector<int>&)>& visit) {

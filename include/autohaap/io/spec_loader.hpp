@@ -26,7 +26,12 @@
 
 namespace autohaap {
 
-// True when `ref` is to be read as a file path rather than a catalog name.
+// True when `ref` reads as a path whatever exists: it holds a '/' or ends
+// in .yaml or .yml.
+bool looks_like_path(const std::string& ref);
+
+// True when `ref` is to be read as a file path rather than a catalog name:
+// it looks like a path, or names a file that exists.
 bool is_file_reference(const std::string& ref);
 
 ModelSpec load_model(const std::string& path_or_name);
@@ -111,6 +116,11 @@ inline constexpr double kMaxLatencyUs = 1e6;
 // Dense peak per GPU (TFLOP/s): 1 GFLOP/s to 1 EFLOP/s.
 inline constexpr double kMinTflops = 1e-3;
 inline constexpr double kMaxTflops = 1e6;
+// A kernel efficiency (fraction of the device's peak: a GEMM curve point,
+// memory, attention): from 1% to 1. Every kernel of a GPU that trains runs
+// far above 1% of its peak; a figure below it is a typo or a broken timing,
+// and at 1e-300 it once made every time infinite and the plan's figures NaN.
+inline constexpr double kMinEfficiency = 0.01;
 // FP8 over the 16-bit peak: dense FP8 is twice the rate on every GPU that
 // has it (2.02 on L40S by its rounded figures), with a little room.
 inline constexpr double kMostFp8Over16Bit = 2.1;
