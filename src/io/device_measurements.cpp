@@ -159,7 +159,16 @@ void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurem
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_backend;
   for (std::size_t r = 0; r < t.size(); ++r) {
     const std::string& backend = t.text(r, "backend");
-    if (backend != "flash" && backend != "cudnn") continue;
+    // The backends scripts/device/kernel_sweep.py times; "efficient"
+    // (PyTorch's memory-efficient kernel) is no kernel the cost model
+    // prices. Any other name is a typo, not a measurement to leave out
+    // unsaid.
+    static const std::set<std::string> kBackends = {"cudnn", "efficient", "flash"};
+    if (!kBackends.count(backend))
+      throw InputError(path, t.where(r, "backend"), backend,
+                       "one of the backends scripts/device/kernel_sweep.py times: " +
+                           detail::names_with_hint({kBackends.begin(), kBackends.end()}, backend));
+    if (backend == "efficient") continue;
     auto count = [&](const char* c) { return t.number(r, c, 0, kMaxCount, "a count above 0 and at most 1e9"); };
     const double batch = count("batch"), heads = count("heads"), kv = count("kv_heads"), seq = count("seq"),
                  head_dim = count("head_dim");

@@ -12,6 +12,7 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/spec_loader.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "csv_cells.hpp"
 #include "name_list.hpp"
 
@@ -87,6 +88,13 @@ void check_profile_fits(const ProfileTable& table, const Problem& problem, const
                        "a layer index of " + problem.model.name + ": 0 to " + std::to_string(problem.model.layers - 1) +
                            ", or -1 (every layer)");
     at_seq_len = at_seq_len || key.seq_len == problem.seq_len();
+    // A row at a tensor-parallel degree the model cannot run measured
+    // another model: its ratio to the analytic time would correct this
+    // one's stages with a figure of nothing they run.
+    if (const auto v = stage_violation(problem.model, problem.seq_len(), nullptr, StageDegrees{key.tp, 1, 1}, 1);
+        v && v->rule == StageRule::tp_not_dividing_heads)
+      throw InputError(path, "tp", std::to_string(key.tp) + " (" + key.device + ", " + key.op + ")",
+                       "a tensor-parallel degree " + problem.model.name + " can run: " + v->allowed);
   }
   if (!at_seq_len)
     throw InputError(path, "seq_len", "no row at " + std::to_string(problem.seq_len()),

@@ -13,7 +13,9 @@
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/launch_manifest.hpp"  // kLaunchManifestFormat
 #include "autohaap/io/plan_schema.hpp"  // kPlanFormat
+#include "autohaap/io/atomic_file.hpp"  // read_file
 #include "autohaap/io/yaml_value.hpp"
+#include "json_input.hpp"
 #include "name_list.hpp"
 
 namespace autohaap {
@@ -427,7 +429,27 @@ Problem load_problem(const std::string& model, const std::string& cluster, const
 }
 
 std::string validate_file(const std::string& path) {
-  const YamlObject obj(load_yaml_file(path), path, "");
+  // A .json file is read as JSON: its errors are JSON's (line and column,
+  // nesting at most kMaxJsonDepth), and a plan or launch manifest is told by
+  // its format tag without a YAML tree of the whole file, which for the
+  // launch manifest of a large cluster took gigabytes.
+  YAML::Node root;
+  if (fs::path(path).extension() == ".json") {
+    rj::Document doc;
+    parse_json(read_file(path), path, doc);
+    if (doc.IsObject()) {
+      const auto format = doc.FindMember("format");
+      if (format != doc.MemberEnd() && format->value.IsString()) {
+        const std::string tag = format->value.GetString();
+        if (tag == kLaunchManifestFormat) return "launch manifest";
+        if (tag == kPlanFormat) return "plan";
+      }
+    }
+    root = yaml_of_json(doc);
+  } else {
+    root = load_yaml_file(path);
+  }
+  const YamlObject obj(root, path, "");
   if (auto format = obj.find("format")) {
     const std::string tag = format->as_string();
     if (tag == kLaunchManifestFormat) return "launch manifest";
@@ -526,6 +548,7 @@ void check_model(const ModelSpec& m, const std::string& file) {
       const GenericLayer& g = m.generic_layers[i];
       const std::string at = "layers[" + std::to_string(i) + "].";
       require_number(file, at + "params", g.params, 0.0, kMaxLayerParams);
+      require(std::floor(g.params) == g.params, (at + "params").c_str(), g.params, "a whole number of parameters");
       require_number(file, at + "forward_gflop", g.forward_gflop, 0.0, kMaxLayerGflop);
       require_number(file, at + "activation_MB", g.activation_MB, 0.0, kMaxLayerMB);
       require_number(file, at + "output_MB", g.output_MB, 0.0, kMaxLayerMB);

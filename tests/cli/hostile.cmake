@@ -32,6 +32,9 @@ file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency
 # 0.7158 ms at the A100's 312 TFLOP/s. 0.5 ms is a units slip (it once
 # gave MFU 1.30).
 file(WRITE ${_hostile}/faster_than_peak.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,1,1,2048,0.5\n")
+# tp 3 on gpt3-1.3b's 16 heads: measured on another model. Its ratio to
+# the analytic time once corrected the tp-1 stages (49 ms became 285).
+file(WRITE ${_hostile}/impossible_tp.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,3,1,2048,5\n")
 # A device file a cluster names is an input too: -o onto it once replaced
 # it with the plan. A GEMM efficiency of 5e-324 once gave NaN figures.
 file(WRITE ${_hostile}/own_device.yaml "name: own-device\nbase: a100-80gb\n")
@@ -149,6 +152,7 @@ set(_hostile_cases
   "hostile_plan_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|estimate|-m|gpt3-125m|-c|a100x8|--plan|${_hostile}/bomb.json"
   "hostile_report_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|report|${_hostile}/bomb.json|-o|${_hostile}/never.svg"
   "hostile_export_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|export|${_hostile}/bomb.json|--to|json"
+  "hostile_validate_json_nesting|2|bomb.json: got 'line 1, column 65: ${_json_depth}|validate|${_hostile}/bomb.json"
   "hostile_metis_json_nesting|2|DeviceType.A100_tp1_bs1.json: got 'line 1, column 65: ${_json_depth}|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/metis|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_plan_yaml_nesting|2|bomb.yaml: line 1, column [0-9]+: got 'lists and maps nested [0-9]+ levels deep'. allowed: YAML nested less than [0-9]+ levels deep|estimate|-m|gpt3-125m|-c|a100x8|--plan|${_hostile}/bomb.yaml"
   "hostile_validate_yaml_nesting|2|bomb.yaml: line 1, column [0-9]+: got 'lists and maps nested|validate|${_hostile}/bomb.yaml"
@@ -192,6 +196,7 @@ set(_hostile_cases
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far.*stopped_by +: time-limit|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
+  "hostile_profile_impossible_tp|2|impossible_tp.csv: tp: got '3 .a100-80gb, layer.'. allowed: a tensor-parallel degree gpt3-1.3b can run|estimate|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/impossible_tp.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_faster_than_peak|2|faster_than_peak.csv: latency_ms: got '0.5 .a100-80gb, layer, tp 1, micro_batch 1, seq_len 2048.'. allowed: at least 0.7158 ms|search|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/faster_than_peak.csv"
   "hostile_validate_shared_gpus_plan|2|shared_gpus_plan.yaml: stages.1..first_gpu: got 'GPUs 0..3 of group 0'|validate|${_hostile}/shared_gpus_plan.yaml"
   "hostile_validate_unknown_model_plan|2|unknown_model_plan.yaml: model: got 'nope'|validate|${_hostile}/unknown_model_plan.yaml"

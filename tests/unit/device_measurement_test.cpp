@@ -546,6 +546,19 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   // otherwise is refused (2·4096·4096·4096 / 1e9 = 137.438953472).
   write("dtype,role,m,n,k,gflop,ms\nbf16,fc1,4096,4096,4096,137.438953,0.2\nbf16,fc2,4096,4096,4096,13.74,0.2\n");
   refused(dir.string(), h200, "gemm.csv: row 3.gflop: got '13.74'; allowed: 2·m·n·k / 1e9 = 137.438953472 GFLOP");
+  // So is an attention backend the sweep never times: spelled otherwise,
+  // every row of a backend was once left out and the base device's figures
+  // kept without a word.
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\n");
+  std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
+                                          "Flash,2,32,32,4096,128,1,1.0,3.0\n";
+  refused(dir.string(), h200,
+          "attention.csv: row 2.backend: got 'Flash'; allowed: one of the backends scripts/device/kernel_sweep.py "
+          "times: cudnn, efficient, flash (did you mean 'flash'?)");
+  // An efficiency under 1% of the peak is a broken timing or a unit slip.
+  fs::remove(dir / "attention.csv");
+  std::ofstream(dir / "elementwise.csv") << "kernel,bytes,ms\ncopy,2147483648,1e9\n";
+  refused(dir.string(), h200, "elementwise.csv: median fraction of hbm_GBps");
   fs::remove_all(dir);
 }
 

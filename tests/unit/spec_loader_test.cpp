@@ -190,6 +190,9 @@ TEST_F(SpecLoader, GenericLayerListErrors) {
   EXPECT_INPUT_ERROR(load_model(write("b.yaml", "family: generic\nseq_len: 8\nlayers:\n"
                                                 "  - {params: 1, forward_gflop: -1, activation_MB: 1, output_MB: 1}\n")),
                      "layers[0].forward_gflop", "-1");
+  EXPECT_INPUT_ERROR(load_model(write("e.yaml", "family: generic\nseq_len: 8\nlayers:\n"
+                                                "  - {params: 1.5, forward_gflop: 1, activation_MB: 1, output_MB: 1}\n")),
+                     "layers[0].params", "1.5");
   // A count makes no sense without the layers themselves...
   EXPECT_INPUT_ERROR(load_model(write("c.yaml", "family: generic\nseq_len: 8\nlayers: 4\n")), "layers", "4");
   // ...and a transformer cannot take a layer list.
