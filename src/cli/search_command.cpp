@@ -44,9 +44,18 @@ namespace {
 // One line, rewritten in place, only when stderr is a terminal.
 class ProgressLine {
  public:
-  explicit ProgressLine(bool shown_here = true) : enabled_(shown_here && isatty(STDERR_FILENO) != 0) {}
+  // On a terminal the line is redrawn in place at every update; into a file
+  // (a Slurm job's log, a batch script's redirect) a plain line is written
+  // every kLogInterval seconds instead, so a long search still says how
+  // far it is without flooding the log.
+  explicit ProgressLine(bool shown_here = true)
+      : enabled_(shown_here), terminal_(isatty(STDERR_FILENO) != 0) {}
   void update(const SearchProgress& p) {
     if (!enabled_) return;
+    if (!terminal_) {
+      if (p.elapsed_s < next_log_s_) return;
+      next_log_s_ = p.elapsed_s + kLogInterval;
+    }
     // best, the proven bound on the optimum and the gap between them
     // (a bound of 0 is none proven yet: "-").
     const bool found = p.best_iteration_s < 1e300;
@@ -55,22 +64,32 @@ class ProgressLine {
       std::snprintf(buf, sizeof buf, format, value);
       return std::string(buf);
     };
-    std::fprintf(stderr, "\r[%6.1fs] skeletons %lld/%lld  evaluated %lld  pruned %lld  best %s  bound %s  gap %s   ",
-                 p.elapsed_s, static_cast<long long>(p.done), static_cast<long long>(p.total),
-                 static_cast<long long>(p.evaluated), static_cast<long long>(p.pruned),
-                 found ? text("%.6g s", p.best_iteration_s).c_str() : "-",
-                 p.bound_s > 0 ? text("%.6g s", p.bound_s).c_str() : "-",
-                 found ? text("%.2f%%", 100 * search_gap(p.best_iteration_s, p.bound_s)).c_str() : "-");
+    const char* start = terminal_ ? "\r" : "progress ";
+    const char* end = terminal_ ? "   " : "\n";
+    if (p.initializing)
+      std::fprintf(stderr, "%s[%6.1fs] initialization: tasks %lld/%lld  best %s%s", start, p.elapsed_s,
+                   static_cast<long long>(p.done), static_cast<long long>(p.total),
+                   found ? text("%.6g s", p.best_iteration_s).c_str() : "-", end);
+    else
+      std::fprintf(stderr, "%s[%6.1fs] skeletons %lld/%lld  evaluated %lld  pruned %lld  best %s  bound %s  gap %s%s",
+                   start, p.elapsed_s, static_cast<long long>(p.done), static_cast<long long>(p.total),
+                   static_cast<long long>(p.evaluated), static_cast<long long>(p.pruned),
+                   found ? text("%.6g s", p.best_iteration_s).c_str() : "-",
+                   p.bound_s > 0 ? text("%.6g s", p.bound_s).c_str() : "-",
+                   found ? text("%.2f%%", 100 * search_gap(p.best_iteration_s, p.bound_s)).c_str() : "-", end);
     std::fflush(stderr);
-    shown_ = true;
+    shown_ = terminal_;
   }
   void finish() {
     if (shown_) std::fprintf(stderr, "\n");
   }
 
  private:
+  static constexpr double kLogInterval = 60;
   bool enabled_;
+  bool terminal_;
   bool shown_ = false;
+  double next_log_s_ = kLogInterval;
 };
 
 std::string format_top_table(const std::vector<Plan>& top) {
@@ -139,6 +158,7 @@ SearchOptions search_options(const SearchArgs& a, const std::atomic<bool>& stop,
   static_cast<SearchSettings&>(options) = a.settings.search;
   options.cancel = &stop;
   options.progress = [progress](const SearchProgress& p) { progress->update(p); };
+  options.initialization_progress = options.progress;
   return options;
 }
 

@@ -211,6 +211,19 @@ class SearchDriver {
             ++out.checkpoints_written;
           };
         }
+        // Rank 0 reports the initialization's rounds: on many groups it is
+        // most of the search, and a log with nothing in it for minutes
+        // reads as a hang.
+        if (root() && search_.initialization_progress)
+          prepare.round_done = [&](std::size_t done, std::size_t tasks, double best_s) {
+            SearchProgress p;
+            p.initializing = true;
+            p.done = static_cast<std::int64_t>(done);
+            p.total = static_cast<std::int64_t>(tasks);
+            p.best_iteration_s = best_s;
+            p.elapsed_s = clock_.seconds();
+            search_.initialization_progress(p);
+          };
         prepared_ = prepare_search(cost_, memory_, cache_, prepare);
       });
       // A stopped initialization holds part of the list: nothing to compare.

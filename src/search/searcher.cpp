@@ -1486,6 +1486,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // just seen. After the last, the caller saves what comes next.
     const std::size_t next_task = round + kTasksPerRound;
     if (options.save && next_task < tasks && (options.save_due() || options.stop())) save_progress(next_task);
+    if (options.round_done)
+      options.round_done(std::min(next_task, tasks), tasks,
+                         prepared.probes.empty() ? kInf : prepared.probes.front().predicted.iteration_time_s);
   }
   // The kept skeletons' bounds with each vpp's own memory and the tail
   // bounded with the pace (LoadBalancer::searched_lower_bound): where a

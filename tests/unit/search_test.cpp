@@ -814,6 +814,24 @@ TEST(Search, ProgressEndsAtTheTotal) {
   EXPECT_LT(seen.back().best_iteration_s, std::numeric_limits<double>::infinity());
 }
 
+TEST(Search, InitializationReportsItsRoundsApartFromTheSearch) {
+  SearchOptions options;
+  options.threads = 2;
+  options.progress_interval_s = 0;
+  std::vector<SearchProgress> rounds, skeletons;
+  options.initialization_progress = [&](const SearchProgress& p) { rounds.push_back(p); };
+  options.progress = [&](const SearchProgress& p) { skeletons.push_back(p); };
+  run_search(two_group_problem(6), options);
+  ASSERT_FALSE(rounds.empty());
+  ASSERT_FALSE(skeletons.empty());
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    EXPECT_TRUE(rounds[i].initializing);
+    EXPECT_GT(rounds[i].done, i == 0 ? 0 : rounds[i - 1].done);
+  }
+  EXPECT_EQ(rounds.back().done, rounds.back().total);  // every task walked
+  for (const SearchProgress& p : skeletons) EXPECT_FALSE(p.initializing);
+}
+
 TEST(Search, CancelStopsWithTheBestSoFar) {
   // Cancelled before the first skeleton: nothing found, and it says why.
   std::atomic<bool> cancel{true};

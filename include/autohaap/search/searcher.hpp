@@ -78,6 +78,9 @@ struct SearchProgress {
   // gap is (best - bound) / best (search_gap).
   double bound_s = 0;
   double elapsed_s = 0;
+  // During initialization done/total count its tasks (a group order and a
+  // micro-batch size each), not skeletons, and best is the probes' best.
+  bool initializing = false;
 };
 
 // The relative gap between the best iteration time found and a proven lower
@@ -88,6 +91,10 @@ double search_gap(double best_s, double bound_s);
 // The settings and what the caller hands the search at run time.
 struct SearchOptions : SearchSettings {
   std::function<void(const SearchProgress&)> progress;
+  // autohaap: after each round of the initialization (rank 0 only), with
+  // `initializing` set; apart from `progress`, whose reports are the
+  // search's skeletons.
+  std::function<void(const SearchProgress&)> initialization_progress;
   const std::atomic<bool>* cancel = nullptr;  // set by e.g. a signal handler: stop, keep the best so far
   LatencyCache* cache = nullptr;              // autohaap: reuse this cache (e.g. loaded from disk)
   // autohaap with a checkpoint: called once on rank 0 with the best plan
@@ -179,6 +186,10 @@ struct PrepareOptions {
   // thread; it may throw, which ends the initialization).
   std::function<bool()> save_due = [] { return false; };
   std::function<void(const InitProgress&)> save;
+  // After each whole round of tasks (on the calling thread): how many of
+  // the tasks are done and the best probe or dive plan so far (infinity:
+  // none), for a progress line. Must not throw.
+  std::function<void(std::size_t tasks_done, std::size_t tasks, double best_s)> round_done;
   // Shared by `participants` (e.g. the ranks of an MPI job): this one, the
   // `participant`-th, dives from every participants-th probe and walks its
   // blocks of each round, and exchange(its dives or round) returns every
