@@ -20,6 +20,7 @@
 #include "autohaap/io/launch_manifest.hpp"
 #include "autohaap/io/megatron_export.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"  // limits
 #include "autohaap/units.hpp"
 #include "commands.hpp"
 #include "plan_problem.hpp"
@@ -105,6 +106,10 @@ int run_export(const ExportArgs& a) {
   } else if (a.to == "hostfile") {
     text = format_hostfile(pp.plan, pp.problem.cluster);
   } else if (a.to == "launch-json") {
+    if (pp.plan.num_gpus() > limits::kMaxLaunchRanks)
+      throw InputError(a.plan_file, "stages", std::to_string(pp.plan.num_gpus()) + " GPUs",
+                       "at most " + std::to_string(limits::kMaxLaunchRanks) +
+                           " GPUs for --to launch-json (its manifest lists every rank and its peers)");
     text = launch_manifest_to_json(launch_manifest(pp.plan, pp.problem));
   } else if (a.to == "nodelist") {
     text = format_nodelist(pp.plan, pp.problem.cluster);

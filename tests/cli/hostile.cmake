@@ -26,6 +26,12 @@ file(WRITE ${_hostile}/huge_batch.yaml "global_batch: 1000000000\n")
 # replica sets of a million replicas each, at micro-batches of millions.
 file(WRITE ${_hostile}/million_nodes.yaml "groups:\n  - {device: a100-80gb, nodes: 524288, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/sixteen_million_batch.yaml "global_batch: 16777216\n")
+# A plan on all of them: its launch manifest would list four million ranks
+# (over 5 GB and a minute before it was refused).
+file(WRITE ${_hostile}/million_gpu_plan.yaml "format: autohaap-plan/1\nmodel: gpt3-1.3b\ncluster: million_nodes\n"
+     "global_batch: 16777216\nmicro_batch_size: 4194304\nnum_micro_batches: 4\nvpp: 1\nzero: 1\nstages:\n"
+     "  - {device: a100-80gb, group: 0, first_gpu: 0, gpus: 4194304, tp: 1, cp: 1, dp: 4194304, layers: [0, 24], "
+     "recompute: none}\n")
 file(WRITE ${_hostile}/inf_latency.csv "device,op,tp,micro_batch,seq_len,latency_ms\na100-40gb,layer,1,1,2048,inf\n")
 # A layer of gpt3-1.3b at one sequence of 2048 tokens does 24 s h^2 = 206.2
 # GFLOP of GEMMs and 4 s^2 h / 2 = 17.2 of causal attention: 223.3 GFLOP,
@@ -195,6 +201,7 @@ set(_hostile_cases
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
+  "hostile_million_gpu_launch_manifest|2|million_gpu_plan.yaml: stages: got '4194304 GPUs'. allowed: at most 262144 GPUs for --to launch-json|export|${_hostile}/million_gpu_plan.yaml|--to|launch-json|-m|gpt3-1.3b|-c|${_hostile}/million_nodes.yaml"
   "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far.*stopped_by +: time-limit|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
   "hostile_profile_impossible_tp|2|impossible_tp.csv: tp: got '3 .a100-80gb, layer.'. allowed: a tensor-parallel degree gpt3-1.3b can run|estimate|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/impossible_tp.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_faster_than_peak|2|faster_than_peak.csv: latency_ms: got '0.5 .a100-80gb, layer, tp 1, micro_batch 1, seq_len 2048.'. allowed: at least 0.7158 ms|search|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/faster_than_peak.csv"

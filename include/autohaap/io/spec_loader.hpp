@@ -106,6 +106,11 @@ inline constexpr int kMaxGlobalBatch = 1 << 24;
 inline constexpr int kMaxGpusPerNode = 1 << 10;
 // GPUs per cluster (all groups): the largest clusters built have ~200,000.
 inline constexpr int kMaxClusterGpus = 1 << 22;
+// Ranks of a launch manifest (export --to launch-json): every rank is
+// listed with its pipeline peers, about 800 bytes of JSON each and several
+// kilobytes while it is built, so 2^18 (more than any cluster built) take
+// 200 MB and 0.7 GB; a plan on 2^22 GPUs once took over 5 GB and a minute.
+inline constexpr int kMaxLaunchRanks = 1 << 18;
 // Bandwidths per GPU and direction (GB/s): 1 MB/s, slower than any link
 // sold, to 1 PB/s, faster than any. The lower bound keeps every transfer
 // time finite (a bandwidth of 1e-308 once gave infinite times and a crash).
