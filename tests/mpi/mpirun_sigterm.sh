@@ -21,6 +21,20 @@ wait_for_file "$checkpoint" "$job" 1500 ||
   fail "no checkpoint was written (output: $(cat "$work/out.txt" "$work/err.txt"))"
 kill -0 "$job" 2>/dev/null || fail "the search had already finished; use a longer case"
 kill -TERM "$job"
+# mpirun passes the signal on and kills the ranks about a second later. On a
+# loaded two-core machine it has been seen, rarely, to stay up after its
+# ranks had written the plan and ended: 20 s after the signal the session is
+# killed, as a batch system does after its grace period, and what was left
+# running is printed.
+for _ in $(seq 1 400); do
+  kill -0 "$job" 2>/dev/null || break
+  sleep 0.05
+done
+if kill -0 "$job" 2>/dev/null; then
+  echo "mpirun still running 20 s after SIGTERM; killing the session. Its processes:" >&2
+  for pid in $(session_pids "$job"); do echo "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2; done
+  kill -KILL -- "-$job" 2>/dev/null || true
+fi
 code=0
 wait "$job" || code=$?
 for _ in $(seq 1 100); do
