@@ -212,7 +212,9 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
     if (const rj::Value* v = r.optional(exec, key)) r.number(*v, ProfileReader::join("execution_time", key), false);
   }
   if (const rj::Value* v = r.optional(exec, "optimizer_time_ms"))
-    f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", false), "execution_time.optimizer_time_ms");
+    // Positive, as every layer time: a step of 0 ms measured nothing (it was
+    // once dropped without a word and the analytic step kept).
+    f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", true), "execution_time.optimizer_time_ms");
   if (const rj::Value* mem = r.optional(doc, "execution_memory")) {
     for (const char* key : {"total_memory", "total_memory_mb"}) {
       if (const rj::Value* v = r.optional(*mem, key)) r.number(*v, ProfileReader::join("execution_memory", key), false);

@@ -192,6 +192,14 @@ TEST_F(MetisProfileErrors, NegativeTime) {
   EXPECT_EQ(e.allowed(), "a positive number");
 }
 
+TEST_F(MetisProfileErrors, OptimizerStepOfNoTime) {
+  // A step of 0 ms measured nothing: once dropped without a word.
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"optimizer_time_ms\": 6.0", "\"optimizer_time_ms\": 0");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.optimizer_time_ms");
+  EXPECT_EQ(e.allowed(), "a positive number");
+}
+
 TEST_F(MetisProfileErrors, TimesPastTheBoundAreRefused) {
   // Finite, yet summed over every micro-batch and layer no longer would be.
   write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
