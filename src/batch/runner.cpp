@@ -35,20 +35,24 @@ void make_folder(const std::string& dir, const std::string& flag) {
 // A folder another manifest's batch wrote (its summary.json names that
 // manifest) is refused: this one's entries would replace those of the
 // same name and orphan the rest, and the summary would list this
-// manifest's alone. A summary that does not read is left to be rewritten.
-void check_folder_is_this_manifests(const std::string& out_dir, const Manifest& manifest) {
-  const fs::path summary = fs::path(out_dir) / "summary.json";
+// manifest's alone. A summary that does not read is rewritten, with a
+// warning, as a damaged result or cache file is.
+void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& manifest) {
+  const fs::path summary = fs::path(o.out_dir) / "summary.json";
   std::error_code ec;
   if (!fs::is_regular_file(summary, ec)) return;
   std::string written_for;
   try {
     const YAML::Node root = YAML::Load(read_file(summary.string()));
     if (root.IsMap() && root["manifest"] && root["manifest"].IsScalar()) written_for = root["manifest"].Scalar();
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    if (o.on_warning)
+      o.on_warning(summary.string() + " does not read (" + e.what() + "); it is written anew for manifest '" +
+                   manifest.name + "'");
     return;
   }
   if (!written_for.empty() && written_for != manifest.name)
-    throw InputError("command line", "--out", out_dir,
+    throw InputError("command line", "--out", o.out_dir,
                      "a new folder, or one written for manifest '" + manifest.name +
                          "' (this one holds the results of manifest '" + written_for + "': " + summary.string() + ")");
 }
@@ -223,7 +227,7 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
 BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& selected,
                       const BatchRunOptions& options) {
   make_folder(options.out_dir, "--out");
-  check_folder_is_this_manifests(options.out_dir, manifest);
+  check_folder_is_this_manifests(options, manifest);
   make_folder((fs::path(options.out_dir) / "results").string(), "--out");
   make_folder(cache_dir_of(options), options.cache_dir.empty() ? "--out" : "--cache");
 

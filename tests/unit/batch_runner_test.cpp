@@ -272,6 +272,15 @@ TEST_F(Batch, ADamagedResultFileIsReportedAndItsEntryRunAgain) {
   EXPECT_TRUE(read_entry_result(path("out/results/" + std::string(kSmall) + ".json")));
 }
 
+TEST_F(Batch, ADamagedSummaryIsReportedAndWrittenAnew) {
+  write("out/summary.json", "{\"format\": \"autohaap-batch-summary/1\", \"mani");
+  std::vector<std::string> warnings;
+  run_warned(warnings, {0});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("summary.json does not read"), std::string::npos) << warnings[0];
+  EXPECT_NE(read_file(path("out/summary.json")).find("\"manifest\""), std::string::npos);
+}
+
 TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
   ASSERT_EQ(run({0}).results[0].status, EntryStatus::found);
   const std::string plan = plan_path(options_.out_dir, kSmall);
