@@ -338,6 +338,10 @@ YAML::Node load_yaml_file(const std::string& path) {
                                                                : "no such file";
     throw InputError(path, "", what, "an existing YAML file");
   }
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxYamlFileBytes)
+    throw InputError(path, "", std::to_string(bytes) + " bytes",
+                     "a YAML file of at most " + std::to_string(kMaxYamlFileBytes >> 20) + " MiB");
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "unreadable", "a readable YAML file");
   std::ostringstream text;

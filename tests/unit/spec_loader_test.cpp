@@ -350,6 +350,17 @@ TEST_F(SpecLoader, DeviceFromBaseOverridesOnlyWhatIsGiven) {
   EXPECT_LT(hop.gemm_efficiency.back().efficiency, base.gemm_efficiency.back().efficiency);
 }
 
+TEST_F(SpecLoader, YamlFilesPastTheSizeLimitAreRefusedUnread) {
+  // A list of four million micro-batch sizes: 8 MiB of text, gigabytes as
+  // a YAML tree. Refused by its size, before it is parsed.
+  std::string list = "global_batch: 512\nmicro_batch_sizes: [1";
+  while (list.size() <= kMaxYamlFileBytes) list += ",1";
+  list += "]\n";
+  const std::string path = write("huge.yaml", list);
+  EXPECT_INPUT_ERROR(load_training(path), "", std::to_string(list.size()) + " bytes");
+  EXPECT_INPUT_ERROR(validate_file(path), "", std::to_string(list.size()) + " bytes");
+}
+
 TEST_F(SpecLoader, DeviceErrors) {
   EXPECT_INPUT_ERROR(load_device(write("a.yaml", "architecture: volta\nmemory_GiB: 24\npeak_tflops: 100\n"
                                                  "peak_fp32_tflops: 20\npcie_GBps: 32\n")),

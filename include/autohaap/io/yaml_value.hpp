@@ -13,6 +13,8 @@
 // lookup per access, O(keys) for check_keys.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,9 +132,17 @@ std::string describe_double(Bound bound);
 
 // Parses a whole YAML file; a missing file or malformed YAML becomes an
 // InputError (malformed: key "line L, column C", value = parser message;
-// nested past the parser's depth limit: value and allowed name the limit).
+// nested past the parser's depth limit: value and allowed name the limit;
+// larger than kMaxYamlFileBytes: refused before it is parsed).
 // The one way user YAML is parsed.
 YAML::Node load_yaml_file(const std::string& path);
+
+// The largest YAML file read: yaml-cpp's tree takes about 300 bytes of
+// memory a byte of text (a 10 MB training file of a 5-million-entry list
+// took 3.2 GB and 20 s before it was refused), and the largest spec or plan
+// written on purpose (a model of 1,024 listed layers, a plan of 1,024
+// stages with its specs) is a few hundred kilobytes.
+inline constexpr std::uintmax_t kMaxYamlFileBytes = 4u << 20;
 // The same for text in memory; `source` names it in messages.
 YAML::Node parse_yaml(const std::string& text, const std::string& source);
 
