@@ -522,14 +522,27 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   const PruneRule memory_rule = largest_of(
       {PruneRule::stage_cannot_hold_one_layer, PruneRule::capacity_below_layers, PruneRule::no_feasible_split});
   if (report.count(memory_rule) == 0) {
-    const PruneRule rule = largest_of({PruneRule::micro_batch_not_dividing_batch, PruneRule::tp_exceeds_node,
-                                       PruneRule::tp_not_dividing_heads, PruneRule::dp_not_dividing_micro_batch,
-                                       PruneRule::not_profiled, PruneRule::not_runnable,
-                                       PruneRule::more_stages_than_layers});
+    const std::initializer_list<PruneRule> structural = {
+        PruneRule::micro_batch_not_dividing_batch, PruneRule::tp_exceeds_node,   PruneRule::tp_not_dividing_heads,
+        PruneRule::dp_not_dividing_micro_batch,    PruneRule::not_profiled,      PruneRule::not_runnable,
+        PruneRule::more_stages_than_layers};
+    const PruneRule rule = largest_of(structural);
     std::snprintf(buffer, sizeof buffer, "no valid plan: %lld of %lld candidate skeletons removed because %s (%s)",
                   static_cast<long long>(report.count(rule)), static_cast<long long>(report.considered), describe(rule),
                   to_string(rule));
-    return buffer;
+    // Every skeleton broke some rule: where the largest is not all of them,
+    // the others say what else would have to change (a node size that
+    // splits into no stage breaks several at once).
+    std::vector<PruneRule> others;
+    for (PruneRule r : structural)
+      if (r != rule && report.count(r) > 0) others.push_back(r);
+    std::stable_sort(others.begin(), others.end(),
+                     [&](PruneRule a, PruneRule b) { return report.count(a) > report.count(b); });
+    std::string reason = buffer;
+    for (std::size_t i = 0; i < others.size(); ++i)
+      reason += (i == 0 ? "; the others: " : ", ") + std::string(to_string(others[i])) + " " +
+                std::to_string(report.count(others[i]));
+    return reason;
   }
   const PruneRule rule = memory_rule;
   const int top = static_cast<int>(rule);

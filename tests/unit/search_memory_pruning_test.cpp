@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "autohaap/io/search_serialization.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/search/memory_pruning.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "search_fixtures.hpp"
@@ -237,6 +238,24 @@ TEST(MemoryPruning, ReasonNamesAStructuralRuleWhenThatIsTheCause) {
   EXPECT_TRUE(list.skeletons.empty());
   const std::string reason = infeasible_reason(cost, list.report);
   EXPECT_NE(reason.find("micro-batch size does not divide the global batch"), std::string::npos) << reason;
+}
+
+TEST(MemoryPruning, ReasonCountsEveryOtherRuleThatRemovedSkeletons) {
+  // gpt3-1.3b on nodes of 1,000 GPUs: no rule removes them all; the reason
+  // names the largest and counts the rest, as --explain's table does.
+  Problem problem = load_problem("gpt3-1.3b", "a100x8", "");
+  problem.cluster.groups[0].nodes = 4;
+  problem.cluster.groups[0].gpus_per_node = 1000;
+  const CostModel cost(problem);
+  const SkeletonList list = initialize_skeletons(SearchSpace(problem), nullptr);
+  EXPECT_TRUE(list.skeletons.empty());
+  const PruneReport& r = list.report;
+  const std::string reason = infeasible_reason(cost, r);
+  ASSERT_GT(r.count(PruneRule::tp_not_dividing_heads), r.count(PruneRule::dp_not_dividing_micro_batch));
+  ASSERT_GT(r.count(PruneRule::dp_not_dividing_micro_batch), 0);
+  const std::string others = "; the others: dp_not_dividing_micro_batch " +
+                             std::to_string(r.count(PruneRule::dp_not_dividing_micro_batch));
+  EXPECT_NE(reason.find("(tp_not_dividing_heads)" + others), std::string::npos) << reason;
 }
 
 TEST(MemoryPruning, ReportsMergeAndSerialize) {
