@@ -42,44 +42,79 @@ long long most_useful_gpus(const Problem& problem, const NodeGroup& g) {
   return stages * tp * std::max(1LL, replicas);
 }
 
+// Every way to cut `total` GPUs of a group into equal stages of (tp, dp),
+// appended to `out`: stage sizes that divide a node or are whole nodes
+// (and divide a part of a merged group).
+void append_layouts(int group, const NodeGroup& g, int total, std::vector<GroupLayout>& out) {
+  const int part = g.part_gpus();
+  for (int k = 1; k <= total; ++k) {
+    if (total % k != 0) continue;
+    const int size = total / k;
+    if ((g.parts > 1 && part % size != 0) || !valid_stage_size(size, g.gpus_per_node)) continue;
+    for (int tp = 1; tp <= size; ++tp) {
+      if (size % tp != 0) continue;
+      out.push_back({group, k, size, tp, size / tp});
+    }
+  }
+}
+
+// Whether `total` GPUs of the group make at least one layout that breaks no
+// structural rule (the stage rules of parallel_rules.hpp, at some
+// micro-batch size B the search tries, with the least cp that lets its
+// replicas divide B, as layout_rule has it; no more stages than layers).
+bool offers_a_runnable_layout(const Problem& problem, int group, const NodeGroup& g, int total) {
+  std::vector<GroupLayout> layouts;
+  append_layouts(group, g, total, layouts);
+  const TrainingSpec& t = problem.training;
+  const int most_stages = std::max(1, std::min(problem.model.layers, max_pipeline_stages(problem)));
+  for (const GroupLayout& l : layouts) {
+    if (l.stages > most_stages) continue;
+    for (const int b : t.micro_batch_sizes) {
+      // Per replica, a pipeline micro-batch is b sequences on each of the
+      // stage's dp replicas (searched_micro_batches).
+      const long long B = t.micro_batch_per_replica ? static_cast<long long>(b) * l.dp : b;
+      if (B < 1 || B > t.global_batch || t.global_batch % B != 0) continue;
+      const int micro_batch = static_cast<int>(B);
+      if (!broken_stage_rule(problem.model, problem.seq_len(), &g,
+                             stage_degrees(problem, group, l.tp, l.dp, micro_batch), micro_batch))
+        return true;
+    }
+  }
+  return false;
+}
+
 // A group of several parts (a merged group, NodeGroup::parts) is used
 // whole parts at a time, its first `used` ones, and a stage never crosses a
 // part: the stage size divides a part.
 // A group of one part is used whole, and also by its first 2^j nodes for
 // the largest such count that is below its node count and within what a
-// plan can use, when the group itself is not a power-of-two node count or
-// is larger than any plan can use. Why: a group whose size does not factor
-// into (stages, tp, dp) the batch allows (171 nodes of 8 GPUs: 1368 =
-// 2^3 * 3^2 * 19) had no plan at all, and one larger than the batch can
+// plan can use, when the group itself is not a power-of-two node count, is
+// larger than any plan can use, or makes no layout the stage rules allow;
+// that prefix is halved while it makes none either. Why: a group whose
+// size does not factor into (stages, tp, dp) the batch allows (171 nodes
+// of 8 GPUs: 1368 = 2^3 * 3^2 * 19; 2 nodes of 7 GPUs for a 12-layer model,
+// whose stages of 1 GPU are too many and of 7 have dp 7) had no plan at
+// all where fewer of its nodes had one, and one larger than the batch can
 // feed made more GPUs give a slower plan; one extra size per group keeps
 // the space (and the search time) within 2^groups of the whole-group one.
 std::vector<GroupLayout> raw_layouts(const Problem& problem, int group, const NodeGroup& g) {
-  std::vector<GroupLayout> out;
-  const int part = g.part_gpus();
   std::vector<int> totals;  // GPUs used, ascending
   if (g.parts > 1) {
-    for (int used = 1; used <= g.parts; ++used) totals.push_back(used * part);
+    for (int used = 1; used <= g.parts; ++used) totals.push_back(used * g.part_gpus());
   } else {
     const long long most = most_useful_gpus(problem, g);
     const bool power_of_two = (g.nodes & (g.nodes - 1)) == 0;
-    if (!power_of_two || g.gpus() > most) {
+    if (!power_of_two || g.gpus() > most || !offers_a_runnable_layout(problem, group, g, g.gpus())) {
       long long nodes = 1;
       while (nodes * 2 < g.nodes && nodes * 2 * g.gpus_per_node <= most) nodes *= 2;
+      while (nodes > 1 && !offers_a_runnable_layout(problem, group, g, static_cast<int>(nodes) * g.gpus_per_node))
+        nodes /= 2;
       if (nodes < g.nodes && nodes * g.gpus_per_node <= most) totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
     }
     totals.push_back(g.gpus());
   }
-  for (const int total : totals) {
-    for (int k = 1; k <= total; ++k) {
-      if (total % k != 0) continue;
-      const int size = total / k;
-      if ((g.parts > 1 && part % size != 0) || !valid_stage_size(size, g.gpus_per_node)) continue;
-      for (int tp = 1; tp <= size; ++tp) {
-        if (size % tp != 0) continue;
-        out.push_back({group, k, size, tp, size / tp});
-      }
-    }
-  }
+  std::vector<GroupLayout> out;
+  for (const int total : totals) append_layouts(group, g, total, out);
   return out;
 }
 

@@ -48,6 +48,32 @@ TEST(SearchSpace, StagesFitInANodeOrAreWholeNodes) {
   for (const GroupLayout& l : four_space.layouts(0)) EXPECT_EQ(l.stages * l.gpus_per_stage, 32);
 }
 
+TEST(SearchSpace, GroupsWithNoRunnableLayoutAlsoOfferTheNodesThatHaveOne) {
+  // 2 nodes of 7 GPUs (a power of two, fewer GPUs than a plan can use) for
+  // an 8-layer model and B <= 4: stages of 1 GPU are 14, more than the
+  // layers; of 7 GPUs (a node) tp 7 divides no head count and dp 7 no B;
+  // 14 GPUs have dp 14 or tp beyond a node. So the whole group runs no
+  // plan, and its first node (7 stages of 1 GPU) is offered too.
+  const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 2, 7)});
+  ASSERT_EQ(p.model.layers, 8);
+  std::set<int> used;
+  const SearchSpace space(p);
+  for (const GroupLayout& l : space.layouts(0)) used.insert(l.stages * l.gpus_per_stage);
+  EXPECT_EQ(used, (std::set<int>{7, 14}));
+  bool one_node_of_single_gpu_stages = false;
+  for (const GroupLayout& l : space.layouts(0))
+    one_node_of_single_gpu_stages |= l.stages == 7 && l.gpus_per_stage == 1;
+  EXPECT_TRUE(one_node_of_single_gpu_stages);
+
+  // 4 nodes of 7: 28 and 14 GPUs run nothing either, so the prefix is
+  // halved down to the one node that does.
+  const Problem four = problem_with({make_node_group(catalog_device("a100-80gb"), 4, 7)});
+  std::set<int> four_used;
+  const SearchSpace four_space(four);
+  for (const GroupLayout& l : four_space.layouts(0)) four_used.insert(l.stages * l.gpus_per_stage);
+  EXPECT_EQ(four_used, (std::set<int>{7, 28}));
+}
+
 TEST(SearchSpace, GroupsLargerThanAnyPlanOfferWhatAPlanCanUse) {
   // 171 nodes of 8 GPUs (1368 = 2^3 * 3^2 * 19 GPUs) for a model of 8
   // layers and micro-batches of at most 4 sequences: a plan uses at most
