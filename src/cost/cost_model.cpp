@@ -134,6 +134,24 @@ bool crosses_node(int first_gpu, int gpus, int gpus_per_node) {
   return first_gpu / gpus_per_node != (first_gpu + gpus - 1) / gpus_per_node;
 }
 
+// The most of the GPUs [first_gpu, first_gpu + gpus) that one node holds: a
+// range that starts or ends inside a node holds less of it (a stage of 8
+// GPUs from GPU 4 on nodes of 8 has 4 on each of two nodes, and its dp
+// ring leaves each node, where one aligned on a node never does).
+int most_gpus_on_one_node(int first_gpu, int gpus, int gpus_per_node) {
+  const int first_node = first_gpu / gpus_per_node, last_node = (first_gpu + gpus - 1) / gpus_per_node;
+  if (first_node == last_node) return gpus;
+  if (last_node - first_node >= 2) return gpus_per_node;  // a whole node between
+  return std::max((first_node + 1) * gpus_per_node - first_gpu, first_gpu + gpus - last_node * gpus_per_node);
+}
+
+// The replicas of a data-parallel ring that share one node, for a stage (or
+// one group's replica sets) on GPUs [first_gpu, first_gpu + gpus) with
+// `replicas` replicas of tp GPUs each.
+int replicas_per_node(int first_gpu, int gpus, int tp, int replicas, int gpus_per_node) {
+  return std::max(1, std::min(replicas, most_gpus_on_one_node(first_gpu, gpus, gpus_per_node) / tp));
+}
+
 }  // namespace
 
 // The per-layer times of layers priced one by one, by what a layer's time
@@ -796,7 +814,7 @@ static Link replica_sets_dp_link(const ClusterSpec& c, const StagePlan& s, const
       begin = std::min(begin, o.first_gpu);
       end = std::max(end, o.first_gpu + o.gpus);
     }
-    const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
+    const int dp_per_node = replicas_per_node(begin, end - begin, s.tp, replicas, g.gpus_per_node);
     links.push_back(crosses_node(begin, end - begin, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, p)
                                                                       : tp_link(g, p));
   }
@@ -959,10 +977,11 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
 Link CostModel::stage_dp_link(const StagePlan& s) const {
   // Data parallelism: each tp rank's gradient reduction spans its dp·cp
   // replicas (cp ranks hold the same weights), gpus_per_node / tp of them
-  // per node (ranks are ordered tp fastest, then cp, then dp).
+  // per node (ranks are ordered tp fastest, then cp, then dp), fewer where
+  // the stage starts or ends inside a node.
   const NodeGroup& g = problem_.cluster.groups.at(s.group);
   const int replicas = s.dp * s.cp;
-  const int dp_per_node = std::max(1, std::min(replicas, g.gpus_per_node / s.tp));
+  const int dp_per_node = replicas_per_node(s.first_gpu, s.gpus, s.tp, replicas, g.gpus_per_node);
   return crosses_node(s.first_gpu, s.gpus, g.gpus_per_node) ? collective_link(g, replicas, dp_per_node, parameters_)
                                                              : tp_link(g, parameters_);
 }

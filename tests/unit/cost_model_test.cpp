@@ -670,6 +670,16 @@ TEST(CostModel, DataParallelSyncOverEveryNicOfTheNodes) {
   plan.stages = {StagePlan{0, "flat", 0, 8, 4, 2, 0, 2, Recompute::none}};
   EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 2 * 10e-6 + 2.0 * 1 / 2 * 16e6 / 4 / nic, 1e-15);
 
+  // A stage of 4 GPUs from GPU 2 (a plan written by hand, or estimate's
+  // stages laid end to end on odd nodes) holds 2 GPUs of each node: its
+  // ring of 4 leaves both nodes, 2 GPUs a node on the node's 4 NICs (2 x
+  // 25 GB/s a GPU), tree latency 2·log2(4) = 4 steps. The same stage from
+  // GPU 0 stays on NVLink.
+  plan.stages = {StagePlan{0, "flat", 2, 4, 1, 4, 0, 2, Recompute::none}};
+  EXPECT_NEAR(cm.stage(plan, 0).dp_sync_s, 4 * 10e-6 + 2.0 * 3 / 4 * 16e6 / std::min(2 * nic, nvlink), 1e-15);
+  plan.stages[0].first_gpu = 0;
+  EXPECT_LT(cm.stage(plan, 0).dp_sync_s, 4 * 10e-6 + 2.0 * 3 / 4 * 16e6 / std::min(2 * nic, nvlink));
+
   // Overlapped with the backward, only what the backward cannot hide stays.
   p.training.overlap_grad_reduce = true;
   CostModel overlapped(p);
