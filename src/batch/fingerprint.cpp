@@ -1,6 +1,7 @@
 #include "autohaap/batch/fingerprint.hpp"
 
 #include "autohaap/cost/cost_parameters.hpp"
+#include "autohaap/search/search_options.hpp"
 
 namespace autohaap {
 std::string canonical_text(const Problem& problem) {
@@ -42,11 +43,16 @@ std::string problem_fingerprint(const Problem& problem) {
 
 std::string input_fingerprint(const Problem& problem, const BatchOptions& options) {
   CanonicalText l;
-  l.add("problem", problem_fingerprint(problem))
-      .add("strategy", options.strategy)
-      .add("top", options.top_k)
-      .add("time_limit_s", options.time_limit_s)
-      .add("max_skeletons", options.max_skeletons);
+  l.add("problem", problem_fingerprint(problem));
+  // Every search option a manifest sets, by its manifest key, but the
+  // thread count: the answer does not depend on it (the search is
+  // deterministic whatever its threads), and every other one can change it
+  // (a tighter gap, mixed stages switched off, another skeleton limit).
+  const SearchConfig config{options, {}};
+  for (const SearchOption& option : kSearchOptions) {
+    if (!option.in_manifest || option.name == "threads") continue;
+    std::visit([&](auto member) { l.add(manifest_key(option), setting(config, member)); }, option.member);
+  }
   return hex64(fnv1a64(l.str()));
 }
 

@@ -88,6 +88,16 @@ TEST_F(BatchFingerprint, InputsCountTheOptionsThatChangeTheAnswer) {
   BatchOptions limit = o;
   limit.time_limit_s = 10;
   EXPECT_NE(base, input_fingerprint(p, limit));
+  // A result proven within 50% must not stand for one asked within 0.
+  BatchOptions gap = o;
+  gap.gap = 0.5;
+  EXPECT_NE(base, input_fingerprint(p, gap));
+  BatchOptions mixed = o;
+  mixed.mixed_stages = false;
+  EXPECT_NE(base, input_fingerprint(p, mixed));
+  BatchOptions skeletons = o;
+  skeletons.max_skeletons = 1000;
+  EXPECT_NE(base, input_fingerprint(p, skeletons));
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 //                        measured profiles: what a latency-cache entry
 //                        depends on.
 //   input_fingerprint    the problem plus the search options that change the
-//                        answer (strategy, top, time limit; not threads: the
-//                        result does not depend on them).
+//                        answer: every manifest option of kSearchOptions
+//                        (strategy, top, time limit, gap, mixed stages, max
+//                        skeletons) but threads, on which the result does
+//                        not depend.
 //
 // The hash is 64-bit FNV-1a over a canonical text form (numbers printed with
 // round-trip precision), written as 16 hex digits: the specs' own
