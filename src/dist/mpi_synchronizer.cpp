@@ -40,14 +40,30 @@ std::optional<InitProgress> MpiSynchronizer::restored_initialization() {
     payload.value.push_back(std::move(restored_->init));
     // What is left of it names no list: the list is built anew.
     restored_.reset();
+  } else if (group_.rank() == 0 && restored_ && restored_->init.tasks > 0 &&
+             restored_->init.next_task == restored_->init.tasks) {
+    // A search-phase checkpoint with its whole initialization: the list is
+    // rebuilt from it (no round walked again) and its chunks then restored.
+    payload.value.push_back(restored_->init);
+    walked_ = std::move(restored_->init);
+    restored_->init = InitProgress{};
   }
   group_.broadcast(payload, 0);
   if (payload.value.empty()) return std::nullopt;
   const InitProgress& p = payload.value.front();
-  note("resuming the initialization from checkpoint " + settings_.checkpoint_path + ": " +
-       std::to_string(p.next_task) + " of " + std::to_string(p.tasks) + " tasks walked, " +
-       std::to_string(p.kept.size()) + " skeletons kept");
+  if (p.next_task == p.tasks)
+    note("resuming from checkpoint " + settings_.checkpoint_path + ": its initialization (" +
+         std::to_string(p.tasks) + " tasks, " + std::to_string(p.kept.size()) +
+         " skeletons kept) restored, not walked again");
+  else
+    note("resuming the initialization from checkpoint " + settings_.checkpoint_path + ": " +
+         std::to_string(p.next_task) + " of " + std::to_string(p.tasks) + " tasks walked, " +
+         std::to_string(p.kept.size()) + " skeletons kept");
   return std::move(payload.value.front());
+}
+
+void MpiSynchronizer::keep_walked_initialization(InitProgress progress) {
+  if (group_.rank() == 0 && !settings_.checkpoint_path.empty()) walked_ = std::move(progress);
 }
 
 std::vector<InitRound> MpiSynchronizer::exchange_initialization(const InitRound& mine) {
@@ -171,8 +187,12 @@ std::optional<SearchFailure> MpiSynchronizer::write_checkpoint(const SearchState
   checkpoint.evaluated = state.evaluated;
   checkpoint.pruned = state.pruned;
   checkpoint.cache = state.cache;
+  // The whole initialization, for a resume to skip (moved in and back: it
+  // may be most of the file).
+  checkpoint.init = std::move(walked_);
   const std::optional<SearchFailure> failure =
       try_step([&] { dist::write_checkpoint(settings_.checkpoint_path, checkpoint); }, group_.rank());
+  walked_ = std::move(checkpoint.init);
   if (!failure && final)
     note("checkpoint written to " + settings_.checkpoint_path + ": " + std::to_string(checkpoint.chunks_done()) + " of " +
          std::to_string(checkpoint.chunk_done.size()) + " chunks done");

@@ -47,6 +47,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   void open() override;
   std::optional<InitProgress> restored_initialization() override;
   void write_initialization(const InitProgress& progress) override;
+  void keep_walked_initialization(InitProgress progress) override;
   void check_list(const std::vector<Skeleton>& skeletons) override;
   std::optional<SearchFailure> share_chunks(const std::vector<Skeleton>& skeletons, std::size_t count,
                                             SearchState& state) override;
@@ -75,6 +76,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   const DistributedSettings settings_;
   const std::function<void(const std::string&)> note_;
   std::optional<SearchCheckpoint> restored_;  // rank 0: read by open()
+  InitProgress walked_;  // rank 0, with a checkpoint: the whole initialization, once walked
   std::uint64_t skeletons_ = 0;               // the list's size and digest, for checkpoints
   std::uint64_t digest_ = 0;
 };

@@ -503,6 +503,24 @@ SkeletonList initialize_skeletons(const SearchSpace& space, const MemoryPruner* 
 
 // ---------------------------------------------------------------------------
 
+StaticStateFloor static_state_floor(const CostModel& cost) {
+  // Weights, gradients and optimizer states of the whole model with no
+  // data parallelism (ZeRO cannot shard anything then, and replicas only add
+  // copies), spread evenly over every GPU of the cluster: no plan can need
+  // less static memory on its fullest GPU.
+  const Problem& problem = cost.problem();
+  const StageShape lean{0, 1, 1, Recompute::full};
+  double static_bytes = cost.edge_memory(lean, 1, true, true).static_bytes;
+  for (int l = 0; l < problem.model.layers; ++l) static_bytes += cost.layer_memory(lean, 1, l).static_bytes;
+  StaticStateFloor out;
+  for (int g = 1; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
+    if (cost.capacity_bytes(g) > cost.capacity_bytes(out.largest_group)) out.largest_group = g;
+  }
+  out.need_GiB = static_bytes / std::max(1, problem.cluster.total_gpus()) / kGiB + problem.training.headroom_GiB;
+  out.largest_GiB = cost.capacity_bytes(out.largest_group) / kGiB;
+  return out;
+}
+
 std::string infeasible_reason(const CostModel& cost, const PruneReport& report) {
   const Problem& problem = cost.problem();
   char buffer[640];
@@ -546,22 +564,11 @@ std::string infeasible_reason(const CostModel& cost, const PruneReport& report) 
   }
   const PruneRule rule = memory_rule;
   const int top = static_cast<int>(rule);
-  // Weights, gradients and optimizer states of the whole model with no
-  // data parallelism (ZeRO cannot shard anything then, and replicas only add
-  // copies), spread evenly over every GPU of the cluster: no plan can need
-  // less static memory on its fullest GPU.
   const ModelSpec& model = problem.model;
-  const StageShape lean{0, 1, 1, Recompute::full};
-  double static_bytes = cost.edge_memory(lean, 1, true, true).static_bytes;
-  for (int l = 0; l < model.layers; ++l) static_bytes += cost.layer_memory(lean, 1, l).static_bytes;
+  const StaticStateFloor floor = static_state_floor(cost);
   const int gpus = problem.cluster.total_gpus();
-  int largest = 0;
-  for (int g = 1; g < static_cast<int>(problem.cluster.groups.size()); ++g) {
-    if (cost.capacity_bytes(g) > cost.capacity_bytes(largest)) largest = g;
-  }
-  const double need = static_bytes / std::max(1, gpus) / kGiB + problem.training.headroom_GiB;
-  const double have = cost.capacity_bytes(largest) / kGiB;
-  const char* device = problem.cluster.groups[largest].device.name.c_str();
+  const double need = floor.need_GiB, have = floor.largest_GiB;
+  const char* device = problem.cluster.groups[floor.largest_group].device.name.c_str();
   if (need > have) {
     std::snprintf(buffer, sizeof buffer,
                   "%s does not fit: its weights, gradients and optimizer states alone need %.1f GiB per GPU even "

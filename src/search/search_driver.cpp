@@ -175,6 +175,7 @@ class SearchDriver {
       return false;
     }
     bool init_checkpointed = resume.has_value();  // the file holds an initialization's progress
+    out.initialization_restored = resume && resume->tasks > 0 && resume->next_task == resume->tasks;
     start_counters_ = cache_.counters();
     // Agreed before the initialization, whose rounds every participant
     // must reach.
@@ -203,6 +204,7 @@ class SearchDriver {
         // interval (every participant's is the same); a write error ends
         // the initialization on every participant.
         if (root() && checkpointing()) {
+          prepare.walked = [&](const InitProgress& progress) { sync_.keep_walked_initialization(progress); };
           prepare.save_due = [&] { return clock_.seconds() - last_checkpoint_s_ >= sync_.checkpoint_interval_s(); };
           prepare.save = [&](const InitProgress& progress) {
             sync_.write_initialization(progress);

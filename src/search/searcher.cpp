@@ -777,6 +777,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     return overflow.load(std::memory_order_relaxed) || gap_met.load(std::memory_order_relaxed) || options.stop();
   };
 
+  // No plan holds the model's static state even spread over every GPU
+  // (static_state_floor): every skeleton breaks the memory rules, which the
+  // walk (minutes on many groups) would find out one by one. The same on
+  // every participant, so none waits at an exchange.
+  if (const StaticStateFloor floor = static_state_floor(cost); floor.need_GiB > floor.largest_GiB) {
+    prepared.prune.considered = static_cast<std::int64_t>(
+        std::min<std::uint64_t>(space.raw_size(), static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    prepared.prune.add(PruneRule::capacity_below_layers, prepared.prune.considered);
+    return prepared;
+  }
   if (must_stop()) {
     // Alone, nothing more to do; sharing the rounds, the others hear of it
     // at the first exchange, which every participant must reach.
@@ -1390,7 +1400,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   if (first_task >= tasks) rethrow(pending);
   // The progress of every round before `next_task` (a multiple of
   // kTasksPerRound), for a resumed initialization to go on from.
-  auto save_progress = [&](std::size_t next_task) {
+  auto progress_at = [&](std::size_t next_task) {
     InitProgress progress;
     progress.next_task = next_task;
     progress.tasks = tasks;
@@ -1401,7 +1411,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     progress.cut_at = cut_at;
     progress.dropped_bound_s = prepared.dropped_bound_s;
     progress.limit_cutoff_s = limit_cutoff;
-    catch_into(pending, [&] { options.save(progress); });
+    return progress;
+  };
+  auto save_progress = [&](std::size_t next_task) {
+    catch_into(pending, [&] { options.save(progress_at(next_task)); });
   };
   // The probes and dives ran to their end (or were restored): a resumed
   // initialization does not run them again, so only then is progress saved.
@@ -1489,6 +1502,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     if (options.round_done)
       options.round_done(std::min(next_task, tasks), tasks,
                          prepared.probes.empty() ? kInf : prepared.probes.front().predicted.iteration_time_s);
+  }
+  if (options.walked && probes_complete && !stopped.load() && !must_stop()) {
+    options.walked(progress_at(tasks));
   }
   // The kept skeletons' bounds with each vpp's own memory and the tail
   // bounded with the pace (LoadBalancer::searched_lower_bound): where a

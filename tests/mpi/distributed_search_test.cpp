@@ -191,6 +191,10 @@ TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
     alone.checkpoint_path = copy;
     const DistributedResult r = run_distributed_search(p, alone, nullptr);
     EXPECT_TRUE(r.resumed);
+    // Stopped after its initialization: the file holds it whole, and the
+    // resume rebuilds the same list (the chunks and the plans match)
+    // without walking a round again.
+    EXPECT_TRUE(r.initialization_restored);
     EXPECT_EQ(r.chunks_restored, stopped.chunks_searched);
     EXPECT_EQ(r.chunks_restored + r.chunks_searched, r.chunks);
     EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected));
@@ -202,12 +206,14 @@ TEST(DistributedSearch, StoppedSearchResumesFromItsCheckpoint) {
   o.search.progress = nullptr;
   const DistributedResult resumed = run_distributed_search(p, o, g_session);
   EXPECT_TRUE(resumed.resumed);
+  EXPECT_TRUE(resumed.initialization_restored);
   EXPECT_EQ(resumed.result.status, PlanStatus::found);
   if (g_session->rank() == 0) {
     EXPECT_EQ(resumed.chunks_restored, stopped.chunks_searched);
     EXPECT_EQ(cereal_bytes(without_stats(resumed.result.top)), cereal_bytes(expected));
     // The final checkpoint holds the finished search: a third run redoes nothing.
     const DistributedResult again = run_distributed_search(p, o, nullptr);
+    EXPECT_TRUE(again.initialization_restored);
     EXPECT_EQ(again.chunks_restored, again.chunks);
     EXPECT_EQ(again.chunks_searched, 0);
     EXPECT_EQ(cereal_bytes(without_stats(again.result.top)), cereal_bytes(expected));

@@ -4,7 +4,8 @@
 # kills the whole job with SIGKILL once the first checkpoint is on disk,
 # then runs the same command again: it must resume, and write the plan an
 # uninterrupted run writes. PHASE is where the first checkpoint falls:
-# `search` (it must say how many chunks it restored: some, not all) or
+# `search` (it must say how many chunks it restored: some, not all, and
+# that it restored the initialization without walking it again) or
 # `initialization` (how many of the initialization's tasks were walked:
 # some, not all).
 source "$(dirname "$0")/common.sh"
@@ -43,7 +44,11 @@ done
 
 run "$@" >"$work/resumed.out" 2>&1 || fail "resumed run failed: $(cat "$work/resumed.out")"
 if [[ $phase == search ]]; then
-  line=$(grep "resuming from checkpoint" "$work/resumed.out") || fail "the rerun did not resume its search"
+  # Killed after its initialization: the checkpoint holds it whole, and
+  # the rerun does not walk it again.
+  grep -q "its initialization (.*) restored, not walked again" "$work/resumed.out" ||
+    fail "the rerun walked the initialization again: $(cat "$work/resumed.out")"
+  line=$(grep "resuming from checkpoint.*chunks restored" "$work/resumed.out") || fail "the rerun did not resume its search"
   pattern='.*: ([0-9]+) of ([0-9]+) chunks restored, ([0-9]+) to search'
   done_part=$(sed -E "s/$pattern/\1/" <<<"$line")
   left=$(sed -E "s/$pattern/\3/" <<<"$line")

@@ -1,6 +1,6 @@
 // SearchCheckpoint: the state of a distributed search at an exchange —
-// which chunks of the skeleton list are finished, the best plans so far and
-// the latency cache — saved so a killed or requeued job resumes where it
+// which chunks of the skeleton list are finished, the best plans so far,
+// the latency cache and the finished initialization — saved so a killed or requeued job resumes where it
 // stopped and still prints the plan an uninterrupted run prints. While the
 // initialization runs (on many node groups most of a search), it holds
 // that instead (`initializing`, InitProgress: the rounds of tasks walked,
@@ -63,7 +63,10 @@ struct SearchCheckpoint {
   PruneReport pruned;                      // search-phase skips so far (bound, no split)
   CacheDelta cache;                        // latency cache entries
   // Saved during the initialization: only `init` (and the fingerprint and
-  // inputs) mean anything; there is no list and no chunk yet.
+  // inputs) mean anything; there is no list and no chunk yet. Saved during
+  // the search: `init` is the whole initialization (next_task == tasks),
+  // from which a resume rebuilds the list without walking a round again
+  // (a kill loses at most an interval, not the initialization's minutes).
   bool initializing = false;
   InitProgress init;
 

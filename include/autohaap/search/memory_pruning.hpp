@@ -245,6 +245,17 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
 void stream_structural_skeletons(const SearchSpace& space, const std::function<void(Skeleton&&)>& visit,
                                  const std::function<bool()>& stop);
 
+// The least static memory any plan needs on its fullest GPU: the whole
+// model's weights, gradients and optimizer states spread evenly over every
+// GPU of the cluster (headroom included), against the largest device's
+// capacity. need_GiB > largest_GiB: no plan fits, whatever its layout.
+struct StaticStateFloor {
+  double need_GiB = 0;
+  double largest_GiB = 0;
+  int largest_group = 0;
+};
+StaticStateFloor static_state_floor(const CostModel& cost);
+
 // Why no plan exists, in one sentence a user can act on, from the report of
 // an initialization (or search) that kept nothing: the rule that removed
 // the most and, for memory, the smallest per-GPU memory the model needs

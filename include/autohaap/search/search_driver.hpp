@@ -100,6 +100,9 @@ struct DriverResult {
   std::int64_t chunks_restored = 0;
   std::int64_t chunks_searched = 0;
   bool resumed = false;
+  // The checkpoint held the whole initialization: its list was rebuilt
+  // without walking a round.
+  bool initialization_restored = false;
   std::int64_t checkpoints_written = 0;
 };
 

@@ -162,12 +162,18 @@ class SearchSynchronizer {
   // (a damaged or foreign checkpoint: InputError). Called inside agree().
   virtual void open() {}
   // After open(), on every participant (collective): the progress of an
-  // initialization the checkpoint saved (rank 0 read it), or none.
+  // initialization the checkpoint saved (rank 0 read it; a search-phase
+  // checkpoint's is the whole initialization), or none.
   virtual std::optional<InitProgress> restored_initialization() { return std::nullopt; }
   // Rank 0 alone, while the initialization runs (every participant's is
   // the same): saves its progress as the checkpoint. InputError when the
   // file cannot be written.
   virtual void write_initialization(const InitProgress& /*progress*/) {}
+  // Rank 0 alone, once the initialization's last round is walked
+  // (PrepareOptions::walked): kept for every checkpoint of the search that
+  // follows, which restored_initialization() then returns, so a resumed
+  // search does not walk the initialization again.
+  virtual void keep_walked_initialization(InitProgress /*progress*/) {}
   // Once a round of the initialization, on every participant
   // (collective): every participant's round, indexed by rank
   // (PrepareOptions::exchange).

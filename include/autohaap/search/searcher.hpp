@@ -186,6 +186,11 @@ struct PrepareOptions {
   // thread; it may throw, which ends the initialization).
   std::function<bool()> save_due = [] { return false; };
   std::function<void(const InitProgress&)> save;
+  // Once the last round is walked (the probes and dives complete, no stop),
+  // walked(progress) with next_task = tasks: resumed from, it skips every
+  // round, so a checkpoint of the search that follows keeps it and a
+  // killed search does not walk the initialization again.
+  std::function<void(const InitProgress&)> walked;
   // After each whole round of tasks (on the calling thread): how many of
   // the tasks are done and the best probe or dive plan so far (infinity:
   // none), for a progress line. Must not throw.
