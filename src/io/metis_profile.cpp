@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -94,12 +95,23 @@ class ProfileReader {
     if (!object.IsObject()) throw InputError(file_, path, describe(object), "an object");
     const auto it = object.FindMember(key);
     if (it == object.MemberEnd()) throw InputError(file_, where, "(missing)", expected);
+    once(object, path, key);
     return it->value;
   }
-  const rj::Value* optional(const rj::Value& object, const char* key) const {
+  const rj::Value* optional(const rj::Value& object, const char* key, const std::string& path = "") const {
     if (!object.IsObject()) return nullptr;
     const auto it = object.FindMember(key);
-    return it == object.MemberEnd() ? nullptr : &it->value;
+    if (it == object.MemberEnd()) return nullptr;
+    once(object, path, key);
+    return &it->value;
+  }
+  // A key read is given once: JSON parsers differ on which of two copies
+  // wins (rapidjson's lookup the first), and plans and YAML refuse both.
+  void once(const rj::Value& object, const std::string& path, const char* key) const {
+    int copies = 0;
+    for (auto m = object.MemberBegin(); m != object.MemberEnd(); ++m) copies += std::strcmp(m->name.GetString(), key) == 0;
+    if (copies > 1)
+      throw InputError(file_, join(path, key), "given " + std::to_string(copies) + " times", "each key at most once");
   }
   double number(const rj::Value& v, const std::string& where, bool positive) const {
     if (!v.IsNumber() || !std::isfinite(v.GetDouble()) || v.GetDouble() < 0 || (positive && v.GetDouble() == 0)) {
@@ -191,7 +203,7 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
   f.param_bytes =
       r.numbers(r.member(params, "model.parameters", "parameters_per_layer_bytes", "a list of byte counts"),
                 "model.parameters.parameters_per_layer_bytes", false);
-  if (const rj::Value* v = r.optional(params, "total_parameters_bytes")) {
+  if (const rj::Value* v = r.optional(params, "total_parameters_bytes", "model.parameters")) {
     r.number(*v, "model.parameters.total_parameters_bytes", false);
   }
 
@@ -209,19 +221,19 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
     bounded(f.layer_ms[l], "execution_time.layer_compute_total_ms[" + std::to_string(l) + "]");
   for (const char* key : {"total_time_ms", "forward_backward_time_ms", "batch_generator_time_ms",
                           "layernorm_grads_all_reduce_time_ms", "embedding_grads_all_reduce_time_ms"}) {
-    if (const rj::Value* v = r.optional(exec, key)) r.number(*v, ProfileReader::join("execution_time", key), false);
+    if (const rj::Value* v = r.optional(exec, key, "execution_time")) r.number(*v, ProfileReader::join("execution_time", key), false);
   }
-  if (const rj::Value* v = r.optional(exec, "optimizer_time_ms"))
+  if (const rj::Value* v = r.optional(exec, "optimizer_time_ms", "execution_time"))
     // Positive, as every layer time: a step of 0 ms measured nothing (it was
     // once dropped without a word and the analytic step kept).
     f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", true), "execution_time.optimizer_time_ms");
   if (const rj::Value* mem = r.optional(doc, "execution_memory")) {
     for (const char* key : {"total_memory", "total_memory_mb"}) {
-      if (const rj::Value* v = r.optional(*mem, key)) r.number(*v, ProfileReader::join("execution_memory", key), false);
+      if (const rj::Value* v = r.optional(*mem, key, "execution_memory")) r.number(*v, ProfileReader::join("execution_memory", key), false);
     }
     // Not used, so its length is not held against the file: Metis's own
     // sample profiles list one entry fewer than num_layers here.
-    if (const rj::Value* v = r.optional(*mem, "layer_memory_total_mb")) {
+    if (const rj::Value* v = r.optional(*mem, "layer_memory_total_mb", "execution_memory")) {
       r.numbers(*v, "execution_memory.layer_memory_total_mb", false);
     }
   }

@@ -334,6 +334,22 @@ class FileReader {
     if (!v->is_map()) fail(*v, "a mapping of model, cluster and training");
     const YamlObject obj = v->as_object();
     obj.check_keys({"fingerprints", "model", "cluster", "training"});
+    // The fingerprints a plan was written with (hex64 of each spec), read
+    // back to say which spec was edited since: each key once, each value 16
+    // hex digits, as written; a mistyped one would only mislead that note.
+    if (const auto f = obj.find("fingerprints")) {
+      if (!f->is_map()) fail(*f, "a mapping of model, cluster and training to their 16-hex-digit fingerprints");
+      const YamlObject fingerprints = f->as_object();
+      fingerprints.check_keys({"model", "cluster", "training"});
+      for (const std::string& spec : fingerprints.keys()) {
+        const YamlValue v = fingerprints.at(spec, "a fingerprint");
+        const std::string text = v.is_scalar() ? v.as_string() : std::string();
+        const bool hex = text.size() == 16 && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+                           return std::isdigit(c) || (c >= 'a' && c <= 'f');
+                         });
+        if (!hex) fail(v, "16 hex digits (0-9, a-f), as the plan was written");
+      }
+    }
     PlanSpecs s;
     s.model = read_model(obj.at("model", "a model spec").as_object(), plan_->model);
     s.cluster = read_cluster(obj.at("cluster", "a cluster spec").as_object(), plan_->cluster);

@@ -200,6 +200,17 @@ TEST_F(MetisProfileErrors, OptimizerStepOfNoTime) {
   EXPECT_EQ(e.allowed(), "a positive number");
 }
 
+TEST_F(MetisProfileErrors, AKeyGivenTwiceIsRefused) {
+  // rapidjson's lookup takes the first of two copies, other readers the
+  // last: which one a table meant is not for the loader to guess.
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"optimizer_time_ms\": 6.0",
+               "\"optimizer_time_ms\": 6.0, \"optimizer_time_ms\": 60.0");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_time.optimizer_time_ms");
+  EXPECT_EQ(e.value(), "given 2 times");
+  EXPECT_EQ(e.allowed(), "each key at most once");
+}
+
 TEST_F(MetisProfileErrors, TimesPastTheBoundAreRefused) {
   // Finite, yet summed over every micro-batch and layer no longer would be.
   write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",

@@ -624,6 +624,28 @@ TEST(PlanIo, EmbeddedSpecsMustNameThePlansModelAndCluster) {
   EXPECT_EQ(bad.key(), "specs.training.global_batch");
 }
 
+TEST(PlanIo, EmbeddedFingerprintsAreCheckedAsWritten) {
+  // Read back to say which spec was edited since the plan was written: a
+  // key given twice, an unknown one or a value not 16 hex digits would only
+  // make that note wrong, so each is refused by its key path.
+  const Problem problem = sample_problem();
+  const std::string good = plan_to_yaml(sample_plan(), problem);
+  const std::string model = spec_fingerprint(problem.model);
+  const std::string line = "    model: " + model + "\n";
+  ASSERT_NE(good.find(line), std::string::npos);
+  const auto twice = input_error_of(
+      [&] { plan_from_string(replaced(good, line, line + "    model: 0000000000000000\n"), false, "p.yaml"); });
+  EXPECT_EQ(twice.key(), "specs.fingerprints.model");
+  const auto unknown =
+      input_error_of([&] { plan_from_string(replaced(good, line, line + "    foo: 3\n"), false, "p.yaml"); });
+  EXPECT_EQ(unknown.key(), "specs.fingerprints.foo");
+  const auto not_hex =
+      input_error_of([&] { plan_from_string(replaced(good, line, "    model: not-hex\n"), false, "p.yaml"); });
+  EXPECT_EQ(not_hex.key(), "specs.fingerprints.model");
+  EXPECT_EQ(not_hex.value(), "not-hex");
+  EXPECT_EQ(not_hex.allowed(), "16 hex digits (0-9, a-f), as the plan was written");
+}
+
 TEST(PlanIo, UnknownKeysAreRefusedWithAHint) {
   // The keys allowed are the schema's, the file-only `nodes` included.
   const auto e = input_error_of(
