@@ -71,27 +71,6 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   return kExitInfeasible;
 }
 
-// A plan that does not fit runs out of memory wherever it is launched. The
-// export is still written (the user may know better than the model), with
-// the stage that overflows named on standard error, and the command exits
-// 3 (a script that launches on success must not launch it). Returns
-// whether it fits.
-bool warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
-  const CostModel model(pp.problem);
-  for (std::size_t i = 0; i < pp.plan.stages.size(); ++i) {
-    const StageEstimate e = model.stage(pp.plan, static_cast<int>(i));
-    if (e.fits()) continue;
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "warning: %s does not fit in memory: stage %zu needs %.1f GiB per GPU of its %.1f GiB; a run of "
-                  "it would run out of memory\n",
-                  plan_file.c_str(), i, e.memory.total() / kGiB, e.capacity_bytes / kGiB);
-    std::cerr << line;
-    return false;
-  }
-  return true;
-}
-
 int run_export(const ExportArgs& a) {
   std::vector<FlagPath> inputs = input_files(a.problem);
   inputs.push_back({"PLAN", a.plan_file});

@@ -1,9 +1,12 @@
 #include "plan_problem.hpp"
 
+#include <cstdio>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/plan_fingerprints.hpp"
 #include "autohaap/io/plan_io.hpp"
@@ -11,6 +14,7 @@
 #include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/spec_fingerprint.hpp"
 #include "autohaap/specs/training.hpp"
+#include "autohaap/units.hpp"
 #include "problem_args.hpp"
 
 namespace autohaap::cli {
@@ -112,6 +116,22 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     }
   }
   return out;
+}
+
+bool warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
+  const CostModel model(pp.problem);
+  for (std::size_t i = 0; i < pp.plan.stages.size(); ++i) {
+    const StageEstimate e = model.stage(pp.plan, static_cast<int>(i));
+    if (e.fits()) continue;
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "warning: %s does not fit in memory: stage %zu needs %.1f GiB per GPU of its %.1f GiB; a run of "
+                  "it would run out of memory\n",
+                  plan_file.c_str(), i, e.memory.total() / kGiB, e.capacity_bytes / kGiB);
+    std::cerr << line;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace autohaap::cli

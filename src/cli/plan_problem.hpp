@@ -31,4 +31,11 @@ struct PlanProblem {
 // another model or cluster (check_plan_against).
 PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& args);
 
+// A plan that does not fit runs out of memory wherever it is launched. What
+// a command makes of it (an export, a report) is still written (the user
+// may know better than the model), with the stage that overflows named on
+// standard error, and the command exits 3 (a script that launches on
+// success must not launch it). Returns whether it fits.
+bool warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file);
+
 }  // namespace autohaap::cli

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -58,6 +59,19 @@ std::string device_notes(const Problem& p, const Plan* plan) {
                "alone; its times may be optimistic (a device file from its own measurements: autohaap device "
                "--measured)\n";
   }
+  // Measured profiles far slower than the analytic model: a units slip
+  // more often than not (kImplausiblySlowFactor).
+  if (!p.profiles.empty())
+    for (const CorrectionFactor& c : CostModel(p).profile_correction().factors()) {
+      if (c.factor <= kImplausiblySlowFactor || (plan && !used.count(c.device))) continue;
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "warning: the measured profile's %s '%s' times are a median %.0fx the analytic model's (x%.1f.."
+                    "x%.1f over %d points): check their unit (latency_ms is milliseconds; microseconds read as "
+                    "1000x)\n",
+                    c.device.c_str(), c.op.c_str(), c.factor, c.min_ratio, c.max_ratio, c.points);
+      notes += line;
+    }
   return notes;
 }
 

@@ -43,7 +43,8 @@ int run_report(const ReportArgs& a) {
   std::cout << "report written to " << a.out << " (" << (format == ReportFormat::svg ? "svg" : "html") << ": "
             << pp.plan.stages.size() << " stages, " << pp.plan.num_micro_batches << " micro-batches, iteration "
             << perf.iteration_time_s << " s" << (perf.fits ? "" : ", does not fit in memory") << ")\n";
-  return kExitOk;
+  // Drawn all the same; exit 3 as estimate and export do.
+  return perf.fits || warn_if_out_of_memory(pp, a.plan_file) ? kExitOk : kExitInfeasible;
 }
 
 }  // namespace

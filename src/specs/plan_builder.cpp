@@ -123,6 +123,12 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
                                                             r.zero.value_or(problem.training.zero), r.pp);
       !pp_rule.empty())
     return refuse("--pp", std::to_string(r.pp), pp_rule);
+  // Selective recompute replays the attention core (Korthikanti et al.
+  // 2022); a list of generic layers has none, so it would be "none" under
+  // another name.
+  if (r.recompute == Recompute::selective && model.family == ModelFamily::generic)
+    return refuse("--recompute", "selective",
+                  "none or full (generic layers have no attention core for selective recompute to replay)");
   // Products in 64 bits: tp divides the heads and pp the layers (both
   // bounded by the model's validator), dp is bounded here first.
   const int total_gpus = problem.cluster.total_gpus();

@@ -17,6 +17,8 @@ set(_cli_cases
   "estimate_zero_out_of_range|2|--zero: got '-5'. allowed: 0, 1, 2 or 3|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--zero|-5"
   "estimate_unknown_recompute|2|--recompute: got 'some'|estimate|-m|llama3-8b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--recompute|some"
   "estimate_plan_with_edited_spec|0|note: the training embedded in [^ ]*edited-training.yaml was edited after the plan was written .fingerprint [0-9a-f]+, written as 63a247ac6929edba.. scored as it stands.*headroom: the training file's safety margin|estimate|--plan|${CMAKE_CURRENT_SOURCE_DIR}/data/edited/edited-training.yaml"
+  "estimate_profile_in_microseconds|0|warning: the measured profile's a100-80gb 'layer' times are a median [0-9]+x the analytic model's .*check their unit.*iteration_time_s|estimate|-m|gpt3-1.3b|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--recompute|full|--profiles|${CMAKE_CURRENT_SOURCE_DIR}/data/profile_microseconds.csv"
+  "estimate_selective_recompute_of_generic_layers|2|--recompute: got 'selective'. allowed: none or full .generic layers have no attention core|estimate|-m|lstm-2layer-lm|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|--recompute|selective"
   "validate_all_configs|0|valid cluster|validate|${_cfg}/clusters/mixed-h100-a100-v100.yaml|${_cfg}/models/llama3-405b.yaml|${_cfg}/devices/h100-sxm.yaml|${_cfg}/training/default.yaml|${_cfg}/models/lstm-2layer-lm.yaml"
   "validate_bad_yaml|2|bad_cluster.yaml.*groups\\[0\\].nodes: got '-1'|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/bad_cluster.yaml"
   "validate_missing_file|2|no_such_file.yaml|validate|no_such_file.yaml"

@@ -40,6 +40,13 @@ struct CorrectionFactor {
   double max_ratio = 1;
 };
 
+// A (device, op) measured a median this many times slower than the
+// analytic model is more likely a units slip (microseconds written as
+// milliseconds reads as about 1000x) than a GPU that slow: Metis's own A100
+// tables sit at about 3.4x, and the launch overheads of the smallest ops
+// reach some 10x. Said with a warning, not refused: the times may be right.
+inline constexpr double kImplausiblySlowFactor = 20;
+
 class ProfileCorrection {
  public:
   // One measured point: measured and analytic seconds of `op` on `device`.
