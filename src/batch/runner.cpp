@@ -1,9 +1,12 @@
 #include "autohaap/batch/runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
 
@@ -35,26 +38,43 @@ void make_folder(const std::string& dir, const std::string& flag) {
 // A folder another manifest's batch wrote (its summary.json names that
 // manifest) is refused: this one's entries would replace those of the
 // same name and orphan the rest, and the summary would list this
-// manifest's alone. A summary that does not read is rewritten, with a
-// warning, as a damaged result or cache file is.
+// manifest's alone. A summary that does not read, or reads as something
+// else, is rewritten, with a warning, as a damaged result or cache file
+// is. The same name from another file, or the manifest edited, may leave
+// entries out of the new summary: said, with how many and from where.
 void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& manifest) {
   const fs::path summary = fs::path(o.out_dir) / "summary.json";
   std::error_code ec;
   if (!fs::is_regular_file(summary, ec)) return;
-  std::string written_for;
+  std::string written_for, written_from;
+  std::vector<std::string> written_entries;
   try {
     const YAML::Node root = YAML::Load(read_file(summary.string()));
-    if (root.IsMap() && root["manifest"] && root["manifest"].IsScalar()) written_for = root["manifest"].Scalar();
+    if (!root.IsMap() || !root["manifest"] || !root["manifest"].IsScalar())
+      throw std::runtime_error("not a batch summary: no manifest name");
+    written_for = root["manifest"].Scalar();
+    if (root["manifest_path"] && root["manifest_path"].IsScalar()) written_from = root["manifest_path"].Scalar();
+    if (root["entries"] && root["entries"].IsSequence())
+      for (const YAML::Node& e : root["entries"])
+        if (e.IsMap() && e["name"] && e["name"].IsScalar()) written_entries.push_back(e["name"].Scalar());
   } catch (const std::exception& e) {
     if (o.on_warning)
       o.on_warning(summary.string() + " does not read (" + e.what() + "); it is written anew for manifest '" +
                    manifest.name + "'");
     return;
   }
-  if (!written_for.empty() && written_for != manifest.name)
+  if (written_for != manifest.name)
     throw InputError("command line", "--out", o.out_dir,
                      "a new folder, or one written for manifest '" + manifest.name +
                          "' (this one holds the results of manifest '" + written_for + "': " + summary.string() + ")");
+  std::set<std::string> names;
+  for (const BatchEntry& e : manifest.entries) names.insert(e.name);
+  const auto left_out = std::count_if(written_entries.begin(), written_entries.end(),
+                                      [&](const std::string& n) { return !names.count(n); });
+  if (left_out > 0 && o.on_warning)
+    o.on_warning(std::to_string(left_out) + " of the " + std::to_string(written_entries.size()) + " entries in " +
+                 summary.string() + " (manifest '" + written_for + "' read from " + written_from +
+                 ") are not in " + manifest.path + " and leave the summary; their files stay in " + o.out_dir);
 }
 
 std::string cache_dir_of(const BatchRunOptions& o) {

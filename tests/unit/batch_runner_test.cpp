@@ -279,6 +279,32 @@ TEST_F(Batch, ADamagedSummaryIsReportedAndWrittenAnew) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("summary.json does not read"), std::string::npos) << warnings[0];
   EXPECT_NE(read_file(path("out/summary.json")).find("\"manifest\""), std::string::npos);
+  // Text that parses, but as no summary (a YAML scalar), is damage too:
+  // once rewritten without a word.
+  write("out/summary.json", "garbage\n");
+  warnings.clear();
+  run_warned(warnings, {0});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not a batch summary"), std::string::npos) << warnings[0];
+}
+
+TEST_F(Batch, EntriesLeftOutOfTheSummaryAreSaid) {
+  // The same manifest name from another file (or the manifest edited)
+  // with one entry of the three: the other two leave the summary, said.
+  ASSERT_EQ(run().results.size(), 3u);
+  Manifest one = manifest_;
+  one.path = path("other/m.yaml");
+  one.entries.resize(1);
+  std::vector<std::string> warnings;
+  options_.on_warning = [&warnings](const std::string& w) { warnings.push_back(w); };
+  run_batch(one, {0}, options_);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("2 of the 3 entries in"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("are not in " + one.path), std::string::npos) << warnings[0];
+  // The whole manifest again: nothing left out, nothing said.
+  warnings.clear();
+  run_batch(manifest_, {0}, options_);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
 }
 
 TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
