@@ -1,4 +1,4 @@
-// The cells of one line of a plain CSV file (no quoting: the tables this
+// Reading plain CSV files. The cells of one line of a plain CSV file (no quoting: the tables this
 // project reads — measured profiles, device measurements — hold names and
 // numbers only), each trimmed of spaces and a carriage return; a trailing
 // comma gives a last empty cell. Numbers in decimal only.
@@ -15,6 +15,20 @@
 #include "autohaap/io/yaml_value.hpp"
 
 namespace autohaap::detail {
+
+// A CSV file's text without the UTF-8 byte-order mark spreadsheet programs
+// put first when they save "CSV UTF-8": invisible in a message, it made a
+// correct header read as another.
+inline std::string without_byte_order_mark(std::string text) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  return text;
+}
+
+// A line as a message shows it: without the carriage return of a CRLF file.
+inline std::string shown_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
 
 inline std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells;

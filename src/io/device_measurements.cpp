@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 class MeasurementTable {
  public:
   MeasurementTable(std::string path, const std::vector<std::string>& required) : path_(std::move(path)) {
-    std::istringstream in(read_file(path_));
+    std::istringstream in(detail::without_byte_order_mark(read_file(path_)));
     std::string line;
     std::string expected;
     for (const std::string& c : required) expected += (expected.empty() ? "" : ",") + c;
@@ -36,7 +36,7 @@ class MeasurementTable {
     const std::vector<std::string> header = detail::split_csv_line(line);
     for (std::size_t i = 0; i < header.size(); ++i) columns_[header[i]] = i;
     for (const std::string& c : required)
-      if (!columns_.count(c)) throw InputError(path_, "header", line, "a header naming " + expected);
+      if (!columns_.count(c)) throw InputError(path_, "header", detail::shown_line(line), "a header naming " + expected);
     int row = 1;
     while (std::getline(in, line)) {
       ++row;
@@ -141,6 +141,12 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   for (const auto& [decade, v] : decades) {
     if (static_cast<int>(v.first.size()) < kMinProductsPerDecade) continue;
     out.gemm.push_back({median(v.first), median(v.second)});
+    // Each decade is checked here, by the file it came from: a slip in
+    // some rows (microseconds as milliseconds) once surfaced only as the
+    // calibrated device's gemm_efficiency[0].
+    check_fraction(out.gemm.back().efficiency, path,
+                   "median efficiency of the " + dtype + " products of " + detail::number_text(std::pow(10.0, decade)) +
+                       " to " + detail::number_text(std::pow(10.0, decade + 1)) + " GFLOP");
     out.gemm_products += static_cast<int>(v.first.size());
   }
   if (out.gemm.empty())

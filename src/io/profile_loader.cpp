@@ -21,7 +21,7 @@ namespace autohaap {
 using detail::split_csv_line;
 
 void add_profile_csv(ProfileTable& table, const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = detail::without_byte_order_mark(read_file(path));
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) throw InputError(path, "header", "(empty file)", "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
@@ -29,7 +29,7 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
   const std::vector<std::string> expected = {"device", "op", "tp", "micro_batch", "seq_len", "latency_ms"};
   if (header.size() < expected.size() || !std::equal(expected.begin(), expected.end(), header.begin()) ||
       (header.size() == 7 && header[6] != "layer") || header.size() > 7) {
-    throw InputError(path, "header", line, "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
+    throw InputError(path, "header", detail::shown_line(line), "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
   }
   int row = 1;
   std::map<ProfileKey, int> row_of;  // the row that gave each key

@@ -555,8 +555,15 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   refused(dir.string(), h200,
           "attention.csv: row 2.backend: got 'Flash'; allowed: one of the backends scripts/device/kernel_sweep.py "
           "times: cudnn, efficient, flash (did you mean 'flash'?)");
-  // An efficiency under 1% of the peak is a broken timing or a unit slip.
+  // A decade of products timed in microseconds beside a correct one: the
+  // largest product is sound, the decade's median is not, and is refused
+  // by gemm.csv (once only the calibrated device's gemm_efficiency[0]).
   fs::remove(dir / "attention.csv");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\n"
+        "bf16,fc1,20,40\nbf16,fc2,20,40\nbf16,qkv,20,40\n");
+  refused(dir.string(), h200, "gemm.csv: median efficiency of the bf16 products of 10 to 100 GFLOP");
+  // An efficiency under 1% of the peak is a broken timing or a unit slip.
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\n");
   std::ofstream(dir / "elementwise.csv") << "kernel,bytes,ms\ncopy,2147483648,1e9\n";
   refused(dir.string(), h200, "elementwise.csv: median fraction of hbm_GBps");
   fs::remove_all(dir);

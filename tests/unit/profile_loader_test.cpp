@@ -45,6 +45,22 @@ TEST_F(ProfileLoader, RowsBecomeLatenciesInSeconds) {
         << text;
 }
 
+TEST_F(ProfileLoader, ASpreadsheetsByteOrderMarkAndCrlfLinesRead) {
+  // Saved as "CSV UTF-8" with Windows line ends: the same table. A wrong
+  // header is shown as written, without the carriage return.
+  const fs::path p = dir_ / "excel.csv";
+  std::ofstream(p) << "\xEF\xBB\xBF" "device,op,tp,micro_batch,seq_len,latency_ms\r\n"
+                   << "a100-40gb,layer,1,2,2048,1.5\r\n";
+  EXPECT_DOUBLE_EQ(*load_profile_csv(p.string()).lookup(ProfileKey{"a100-40gb", "layer", 1, 2, 2048, -1}), 1.5e-3);
+  std::ofstream(p) << "\xEF\xBB\xBF" "device,op,tp,micro_batch,seq_len,ms\r\n";
+  try {
+    load_profile_csv(p.string());
+    ADD_FAILURE() << "a header without latency_ms was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.value(), "device,op,tp,micro_batch,seq_len,ms");
+  }
+}
+
 TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
   // `inf` once loaded and `estimate` wrote Infinity into its JSON; `0x10`
   // loaded as 16 ms and `0x1p1` as 2.
