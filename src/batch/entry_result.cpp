@@ -5,6 +5,7 @@
 #include <cereal/types/string.hpp>
 
 #include <array>
+#include <optional>
 #include <filesystem>
 #include <sstream>
 
@@ -33,6 +34,34 @@ void fields(Archive& ar, EntryResult& r, std::string& format, std::string& statu
      cereal::make_nvp("wall_s", r.wall_s), cereal::make_nvp("error", r.error),
      cereal::make_nvp("plan_file", r.plan_file), cereal::make_nvp("cache_hits", r.cache_hits),
      cereal::make_nvp("cache_misses", r.cache_misses), cereal::make_nvp("tool_version", r.tool_version));
+}
+
+// Which field of a result document has the wrong JSON type, by the field
+// list itself (a default result written out): cereal says only
+// "IsNumber()". Nothing when every field it has is of the written type.
+std::optional<std::string> mistyped_field(const std::string& text, const std::string& written) {
+  rj::Document doc, reference;
+  try {
+    parse_json(text, "", doc);
+    parse_json(written, "", reference);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!doc.IsObject()) return std::nullopt;
+  for (auto m = reference.MemberBegin(); m != reference.MemberEnd(); ++m) {
+    const auto it = doc.FindMember(m->name);
+    if (it == doc.MemberEnd()) continue;
+    const bool number = m->value.IsNumber();
+    if (number ? it->value.IsNumber() : it->value.IsString()) continue;
+    rj::StringBuffer shown;
+    rj::Writer<rj::StringBuffer> w(shown);
+    it->value.Accept(w);
+    std::string value(shown.GetString(), shown.GetSize());
+    if (value.size() > 40) value = value.substr(0, 40) + "...";
+    return std::string("'") + m->name.GetString() + "': got " + value + "; allowed: " +
+           (number ? "a number" : "a string");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -79,7 +108,9 @@ std::optional<EntryResult> entry_result_from_json(const std::string& text, std::
   } catch (const InputError& e) {
     return refuse(e.value());  // not JSON, nested too deep, a number out of range
   } catch (const std::exception& e) {
-    return refuse(std::string("not a result document (") + e.what() + ")");  // cereal's error
+    // cereal's error, which names no field: the first of the wrong type.
+    const auto field = mistyped_field(text, entry_result_to_json(EntryResult{}));
+    return refuse(std::string("not a result document (") + (field ? *field : e.what()) + ")");
   }
   if (format != kResultFormat) return refuse("format '" + format + "', not " + kResultFormat);
   const auto s = parse_entry_status(status);

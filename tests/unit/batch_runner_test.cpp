@@ -244,6 +244,20 @@ TEST(EntryResultTest, RoundTripsAndRejectsForeignDocuments) {
   EXPECT_FALSE(entry_result_from_json(bad_status));
 }
 
+TEST(EntryResultTest, AFieldOfTheWrongTypeIsNamed) {
+  // cereal says only "IsNumber()": the reason names the field and types.
+  EntryResult r;
+  r.name = "e";
+  std::string text = entry_result_to_json(r);
+  const std::size_t at = text.find("\"mfu\": ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::size_t end = text.find_first_of(",\n", at);
+  text.replace(at, end - at, "\"mfu\": \"abc\"");
+  std::string why;
+  EXPECT_FALSE(entry_result_from_json(text, &why));
+  EXPECT_EQ(why, "not a result document ('mfu': got \"abc\"; allowed: a number)");
+}
+
 TEST(EntryResultTest, NestingBombIsRefusedWithTheReason) {
   std::string why;
   EXPECT_FALSE(entry_result_from_json(std::string(300000, '[') + std::string(300000, ']'), &why));
