@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -427,7 +428,15 @@ class FileReader {
       } else if constexpr (as_text) {
         ok = ok && is_valid_utf8(v.node().Scalar());
       }
-      if (!ok || !YAML::convert<T>::decode(v.node(), value)) fail(v, expected_kind<T>());
+      if (!ok) fail(v, expected_kind<T>());
+      if (!YAML::convert<T>::decode(v.node(), value)) {
+        // A decimal integer past the type: say its range (each key's own,
+        // smaller one is checked where the plan is).
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          fail(v, std::string(expected_kind<T>()) + " of at most " + std::to_string(std::numeric_limits<T>::max()) +
+                      " in magnitude (each key's own range is smaller)");
+        fail(v, expected_kind<T>());
+      }
       return value;
     }
   }

@@ -215,11 +215,13 @@ DeviceSpec parse_device(const YamlObject& obj, const std::string& default_name) 
   // Efficiency defaults follow the architecture and the (possibly changed)
   // peak; explicit figures override them.
   apply_architecture_defaults(d);
-  number("memory_efficiency", Bound::fraction, d.memory_efficiency, false);
-  number("attention_forward_efficiency", Bound::fraction, d.attention_forward_efficiency, false);
-  number("attention_backward_efficiency", Bound::fraction, d.attention_backward_efficiency, false);
-  number("flash3_forward_efficiency", Bound::non_negative, d.flash3_forward_efficiency, false);  // 0: none
-  number("flash3_backward_efficiency", Bound::non_negative, d.flash3_backward_efficiency, false);
+  // Any number here: check_device says what an efficiency may be (one
+  // message, limits::kMinEfficiency to 1, whichever side it misses).
+  number("memory_efficiency", Bound::any, d.memory_efficiency, false);
+  number("attention_forward_efficiency", Bound::any, d.attention_forward_efficiency, false);
+  number("attention_backward_efficiency", Bound::any, d.attention_backward_efficiency, false);
+  number("flash3_forward_efficiency", Bound::any, d.flash3_forward_efficiency, false);  // 0: none
+  number("flash3_backward_efficiency", Bound::any, d.flash3_backward_efficiency, false);
   d.has_bf16 = obj.get_bool("has_bf16", d.has_bf16);
   if (auto curve = obj.find("gemm_efficiency")) d.gemm_efficiency = parse_efficiency_curve(*curve);
   check_device(d, obj.file(), obj.path());
@@ -524,11 +526,14 @@ void check_name(const std::string& file, const std::string& key, const std::stri
     shown.append(name, at, i - at);
     if (cp != ' ') blank = false;
   }
-  if (blank || control || (one_word && not_host))
+  // ' llama' and 'llama' would be two names that read as one.
+  const bool padded = !name.empty() && (name.front() == ' ' || name.back() == ' ');
+  if (blank || control || padded || (one_word && not_host))
     throw InputError(file, key, shown,
                      one_word ? "a name of letters, digits, '-', '_' and '.' (a column of the hostfile and "
                                 "node list, and a prefix of host names)"
-                              : "a name of printable characters (UTF-8, none invisible), not blank");
+                              : "a name of printable characters (UTF-8, none invisible), not blank, without "
+                                "leading or trailing spaces");
 }
 
 
@@ -622,10 +627,11 @@ void check_device(const DeviceSpec& d, const std::string& file, const std::strin
   require(!d.gemm_efficiency.empty(), "gemm_efficiency", 0, "a non-empty list of [gemm_gflop, efficiency] pairs");
   for (std::size_t i = 0; i < d.gemm_efficiency.size(); ++i) {
     const EfficiencyPoint& p = d.gemm_efficiency[i];
+    // Each point is [gemm_gflop, efficiency]: the path names the element.
     const std::string at = under(path, "gemm_efficiency[" + std::to_string(i) + "]");
     if (!(p.gemm_gflop > 0 && std::isfinite(p.gemm_gflop)) || (i > 0 && p.gemm_gflop <= d.gemm_efficiency[i - 1].gemm_gflop))
-      throw InputError(file, at, shown_number(p.gemm_gflop), "gemm_gflop > 0, finite, strictly increasing");
-    if (!is_efficiency(p.efficiency)) throw InputError(file, at, shown_number(p.efficiency), efficiency);
+      throw InputError(file, at + "[0]", shown_number(p.gemm_gflop), "gemm_gflop > 0, finite, strictly increasing");
+    if (!is_efficiency(p.efficiency)) throw InputError(file, at + "[1]", shown_number(p.efficiency), efficiency);
   }
 }
 

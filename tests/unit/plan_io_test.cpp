@@ -659,6 +659,14 @@ TEST(PlanIo, UnknownKeysAreRefusedWithAHint) {
   EXPECT_NE(root.allowed().find("did you mean 'specs'?"), std::string::npos) << root.what();
 }
 
+TEST(PlanIo, AnIntegerPastItsTypeSaysTheRange) {
+  const auto e = input_error_of([&] {
+    plan_from_string(replaced(kHandWrittenYaml, "    gpus: 16\n", "    gpus: 4611686018427387904\n"), false, "p");
+  });
+  EXPECT_EQ(e.key(), "stages[1].gpus");
+  EXPECT_NE(e.allowed().find("of at most 2147483647 in magnitude"), std::string::npos) << e.what();
+}
+
 TEST(PlanIo, KeysGivenTwiceAreRefused) {
   const auto yaml = input_error_of(
       [&] { plan_from_string(replaced(kHandWrittenYaml, "zero: 1\n", "zero: 1\nzero: 2\n"), false, "p.yaml"); });

@@ -95,6 +95,8 @@ TEST(CheckName, PrintableUtf8IsANameAndWhatReadsAsAnotherIsNot) {
       {"over\xc0\xaflong", "over\\xc0"},       // overlong '/'
       {"cut\xe2\x80", "cut\\xe2"},             // a sequence cut short
       {"sur\xed\xa0\x80", "sur\\xed"},        // a UTF-16 surrogate
+      {" lead", " lead"},                    // reads as "lead", and is another name
+      {"trail ", "trail "},
   };
   for (const auto& [name, shown] : refused) {
     try {
@@ -385,10 +387,21 @@ TEST_F(SpecLoader, DeviceErrors) {
   // Efficiencies under 1% of the peak: a typo or a broken timing. At 1e-300
   // every time was infinite and the plan's figures NaN, with exit 0.
   EXPECT_INPUT_ERROR(load_device(write("k.yaml", std::string(kDevice) + "gemm_efficiency: [[1, 5e-324]]\n")),
-                     "gemm_efficiency[0]", "4.94065645841e-324");
+                     "gemm_efficiency[0][1]", "4.94065645841e-324");
   EXPECT_INPUT_ERROR(load_device(write("l.yaml", std::string(kDevice) + "memory_efficiency: 0.009\n")),
                      "memory_efficiency", "0.009");
   EXPECT_NO_THROW(load_device(write("m.yaml", std::string(kDevice) + "memory_efficiency: 0.01\n")));
+  // Either side of the range, one message: what an efficiency may be.
+  auto allowed = [&](const std::string& name, const std::string& line) {
+    try {
+      load_device(write(name, std::string(kDevice) + line));
+    } catch (const InputError& e) {
+      return e.allowed();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(allowed("n.yaml", "memory_efficiency: 1.5\n"), allowed("o.yaml", "memory_efficiency: 0.001\n"));
+  EXPECT_EQ(allowed("p.yaml", "attention_backward_efficiency: 1.5\n"), allowed("o.yaml", "memory_efficiency: 0.001\n"));
 }
 
 // ---------------------------------------------------------------- clusters

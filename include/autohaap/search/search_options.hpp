@@ -135,8 +135,8 @@ inline constexpr std::array kSearchOptions{
                  "own type, each with its share of the micro-batch)",
                  true},
     SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
-                 "most skeletons kept after initialization (about 1.7 KB each); bounds memory: past it, those of least lower "
-                 "bound are searched and the rest bound the proven gap", true},
+                 "most skeletons kept after initialization (about 1.7 KB each; 0: no limit); bounds memory: past it, those "
+                 "of least lower bound are searched and the rest bound the proven gap", true},
     SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},
                  "a file path (only with strategy autohaap)",
                  "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
