@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
     for (const CLI::App* cmd : apps)
       for (const CLI::Option* option : cmd->get_options())
         if (option->get_name() == name) type = option->get_type_name();
-    const std::string allowed = type == "INT"    ? "an integer from -2147483648 to 2147483647, written in decimal"
+    // The type's range, as the files' readers say it: a flag's own range
+    // (a positive --micro-batch) is checked, and said, once it converts.
+    const std::string allowed = type == "INT"    ? "an integer of at most 2147483647 in magnitude, written in decimal "
+                                                   "(each flag's own range is smaller)"
                                 : type == "UINT" ? "a non-negative integer up to 4294967295, written in decimal"
                                 : type == "FLOAT" ? "a number written in decimal"
                                                   : "a value of type " + (type.empty() ? std::string("the flag's") : type);

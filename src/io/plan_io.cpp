@@ -390,6 +390,12 @@ class FileReader {
   }
   YamlValue required(const char* key, const std::string& kind) {
     auto v = find(key);
+    // A YAML merge key (`<<: *anchor`) is a key like any other to a YAML
+    // 1.2 reader: what it would merge is missing, and said so.
+    if (!v && here().has("<<"))
+      throw InputError(file_, here().key_path("<<"), shorten(here().find("<<")->text()),
+                       "the keys written out: merge keys (<<) are not read, so '" + std::string(key) +
+                           "' is missing here");
     if (!v) throw InputError(file_, here().key_path(key), kMissing, "a value for this required key: " + kind);
     return *v;
   }

@@ -217,6 +217,12 @@ bool YamlValue::as_bool() const {
 
 std::string YamlValue::as_string() const {
   if (!node_.IsScalar() || node_.Scalar().empty()) fail("a non-empty string");
+  // A tag that makes the scalar something else (`!!binary aGk=` is the
+  // bytes "hi", `!!int 4` a number) is not text: taken as its letters, it
+  // named what the file did not mean. Plain, quoted and `!!str` are text.
+  const std::string& tag = node_.Tag();
+  if (!(tag.empty() || tag == "?" || tag == "!" || tag == "tag:yaml.org,2002:str"))
+    fail("a string, untagged or tagged !!str (not " + tag + ")");
   // A NUL ("\0" in a quoted scalar) would end the string in every JSON
   // file it is written to (io/json_input.hpp).
   if (node_.Scalar().find('\0') != std::string::npos) fail("a string without NUL characters");

@@ -659,6 +659,16 @@ TEST(PlanIo, UnknownKeysAreRefusedWithAHint) {
   EXPECT_NE(root.allowed().find("did you mean 'specs'?"), std::string::npos) << root.what();
 }
 
+TEST(PlanIo, AMergeKeyIsNamedNotTheKeyItWouldHaveGiven) {
+  // `<<: *first` is an ordinary key to YAML 1.2: the stage lacks what it
+  // would merge, and the error names the merge key, not '<missing>'.
+  const std::string text = replaced(replaced(kHandWrittenYaml, "  - device: a100-80gb\n", "  - &first\n    device: a100-80gb\n"),
+                                    "  - device: v100-32gb\n    group: 1\n", "  - <<: *first\n    group: 1\n");
+  const auto e = input_error_of([&] { plan_from_string(text, false, "p"); });
+  EXPECT_EQ(e.key(), "stages[1].<<");
+  EXPECT_NE(e.allowed().find("merge keys (<<) are not read"), std::string::npos) << e.what();
+}
+
 TEST(PlanIo, AnIntegerPastItsTypeSaysTheRange) {
   const auto e = input_error_of([&] {
     plan_from_string(replaced(kHandWrittenYaml, "    gpus: 16\n", "    gpus: 4611686018427387904\n"), false, "p");

@@ -102,6 +102,16 @@ TEST(YamlScalarRules, TheValueReaderAppliesThemNamingTheKey) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.allowed(), "text in UTF-8");
   }
+  // A tag that makes a scalar other than text is refused; !!str is text.
+  EXPECT_EQ(value_of("!!str 4").as_string(), "4");
+  for (const char* tagged : {"!!binary aGVsbG8=", "!!int 4", "!!float 4"}) {
+    try {
+      value_of(tagged).as_string();
+      ADD_FAILURE() << tagged << " was read as text";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.allowed().rfind("a string, untagged or tagged !!str (not tag:yaml.org,2002:", 0), 0u) << e.allowed();
+    }
+  }
 }
 
 TEST(YamlScalarRules, PlanFilesKeepThemToo) {
