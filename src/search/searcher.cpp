@@ -921,6 +921,18 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       else
         classes.push_back({finish, edge, 1, true, cap});
     };
+    // Stages [from, to) of a position's layout, none with an edge, each
+    // holding what it holds wherever it sits: what add_stage makes of them
+    // one by one, at once (a layout of 64 one-GPU stages was 64 calls at
+    // every prefix the walk tests, a seventh of its time).
+    constexpr int kAnywhere = FinishClass{}.limit;
+    auto add_stages_anywhere = [&](const std::vector<double>* finish, int from, int to) {
+      if (from >= to) return;
+      if (from > 0 && classes.back().edge == 0 && classes.back().limit == kAnywhere)
+        classes.back().count += to - from;
+      else
+        classes.push_back({finish, 0.0, to - from, true, kAnywhere});
+    };
     std::vector<double> floors;  // interleaved_pace_floors of a prefix or whole skeleton
     // The embedding and output-layer time of each layout of the first and
     // last positions (both for a lone stage), in the fastest mode.
@@ -993,6 +1005,13 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             classes.clear();
             for (int j = 0; j <= depth; ++j) {
               const int group = space.group_orders()[o][j];
+              if (!where_it_sits) {
+                // Only the pipeline's first stage runs an edge here.
+                const int first = stages_to[j] == 0 ? 1 : 0;
+                if (first) add_stage(finish_at[j], 0, first_edge[slot_at[0]], kAnywhere);
+                add_stages_anywhere(finish_at[j], first, stages_at[j]);
+                continue;
+              }
               for (int k = 0, q = stages_to[j]; k < stages_at[j]; ++k, ++q) {
                 const int cap = where_it_sits
                                     ? finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m))
@@ -1055,6 +1074,23 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // for every arrangement, the balancer's bound of them all.
           auto leaf_classes = [&](bool where_it_sits) {
             classes.clear();
+            if (!where_it_sits) {
+              // Every stage holds up to the model's layers (p of them, so
+              // together all of them); only the first and last run edges.
+              for (std::size_t j = 0, q = 0; j < n; q += static_cast<std::size_t>(stages_at[j]), ++j) {
+                int from = 0, to = stages_at[j];
+                if (q == 0) {
+                  add_stage(finish_at[j], 0, e_first, kAnywhere);
+                  from = 1;
+                }
+                const bool holds_last = j + 1 == n && p > 1;
+                if (holds_last) to = std::max(from, to - 1);
+                add_stages_anywhere(finish_at[j], from, to);
+                if (holds_last && static_cast<int>(q) + stages_at[j] - 1 > 0)
+                  add_stage(finish_at[j], stages_at[j] - 1, e_last, kAnywhere);
+              }
+              return true;
+            }
             long long held = 0;
             for (std::size_t j = 0, q = 0; j < n; ++j) {
               const GroupLayout& g = space.layouts(space.group_orders()[o][j])[layout_index[j]];
