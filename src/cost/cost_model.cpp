@@ -469,11 +469,24 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
 }
 
 // The context-parallel ring of a stage: ranks are ordered tp fastest, then
-// cp (Megatron-Core's order tp-cp-dp-pp), so a ring of cp·tp <= GPUs per
-// node stays inside a node; a larger one crosses nodes with gpus_per_node /
-// tp of its members in each.
+// cp (Megatron-Core's order tp-cp-dp-pp), so replica k's ring holds GPUs
+// [k·tp·cp, (k+1)·tp·cp) of the stage. A ring of cp·tp <= GPUs per node
+// stays inside a node when it divides the node (the stage starts on a
+// node, or inside one it fits in, as the search lays stages out); one that
+// does not divide it (tp 1 x cp 4 on nodes of 6 GPUs) puts some replica's
+// ring across two nodes, and every replica's ring steps wait for the
+// slowest: that one, with the most of its members one node holds. A larger
+// ring crosses nodes with gpus_per_node / tp of its members in each.
 static Link cp_link(const NodeGroup& g, const StageShape& s, const CostParameters& c) {
-  return collective_link(g, s.cp, std::max(1, std::min(s.cp, g.gpus_per_node / s.tp)), c);
+  const int ring = s.tp * s.cp, node = g.gpus_per_node;
+  if (ring <= node && s.tp * s.cp * s.dp > node && node % ring != 0) {
+    // The pattern of ring starts against node boundaries repeats within
+    // `node` rings.
+    for (int k = 0; k < std::min(s.dp, node); ++k)
+      if (crosses_node(k * ring, ring, node))
+        return collective_link(g, s.cp, std::max(1, most_gpus_on_one_node(k * ring, ring, node) / s.tp), c);
+  }
+  return collective_link(g, s.cp, std::max(1, std::min(s.cp, node / s.tp)), c);
 }
 
 // Tensor parallelism: two all-reduces of the b·s·h layer activations in the

@@ -207,6 +207,39 @@ TEST(ContextParallel, RingTransfersHideBehindAttention) {
   EXPECT_NEAR(ts.backward_s - tf.backward_s, 3 * point_to_point_s(2 * kv_block, link) - attention_b, 1e-9);
 }
 
+TEST(ContextParallel, ARingThatDoesNotDivideTheNodeCrossesIt) {
+  // Nodes of 6 GPUs, a stage of 12 (two nodes) at tp 1, cp 4, dp 3: the
+  // rings hold GPUs 0-3, 4-7 and 8-11, and the second has 2 GPUs on each
+  // node. Every ring step waits for it: its K,V blocks go over the NICs, 2
+  // of the ring's GPUs a node, so 6 / 2 = 3 rings share each node's 6 NICs
+  // (one a GPU): 1 GB/s x 0.7 x 6 / 3 = 1.4 GB/s, the NICs' latency.
+  const ModelSpec m = gpt_model(2, 4096, 32, 8192);
+  const DeviceSpec d = flat_device();
+  Problem fast = problem_on(d, m, 2, 6);
+  fast.cluster.groups[0].intra_node_GBps = 1e9;
+  fast.cluster.groups[0].inter_node_GBps = 1e6;  // nothing exposed
+  Problem slow = fast;
+  slow.cluster.groups[0].inter_node_GBps = 1;
+  const StageShape shape{0, 1, 3, Recompute::none, 4};
+  const Timing tf = CostModel(fast).layer_timing(shape, 3, 0);
+  const Timing ts = CostModel(slow).layer_timing(shape, 3, 0);
+  BatchShape x{1, 8192, 1, 2, false};
+  x.cp = 4;
+  const double kv_block = context_parallel_kv_bytes(m, 0, x);
+  const LayerWork w = layer_forward_work(m, 0, x);
+  const double attention_f = w.ops[1].flops * 0.5 / (800e12 * 0.5 * w.ops[1].attention_block_efficiency);
+  const CostParameters c;
+  const Link link{1 * c.network_efficiency * 6 / 3, 10};
+  EXPECT_NEAR(ts.forward_s - tf.forward_s, 3 * point_to_point_s(kv_block, link) - attention_f, 1e-9);
+  // On nodes of 8 the same rings divide the node and stay on NVLink: the
+  // NICs change nothing.
+  Problem eight = slow, eight_fast = fast;
+  eight.cluster.groups[0].gpus_per_node = eight_fast.cluster.groups[0].gpus_per_node = 8;
+  const StageShape two_nodes{0, 1, 4, Recompute::none, 4};
+  EXPECT_DOUBLE_EQ(CostModel(eight).layer_timing(two_nodes, 4, 0).forward_s,
+                   CostModel(eight_fast).layer_timing(two_nodes, 4, 0).forward_s);
+}
+
 TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
   // The cp ranks of a stage hold the same weights: the distributed
   // optimizer shards its 12 bytes a parameter over dp·cp.
