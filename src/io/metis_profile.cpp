@@ -284,7 +284,17 @@ void add_metis_profiles(ProfileTable& table, const std::string& directory, const
   }
   std::vector<fs::path> files;
   for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".json") files.push_back(it->path());
+    const std::string extension = it->path().extension().string();
+    if (extension == ".json") {
+      files.push_back(it->path());
+    } else if (extension.size() == 5 && std::equal(extension.begin(), extension.end(), ".json", [](char a, char b) {
+                 return std::tolower(static_cast<unsigned char>(a)) == b;
+               })) {
+      // `.JSON` beside `.json` files: left out, a device's table was
+      // missing from the search without a word.
+      throw InputError(it->path().string(), "file name", it->path().filename().string(),
+                       std::string("a profile file named ") + kNamePattern + " (the extension in lower case)");
+    }
   }
   if (ec) throw InputError(directory, "", ec.message(), "a readable Metis profile directory");
   std::sort(files.begin(), files.end());  // deterministic errors and precedence

@@ -162,6 +162,14 @@ TEST_F(MetisProfileErrors, NameWithoutSizes) {
   EXPECT_EQ(e.value(), "DeviceType.A100_tp1.json");
 }
 
+TEST_F(MetisProfileErrors, AnUpperCaseExtensionIsNotLeftOut) {
+  copy("DeviceType.A100_tp1_bs1.json", "DeviceType.A100_tp1_bs2.JSON");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "file name");
+  EXPECT_EQ(e.value(), "DeviceType.A100_tp1_bs2.JSON");
+  EXPECT_NE(e.allowed().find("the extension in lower case"), std::string::npos) << e.what();
+}
+
 TEST_F(MetisProfileErrors, UnknownDeviceType) {
   copy("DeviceType.A100_tp1_bs1.json", "DeviceType.P100_tp1_bs1.json");
   const InputError e = load_error();
