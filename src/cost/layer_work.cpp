@@ -276,23 +276,26 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
   const bool flash = fused_attention_possible(m, x);
   const double score_part = flash ? 0.0 : (dropout ? 5.0 : 2.0) * a * s * x.seq_len * b;
   const double element_scale = x.element_bytes / 2.0;               // the formula counts 16-bit elements
+  // Without sequence parallelism the norm inputs, the inputs of the first
+  // linear of each block and the dropout masks are replicated across tp
+  // (Korthikanti Eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t))); with it every
+  // part is split over tp (Eq. 3: s·b·h·(34/t + 5·a·s/(h·t))).
+  const double replicated = x.sequence_parallel ? 0.0 : (2 * 2 + linear_input * 2 + (dropout ? 2 : 0)) * sbh;
+  auto kept = [&](double scores) { return (replicated + (linear_part - replicated + scores) / t) * element_scale; };
   switch (recompute) {
     case Recompute::full:
       // Only the layer input is kept (Korthikanti Table 2: 2·s·b·h).
       return 2 * sbh * element_scale;
     case Recompute::selective:
       if (x.eager_modules) return op_level_saved_bytes(m, x, flash);
-      // The attention core is replayed: its s x s part is not stored.
-      return linear_part / (x.sequence_parallel ? t : 1.0) * element_scale;
+      // The attention core is replayed: its s x s part is not stored, and
+      // the rest is kept as without recompute (Korthikanti Table 2:
+      // 34·s·b·h/t with sequence parallelism, s·b·h·(10 + 24/t) without).
+      return kept(0.0);
     case Recompute::none:
       break;
   }
-  if (x.sequence_parallel) return (linear_part + score_part) / t * element_scale;
-  // Without sequence parallelism the norm inputs, the inputs of the first
-  // linear of each block and the dropout masks are replicated across tp
-  // (Korthikanti Eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t))).
-  const double replicated = (2 * 2 + linear_input * 2 + (dropout ? 2 : 0)) * sbh;
-  return (replicated + (linear_part - replicated + score_part) / t) * element_scale;
+  return kept(score_part);
 }
 
 double layer_working_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {

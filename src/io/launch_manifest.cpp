@@ -516,12 +516,17 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
                        "micro_batch_size / dp = " + std::to_string(B / s.dp) +
                            ", so that the replicas' sequences add up to " + std::to_string(B));
     const bool last = i + 1 == m.stages.size();
-    if (s.layers.first != next_layer || s.layers.end <= s.layers.first || s.layers.end > m.layers ||
+    // As a plan's: the first or last of several stages may hold no layer
+    // (the word embedding or the output layer alone, plan.hpp).
+    const bool may_be_empty = m.stages.size() > 1 && (i == 0 || last);
+    const bool empty_ok = may_be_empty && s.layers.end == s.layers.first;
+    if (s.layers.first != next_layer || (s.layers.end <= s.layers.first && !empty_ok) || s.layers.end > m.layers ||
         (last && s.layers.end != m.layers))
       throw InputError(file, stage_key(i, "layers"), range_text(s.layers),
                        "[" + std::to_string(next_layer) + ", " + (last ? std::to_string(m.layers) : "end") +
                            "): the stages' layer ranges run one after another from 0 to the model's " +
-                           std::to_string(m.layers) + " layers, each layer once");
+                           std::to_string(m.layers) + " layers, each layer once (the first or last of several "
+                           "stages may hold none)");
     next_layer = s.layers.end;
     gpus += static_cast<long long>(s.tp) * s.cp * s.dp;
     if (gpus > limits::kMaxClusterGpus) break;  // world_size's check below names it

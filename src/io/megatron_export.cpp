@@ -195,6 +195,13 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   }
   if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
   if (m.flash_attention) add("--use-flash-attn");
+  // Megatron-LM's dropout defaults are 0.1 in attention and after each
+  // block; a model that trains without (Llama, BLOOM, MPT) is costed
+  // without its masks, so the run must not draw them either.
+  if (!m.dropout) {
+    add("--attention-dropout", "0.0");
+    add("--hidden-dropout", "0.0");
+  }
 
   // The layer split: equal chunks need only their size; first and last
   // stages that differ from equal middle ones take

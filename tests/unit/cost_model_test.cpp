@@ -142,6 +142,18 @@ TEST(LayerWork, ActivationMemoryFollowsKorthikanti) {
   // Selective recompute: 34·s·b·h/t; full recompute: 2·s·b·h (Table 2).
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::selective), 34 * s * b * h / 4);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, sp, Recompute::full), 2 * s * b * h);
+  // Without sequence parallelism selective keeps s·b·h·(10 + 24/t) (Table
+  // 2): what no recompute keeps less the scores, never more. It was
+  // 34·s·b·h, undivided, above no recompute at tp 8.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, tp_only, Recompute::selective), s * b * h * (10 + 24.0 / 4));
+  const ModelSpec flash = [&] {
+    ModelSpec f = m;
+    f.flash_attention = true;
+    return f;
+  }();
+  BatchShape tp8{b, 2048, 8, 2, false};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(flash, 0, tp8, Recompute::selective),
+                   layer_activation_bytes(flash, 0, tp8, Recompute::none));
 }
 
 TEST(LayerWork, OpLevelSelectiveCheckpointingKeepsEveryOtherProductAndTheAttentionOutput) {

@@ -192,6 +192,24 @@ TEST(LaunchManifest, LayersMustCoverTheModelOnce) {
   EXPECT_EQ(error_reading(m).key(), "stages[1].layers");
 }
 
+TEST(LaunchManifest, AnEdgeStageMayHoldNoLayerAsInAPlan) {
+  // The last stage of the output layer alone ([24, 24)): a plan allows it,
+  // and the manifest `export` writes of it reads back; an empty middle
+  // stage is refused.
+  LaunchManifest m = mixed_manifest();
+  m.stages[0].layers = {0, 24};
+  m.stages[1].layers = {24, 24};
+  for (int r = 0; r < 4; ++r) m.ranks[r].layers = m.stages[0].layers;
+  for (int r = 4; r < 8; ++r) m.ranks[r].layers = m.stages[1].layers;
+  EXPECT_NO_THROW(launch_manifest_from_string(launch_manifest_to_json(m), "edge.json"));
+  LaunchManifest single = m;
+  single.stages[0].layers = {0, 0};
+  for (int r = 0; r < 4; ++r) single.ranks[r].layers = single.stages[0].layers;
+  single.stages[1].layers = {0, 24};
+  for (int r = 4; r < 8; ++r) single.ranks[r].layers = single.stages[1].layers;
+  EXPECT_NO_THROW(launch_manifest_from_string(launch_manifest_to_json(single), "first.json"));
+}
+
 TEST(LaunchManifest, ReplicaSequencesMustAddUpToB) {
   LaunchManifest m = mixed_manifest();
   m.stages[1].sequences_per_replica = 2;  // 4 replicas x 2 != B = 4

@@ -66,6 +66,8 @@ TEST(MegatronExport, UniformPlanGivesItsArguments) {
   EXPECT_EQ(value(a, "--recompute-granularity"), "<absent>");
   EXPECT_EQ(value(a, "--decoder-first-pipeline-num-layers"), "<absent>");
   EXPECT_EQ(value(a, "--group-query-attention"), "<absent>");
+  // GPT trains with dropout, Megatron's default.
+  EXPECT_EQ(value(a, "--attention-dropout"), "<absent>");
 
   const std::string text = format_megatron_arguments(plan, pb);
   EXPECT_NE(text.find("--tensor-model-parallel-size 2 \\\n"), std::string::npos);
@@ -85,6 +87,10 @@ TEST(MegatronExport, LlamaAndRecomputeFlags) {
   EXPECT_EQ(value(a, "--swiglu"), "");
   EXPECT_EQ(value(a, "--normalization"), "RMSNorm");
   EXPECT_EQ(value(a, "--untie-embeddings-and-output-weights"), "");
+  // Llama trains without dropout, as the plan was costed; Megatron's
+  // defaults (0.1) would add its masks.
+  EXPECT_EQ(value(a, "--attention-dropout"), "0.0");
+  EXPECT_EQ(value(a, "--hidden-dropout"), "0.0");
   EXPECT_EQ(value(a, "--recompute-granularity"), "full");
   EXPECT_EQ(value(a, "--recompute-method"), "uniform");
   EXPECT_EQ(value(a, "--recompute-num-layers"), "1");
