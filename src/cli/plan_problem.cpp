@@ -120,18 +120,30 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
 
 bool warn_if_out_of_memory(const PlanProblem& pp, const std::string& plan_file) {
   const CostModel model(pp.problem);
+  // The stage that overflows most (by its share of its capacity), and how
+  // many do: the first alone said too little when all of them did.
+  int over = 0, worst = -1;
+  double worst_ratio = 0, worst_need = 0, worst_has = 0;
   for (std::size_t i = 0; i < pp.plan.stages.size(); ++i) {
     const StageEstimate e = model.stage(pp.plan, static_cast<int>(i));
     if (e.fits()) continue;
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "warning: %s does not fit in memory: stage %zu needs %.1f GiB per GPU of its %.1f GiB; a run of "
-                  "it would run out of memory\n",
-                  plan_file.c_str(), i, e.memory.total() / kGiB, e.capacity_bytes / kGiB);
-    std::cerr << line;
-    return false;
+    ++over;
+    const double ratio = e.memory.total() / e.capacity_bytes;
+    if (worst < 0 || ratio > worst_ratio) {
+      worst = static_cast<int>(i);
+      worst_ratio = ratio;
+      worst_need = e.memory.total();
+      worst_has = e.capacity_bytes;
+    }
   }
-  return true;
+  if (over == 0) return true;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "warning: %s does not fit in memory: stage %d needs %.1f GiB per GPU of its %.1f GiB (%d of %zu "
+                "stages overflow, this one the most); a run of it would run out of memory\n",
+                plan_file.c_str(), worst, worst_need / kGiB, worst_has / kGiB, over, pp.plan.stages.size());
+  std::cerr << line;
+  return false;
 }
 
 }  // namespace autohaap::cli

@@ -99,8 +99,10 @@ std::string render_html_report(const CostModel& model, const Plan& plan, const s
   // GPUs and share of the micro-batch, with its own times and memory; the
   // set that paces its stage is marked. Idle is the stage's (its schedule
   // row is one, paced by that set).
-  out += "<h2>Stages</h2>\n<table class=\"stages\">\n<tr><th>stage</th><th>device</th><th>GPUs</th>"
-         "<th>tp × dp</th><th>layers</th><th>recompute</th><th>sequences</th><th>forward ms</th>"
+  const bool any_cp = std::any_of(plan.stages.begin(), plan.stages.end(), [](const StagePlan& s) { return s.cp > 1; });
+  out += std::string("<h2>Stages</h2>\n<table class=\"stages\">\n<tr><th>stage</th><th>device</th><th>GPUs</th>") +
+         (any_cp ? "<th>tp × cp × dp</th>" : "<th>tp × dp</th>") +
+         "<th>layers</th><th>recompute</th><th>sequences</th><th>forward ms</th>"
          "<th>backward ms</th><th>send ms</th><th>grad sync ms</th><th>optimizer ms</th><th>memory GiB</th>"
          "<th>capacity GiB</th><th>idle</th></tr>\n";
   bool any_sets = false;

@@ -191,7 +191,8 @@ void stage_label(std::string& out, const StagePlan& s, int i, int vpp, const Lay
   // replicas ("dp 2+2"): the sets' own rows are in the bars below.
   const std::string name = "Stage " + std::to_string(i) + " — " + s.devices();
   const std::string gpus = std::to_string(s.gpus) + (s.gpus == 1 ? " GPU" : " GPUs") + " (tp " +
-                           std::to_string(s.tp) + " × dp " + replica_counts(s) + ")";
+                           std::to_string(s.tp) + (s.cp > 1 ? " × cp " + std::to_string(s.cp) : "") + " × dp " +
+                           replica_counts(s) + ")";
   if (h >= 38) {
     out += text(12, top + h / 2 - 7, name, "font-size=\"12\" font-weight=\"bold\"");
     out += text(12, top + h / 2 + 6, gpus, "font-size=\"10.5\"");
