@@ -13,6 +13,7 @@
 #include "autohaap/cost/communication.hpp"
 #include "autohaap/cost/layer_work.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/units.hpp"
 
 namespace autohaap {
@@ -415,8 +416,10 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   x.element_bytes = bytes_per_element(pb.training.precision);
   x.sequence_parallel = pb.training.sequence_parallel && s.tp > 1;
   // A device without FP8 runs an fp8 plan's GEMMs in 16 bits.
-  x.fp8 = gemms_in_fp8(pb.training.precision, pb.cluster.groups.at(s.group).device);
+  const DeviceSpec& device = pb.cluster.groups.at(s.group).device;
+  x.fp8 = gemms_in_fp8(pb.training.precision, device);
   x.eager_modules = eager_modules(pb.training);
+  x.fused_attention_kernel = fused_attention_kernel(device.architecture, pb.training.runtime);
   return x;
 }
 

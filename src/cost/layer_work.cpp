@@ -49,7 +49,7 @@ bool attention_on_tensor_cores(const ModelSpec& m, const BatchShape& x) {
 }
 
 bool fused_attention_possible(const ModelSpec& m, const BatchShape& x) {
-  return m.flash_attention && x.element_bytes == 2;
+  return m.flash_attention && x.element_bytes == 2 && x.fused_attention_kernel;
 }
 
 double layer_params(const ModelSpec& m, int layer) {

@@ -126,7 +126,9 @@ constexpr DeviceRow kDevices[] = {
 //           the same kernel on the same SMs, is taken          -> 0.33 / 0.27
 //   ada     FA2 on AD102 cards: forward ~0.6 of the FP16-FP32 peak -> 0.55 / 0.42
 //   volta, turing, cdna2, cdna3: no published kernel throughput; no FA2
-//           on Volta (memory-efficient attention instead), FA1 on Turing,
+//           on Volta and Turing (PyTorch SDPA's memory-efficient kernel
+//           there, which only the fsdp runtime runs: Megatron-LM runs them
+//           unfused, fused_attention_kernel in specs/parallel_rules.hpp),
 //           Composable-Kernel FA on AMD; set near standard attention's
 //           0.25-0.35 forward                                  -> 0.30-0.40 / 0.22-0.30
 // flash3_*: FlashAttention-3 and cuDNN's fused attention, Hopper only:

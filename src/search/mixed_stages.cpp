@@ -138,6 +138,8 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
   const int gpus = replicas * s.tp * s.cp;
   if (first < 0 || first + gpus > range.end) return false;
   if (stage_violation(problem.model, problem.seq_len(), &g, StageDegrees{s.tp, s.cp, replicas}, replicas)) return false;
+  if (!device_context_parallel_violation(g.device.architecture, g.device.name, problem.training.runtime, s.cp).empty())
+    return false;
   std::vector<ReplicaSet> sets = s.replicas;
   if (sets.empty()) sets.push_back({s.device, s.group, s.first_gpu, s.gpus, 0});
   sets.push_back({g.device.name, range.group, first, gpus, 0});

@@ -80,7 +80,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& 
       const int replicas = best.stages[i].cp * best.stages[i].dp;
       for (int cp = 1; cp <= replicas; ++cp) {
         if (replicas % cp != 0 || cp == best.stages[i].cp) continue;
-        if (!context_parallel_allowed(problem, cp)) continue;
+        if (!context_parallel_allowed(problem, cp) || !context_parallel_runs_on(problem, best.stages[i], cp)) continue;
         Plan candidate = best;
         set_cp(candidate.stages[i], cp);
         if (best.micro_batch_size % candidate.stages[i].dp != 0) continue;
@@ -123,7 +123,9 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCon
   const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
   for (int cp = 1; cp <= replicas; ++cp) {
     if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
-    if (!context_parallel_allowed(problem, cp)) continue;
+    if (!context_parallel_allowed(problem, cp) ||
+        !std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) { return context_parallel_runs_on(problem, s, cp); }))
+      continue;
     for (int vpp = 1; vpp <= most && !stop(); ++vpp) {
       if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, plan.num_micro_batches)
                .empty())

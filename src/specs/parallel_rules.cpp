@@ -49,6 +49,18 @@ std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
   return "";
 }
 
+bool fused_attention_kernel(Architecture architecture, Runtime runtime) {
+  if (runtime == Runtime::fsdp) return true;
+  return architecture != Architecture::volta && architecture != Architecture::turing;
+}
+
+std::string device_context_parallel_violation(Architecture architecture, const std::string& device, Runtime runtime,
+                                              int cp) {
+  if (cp <= 1 || fused_attention_kernel(architecture, runtime)) return "";
+  return "1 on " + device + " (" + to_string(architecture) +
+         "): ring context parallelism runs inside the fused attention kernels, which this runtime has from Ampere on";
+}
+
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp) {
   if (cp < 1) return "an integer >= 1";
   if (cp == 1) return "";

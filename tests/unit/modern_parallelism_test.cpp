@@ -240,6 +240,44 @@ TEST(ContextParallel, ARingThatDoesNotDivideTheNodeCrossesIt) {
                    CostModel(eight_fast).layer_timing(two_nodes, 4, 0).forward_s);
 }
 
+TEST(ContextParallel, VoltaUnderMegatronHasNoFusedAttentionAndNoRing) {
+  // FlashAttention (and Transformer Engine's fused attention, where its
+  // ring attention runs) needs Ampere or newer: Megatron-LM on a V100 runs
+  // attention unfused, keeping the s x s scores, and cannot split the
+  // sequence; PyTorch's SDPA has its memory-efficient kernel there.
+  EXPECT_FALSE(fused_attention_kernel(Architecture::volta, Runtime::megatron));
+  EXPECT_FALSE(fused_attention_kernel(Architecture::turing, Runtime::deepspeed));
+  EXPECT_TRUE(fused_attention_kernel(Architecture::volta, Runtime::fsdp));
+  EXPECT_TRUE(fused_attention_kernel(Architecture::ampere, Runtime::megatron));
+  EXPECT_NE(device_context_parallel_violation(Architecture::volta, "v100", Runtime::megatron, 2), "");
+  EXPECT_EQ(device_context_parallel_violation(Architecture::volta, "v100", Runtime::megatron, 1), "");
+  EXPECT_EQ(device_context_parallel_violation(Architecture::hopper, "h100", Runtime::megatron, 2), "");
+
+  const ModelSpec flash = gpt_model(2, 4096, 32, 4096);  // flash attention, no dropout
+  ModelSpec unfused = flash;
+  unfused.flash_attention = false;
+  // The layer without the kernel keeps what the model without flash keeps.
+  BatchShape x{1, 4096, 1, 2, false};
+  x.fused_attention_kernel = false;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(flash, 0, x, Recompute::none),
+                   layer_activation_bytes(unfused, 0, BatchShape{1, 4096, 1, 2, false}, Recompute::none));
+  // A stage on a V100 under Megatron keeps 2 bytes of scores for each of
+  // a·s² a sequence beyond the same stage on an A100: 2·32·4096² bytes.
+  DeviceSpec volta = flat_device(), ampere = flat_device();
+  volta.architecture = Architecture::volta;
+  ampere.architecture = Architecture::ampere;
+  const Problem on_volta = problem_on(volta, flash), on_ampere = problem_on(ampere, flash);
+  const StageShape shape{0, 1, 1, Recompute::none, 1};
+  EXPECT_DOUBLE_EQ(CostModel(on_volta).layer_memory(shape, 1, 0).activation_bytes -
+                       CostModel(on_ampere).layer_memory(shape, 1, 0).activation_bytes,
+                   2.0 * 32 * 4096 * 4096);
+  // Under fsdp the V100 runs SDPA's memory-efficient kernel: no scores.
+  Problem fsdp_volta = on_volta, fsdp_ampere = on_ampere;
+  fsdp_volta.training.runtime = fsdp_ampere.training.runtime = Runtime::fsdp;
+  EXPECT_DOUBLE_EQ(CostModel(fsdp_volta).layer_memory(shape, 1, 0).activation_bytes,
+                   CostModel(fsdp_ampere).layer_memory(shape, 1, 0).activation_bytes);
+}
+
 TEST(ContextParallel, OptimizerShardsAndGradientsReduceOverDpTimesCp) {
   // The cp ranks of a stage hold the same weights: the distributed
   // optimizer shards its 12 bytes a parameter over dp·cp.

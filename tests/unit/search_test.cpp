@@ -410,7 +410,7 @@ TEST(Search, CpIsPartOfTheExactSearch) {
 // faster than Megatron's.
 TEST(Search, DeepSpeedPlansRunOneChunkPerStageWithoutCp) {
   int compared = 0, with_cp = 0, interleaved = 0;
-  for (std::uint32_t seed = 500; seed < 640 && compared < 8; ++seed) {
+  for (std::uint32_t seed = 500; seed < 900 && (compared < 8 || interleaved < 2); ++seed) {
     Problem problem = seed % 2 ? interleavable_problem(seed) : long_context_problem(seed);
     if (exhaustive_candidates(problem) > 60000) continue;
     const SearchResult megatron = search(problem, "autohaap");
@@ -439,7 +439,7 @@ TEST(Search, DeepSpeedPlansRunOneChunkPerStageWithoutCp) {
                                megatron.top[0].num_micro_batches),
               1);
   }
-  EXPECT_EQ(compared, 8);
+  EXPECT_GE(compared, 8);
   EXPECT_GE(with_cp, 2);
   EXPECT_GE(interleaved, 2);
 }

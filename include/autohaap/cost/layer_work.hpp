@@ -92,6 +92,11 @@ struct BatchShape {
   // kept as their FP8 casts; the casts and their transposes are extra
   // memory-bound work. Set only where the stage's device has FP8.
   bool fp8 = false;
+  // The runtime has a fused attention kernel on the stage's device
+  // (fused_attention_kernel, specs/parallel_rules.hpp): without one a
+  // flash-attention model keeps and computes standard attention's s x s
+  // scores there (Megatron-LM on a V100).
+  bool fused_attention_kernel = true;
   // The layer is PyTorch's eager modules as FSDP trainers write them
   // (torchtitan, Hugging Face models under llm-foundry), not Megatron-LM's
   // fused kernels (false). Three things follow, each measured on an H200
@@ -123,9 +128,11 @@ struct BatchShape {
 // and 0226_nheads: bloom-pq-054, 086, 089, 091).
 bool attention_on_tensor_cores(const ModelSpec& model, const BatchShape& shape);
 
-// Whether the layer runs fused (flash) attention: the model asks for it and
-// the inputs are 16-bit (FlashAttention's kernels take fp16/bf16; fp32 and
-// tf32 training run standard attention, the s x s scores through HBM).
+// Whether the layer runs fused (flash) attention: the model asks for it,
+// the runtime has the kernel on the device (BatchShape::
+// fused_attention_kernel) and the inputs are 16-bit (FlashAttention's
+// kernels take fp16/bf16; fp32 and tf32 training run standard attention,
+// the s x s scores through HBM).
 // FlashAttention pads other head dimensions to a multiple of 8 itself.
 bool fused_attention_possible(const ModelSpec& model, const BatchShape& shape);
 

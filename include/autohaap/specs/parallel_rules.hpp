@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "autohaap/specs/device.hpp"
 #include "autohaap/specs/model.hpp"
 
 namespace autohaap {
@@ -76,6 +77,21 @@ std::string context_parallel_violation(const ModelSpec& model, int seq_len, int 
 // scheme, not priced here), so under `runtime: deepspeed` cp is 1.
 // Returns what is allowed when the rule fails, else "".
 std::string runtime_context_parallel_violation(Runtime runtime, int cp);
+
+// Whether `runtime` runs a fused attention kernel (no s x s scores kept) on
+// a device of this architecture. Megatron-LM and Megatron-DeepSpeed run
+// FlashAttention (the flash-attn package; Transformer Engine's flash and
+// cuDNN backends), which needs Ampere or newer (FlashAttention-2, Dao 2023;
+// Transformer Engine's attention backends): on Volta and Turing they run
+// attention unfused. PyTorch's SDPA (`fsdp`) has its memory-efficient
+// kernel from Volta on; AMD's CDNA parts run Composable Kernel's
+// FlashAttention. A model without flash_attention runs unfused anywhere.
+bool fused_attention_kernel(Architecture architecture, Runtime runtime);
+// And ring context parallelism runs inside that kernel (Transformer
+// Engine's attention; torchtitan's through SDPA): cp > 1 needs it on the
+// stage's device. Returns what is allowed when the rule fails, else "".
+std::string device_context_parallel_violation(Architecture architecture, const std::string& device, Runtime runtime,
+                                              int cp);
 
 // ---------------------------------------------------------------- stage rule
 // Whether one pipeline stage's parallel degrees can run, as Megatron-LM
