@@ -178,6 +178,23 @@ TEST(ContextParallel, SearchedStagesTakeTheLeastCpThatLetsReplicasDivideB) {
   EXPECT_EQ(degrees(1, 8, 2), (std::vector<int>{1, 1, 8}));
 }
 
+// A cp-4 layer of `m` (8192 tokens a sequence, one sequence a replica)
+// timed on a link that hides every ring step and on a slow one, with the
+// K,V block each step sends and the layer's work: the tests below take the
+// exposed difference apart by hand.
+struct RingTimes {
+  Timing fast, slow;
+  double kv_block = 0;
+  LayerWork work;
+};
+RingTimes cp4_ring_times(const ModelSpec& m, const Problem& fast, const Problem& slow, const StageShape& shape,
+                         int micro_batch) {
+  BatchShape x{1, 8192, 1, 2, false};
+  x.cp = 4;
+  return {CostModel(fast).layer_timing(shape, micro_batch, 0), CostModel(slow).layer_timing(shape, micro_batch, 0),
+          context_parallel_kv_bytes(m, 0, x), layer_forward_work(m, 0, x)};
+}
+
 TEST(ContextParallel, RingTransfersHideBehindAttention) {
   // cp = 4 inside one node; the K,V block of each step crosses the link
   // while that step's attention runs: exposed is (cp − 1)·send − attention.
@@ -187,13 +204,7 @@ TEST(ContextParallel, RingTransfersHideBehindAttention) {
   fast.cluster.groups[0].intra_node_GBps = 1e9;  // nothing exposed
   Problem slow = fast;
   slow.cluster.groups[0].intra_node_GBps = 1;    // 1 GB/s: far slower than attention
-  const StageShape shape{0, 1, 1, Recompute::none, 4};
-  const Timing tf = CostModel(fast).layer_timing(shape, 1, 0);
-  const Timing ts = CostModel(slow).layer_timing(shape, 1, 0);
-  BatchShape x{1, 8192, 1, 2, false};
-  x.cp = 4;
-  const double kv_block = context_parallel_kv_bytes(m, 0, x);
-  const LayerWork w = layer_forward_work(m, 0, x);
+  const auto [tf, ts, kv_block, w] = cp4_ring_times(m, fast, slow, StageShape{0, 1, 1, Recompute::none, 4}, 1);
   // Fused attention: half the dense FLOPs at the attention efficiency.
   // Each ring step runs the kernel on 8192 / 4 tokens: FlashAttention-2's
   // L / (L + 300) throughput at 2048 over 8192 tokens.
@@ -220,13 +231,7 @@ TEST(ContextParallel, ARingThatDoesNotDivideTheNodeCrossesIt) {
   fast.cluster.groups[0].inter_node_GBps = 1e6;  // nothing exposed
   Problem slow = fast;
   slow.cluster.groups[0].inter_node_GBps = 1;
-  const StageShape shape{0, 1, 3, Recompute::none, 4};
-  const Timing tf = CostModel(fast).layer_timing(shape, 3, 0);
-  const Timing ts = CostModel(slow).layer_timing(shape, 3, 0);
-  BatchShape x{1, 8192, 1, 2, false};
-  x.cp = 4;
-  const double kv_block = context_parallel_kv_bytes(m, 0, x);
-  const LayerWork w = layer_forward_work(m, 0, x);
+  const auto [tf, ts, kv_block, w] = cp4_ring_times(m, fast, slow, StageShape{0, 1, 3, Recompute::none, 4}, 3);
   const double attention_f = w.ops[1].flops * 0.5 / (800e12 * 0.5 * w.ops[1].attention_block_efficiency);
   const CostParameters c;
   const Link link{1 * c.network_efficiency * 6 / 3, 10};
