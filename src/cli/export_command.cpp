@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
@@ -67,7 +68,12 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   std::snprintf(times, sizeof times, "%.4f s vs %.4f s for this plan (%+.1f%%)", t, own, 100 * (t / own - 1));
   text += "# nearest expressible plan: " + uniform_description(nearest->plan) + "\n";
   text += std::string("# predicted iteration ") + times + "\n";
-  text += format_megatron_arguments(nearest->plan, nearest->problem);
+  // Its own nodes, in its own rank order: PLAN's node list is another
+  // plan's.
+  text += "# its node list (node rank = line):\n";
+  std::istringstream nodes(format_nodelist(nearest->plan, nearest->problem.cluster));
+  for (std::string line; std::getline(nodes, line);) text += "#   " + line + "\n";
+  text += format_megatron_arguments(nearest->plan, nearest->problem, "its node list above");
   return kExitInfeasible;
 }
 

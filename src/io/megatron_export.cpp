@@ -289,7 +289,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   return a;
 }
 
-std::string format_megatron_arguments(const Plan& plan, const Problem& problem) {
+std::string format_megatron_arguments(const Plan& plan, const Problem& problem, const std::string& node_order) {
   const StagePlan& s0 = plan.stages.front();
   const int p = static_cast<int>(plan.stages.size());
   std::size_t devices = 0;
@@ -302,7 +302,7 @@ std::string format_megatron_arguments(const Plan& plan, const Problem& problem) 
   // Megatron-LM ties no rank to a device: the launcher must start the nodes
   // in the plan's rank order (io/hostfile.hpp, node_order).
   out += "# launch " + std::to_string(plan.num_gpus()) +
-         " ranks node by node in the order of `autohaap export PLAN --to nodelist` (node rank = its position), "
+         " ranks node by node in the order of " + node_order + " (node rank = its position), "
          "so each stage runs on its devices; rank order: tensor-parallel fastest, then context-parallel, then "
          "data-parallel, then stage (GPU of each rank: --to hostfile)\n";
   // One precision flag for every rank: a device without BF16 takes the

@@ -17,7 +17,7 @@ set(_report_cases
   "report_plan_of_other_cluster|2|mixed_3stage.yaml: cluster: got 'mixed-a100-v100'|report|${_mixed}|--out|${_out}/x.svg|-c|a100x8"
   "report_missing_plan|2|no_such_plan.yaml|report|no_such_plan.yaml|--out|${_out}/x.svg"
   "export_megatron|0|--tensor-model-parallel-size 2 .\n--pipeline-model-parallel-size 4 .\n--micro-batch-size 2 .*--decoder-first-pipeline-num-layers 5 .\n--decoder-last-pipeline-num-layers 5|export|${_uniform}|--to|megatron"
-  "export_megatron_not_expressible|3|# not expressible.*tensor-parallel degree differs across stages: tp 4 \\(stages 0, 2\\), tp 2 \\(stage 1\\).*# nearest expressible plan: a100-40gb: tp [0-9]+ x pp [0-9]+ x dp [0-9]+.*# predicted iteration [0-9.]+ s vs [0-9.]+ s for this plan.*--tensor-model-parallel-size|export|${_mixed}|--to|megatron"
+  "export_megatron_not_expressible|3|# not expressible.*tensor-parallel degree differs across stages: tp 4 \\(stages 0, 2\\), tp 2 \\(stage 1\\).*# nearest expressible plan: a100-40gb: tp [0-9]+ x pp [0-9]+ x dp [0-9]+.*# predicted iteration [0-9.]+ s vs [0-9.]+ s for this plan.*# its node list .node rank = line.:\n#   .*in the order of its node list above.*--tensor-model-parallel-size|export|${_mixed}|--to|megatron"
   "export_megatron_to_file|3|# not expressible.*--tensor-model-parallel-size.*note: not written to .*args.txt: the plan is not expressible|export|${_mixed}|--to|megatron|-o|${_out}/args.txt"
   "export_hostfile|0|# node +gpu +rank +stage +tp_rank +cp_rank +dp_rank +device\na100-40gb-node0 +0 +0 +0 +0 +0 +0 +a100-40gb.*v100-32gb-node1 +5 +29 +2 +1 +0 +3 +v100-32gb|export|${_mixed}|--to|hostfile"
   "export_json|0|\"format\": \"autohaap-plan/1\".*\"predicted\": {.*\"iteration_time_s\": [0-9.]+|export|${_mixed}|--to|json"

@@ -58,7 +58,10 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
 
 // The arguments as shell continuation lines ("--flag value \"), the last
 // without the backslash, after '#' comment lines describing the plan.
-std::string format_megatron_arguments(const Plan& plan, const Problem& problem);
+// `node_order` names where the launcher finds the nodes' order (by
+// default the plan file's own `--to nodelist`).
+std::string format_megatron_arguments(const Plan& plan, const Problem& problem,
+                                      const std::string& node_order = "`autohaap export PLAN --to nodelist`");
 
 // The best plan Megatron-LM can run on the plan's kind of GPUs: for each
 // device type the plan uses, uniform plans (one tp, dp and recompute mode,
