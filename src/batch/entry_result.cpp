@@ -5,8 +5,8 @@
 #include <cereal/types/string.hpp>
 
 #include <array>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "autohaap/error.hpp"
@@ -39,11 +39,11 @@ void fields(Archive& ar, EntryResult& r, std::string& format, std::string& statu
 // Which field of a result document has the wrong JSON type, by the field
 // list itself (a default result written out): cereal says only
 // "IsNumber()". Nothing when every field it has is of the written type.
-std::optional<std::string> mistyped_field(const std::string& text, const std::string& written) {
+std::optional<std::string> mistyped_field(const std::string& text) {
   rj::Document doc, reference;
   try {
     parse_json(text, "", doc);
-    parse_json(written, "", reference);
+    parse_json(entry_result_to_json(EntryResult{}), "", reference);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -109,7 +109,7 @@ std::optional<EntryResult> entry_result_from_json(const std::string& text, std::
     return refuse(e.value());  // not JSON, nested too deep, a number out of range
   } catch (const std::exception& e) {
     // cereal's error, which names no field: the first of the wrong type.
-    const auto field = mistyped_field(text, entry_result_to_json(EntryResult{}));
+    const auto field = mistyped_field(text);
     return refuse(std::string("not a result document (") + (field ? *field : e.what()) + ")");
   }
   if (format != kResultFormat) return refuse("format '" + format + "', not " + kResultFormat);

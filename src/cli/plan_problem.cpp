@@ -90,15 +90,8 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     stage_layers.push_back(s.num_layers());
     if (const std::string cp_rule = runtime_context_parallel_violation(runtime, s.cp); !cp_rule.empty())
       throw InputError(plan_file, "stages[" + std::to_string(i) + "].cp", std::to_string(s.cp), cp_rule);
-    // Each device the stage runs on (its own, or each replica set's).
-    std::vector<int> groups{s.group};
-    for (const ReplicaSet& r : s.replicas) groups.push_back(r.group);
-    for (const int g : groups) {
-      const DeviceSpec& d = out.problem.cluster.groups.at(g).device;
-      if (const std::string rule = device_context_parallel_violation(d.architecture, d.name, runtime, s.cp);
-          !rule.empty())
-        throw InputError(plan_file, "stages[" + std::to_string(i) + "].cp", std::to_string(s.cp), rule);
-    }
+    if (const std::string rule = stage_context_parallel_violation(out.problem.cluster, runtime, s, s.cp); !rule.empty())
+      throw InputError(plan_file, "stages[" + std::to_string(i) + "].cp", std::to_string(s.cp), rule);
   }
   const std::string vpp_rule =
       interleaving_violation(out.problem.model, runtime, out.plan.vpp, stage_layers, out.plan.num_micro_batches);

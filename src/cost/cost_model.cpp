@@ -482,7 +482,7 @@ static Link collective_link(const NodeGroup& g, int members, int per_node, const
 // ring crosses nodes with gpus_per_node / tp of its members in each.
 static Link cp_link(const NodeGroup& g, const StageShape& s, const CostParameters& c) {
   const int ring = s.tp * s.cp, node = g.gpus_per_node;
-  if (ring <= node && s.tp * s.cp * s.dp > node && node % ring != 0) {
+  if (ring <= node && ring * s.dp > node && node % ring != 0) {
     // The pattern of ring starts against node boundaries repeats within
     // `node` rings.
     for (int k = 0; k < std::min(s.dp, node); ++k)

@@ -40,8 +40,7 @@ std::optional<InitProgress> MpiSynchronizer::restored_initialization() {
     payload.value.push_back(std::move(restored_->init));
     // What is left of it names no list: the list is built anew.
     restored_.reset();
-  } else if (group_.rank() == 0 && restored_ && restored_->init.tasks > 0 &&
-             restored_->init.next_task == restored_->init.tasks) {
+  } else if (group_.rank() == 0 && restored_ && restored_->init.walked_all()) {
     // A search-phase checkpoint with its whole initialization: the list is
     // rebuilt from it (no round walked again) and its chunks then restored.
     payload.value.push_back(restored_->init);
@@ -51,7 +50,7 @@ std::optional<InitProgress> MpiSynchronizer::restored_initialization() {
   group_.broadcast(payload, 0);
   if (payload.value.empty()) return std::nullopt;
   const InitProgress& p = payload.value.front();
-  if (p.next_task == p.tasks)
+  if (p.walked_all())
     note("resuming from checkpoint " + settings_.checkpoint_path + ": its initialization (" +
          std::to_string(p.tasks) + " tasks, " + std::to_string(p.kept.size()) +
          " skeletons kept) restored, not walked again");

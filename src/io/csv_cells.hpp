@@ -1,7 +1,8 @@
-// Reading plain CSV files. The cells of one line of a plain CSV file (no quoting: the tables this
-// project reads — measured profiles, device measurements — hold names and
-// numbers only), each trimmed of spaces and a carriage return; a trailing
-// comma gives a last empty cell. Numbers in decimal only.
+// Reading plain CSV files. The cells of one line of a plain CSV file (no
+// quoting: the tables this project reads — measured profiles, device
+// measurements — hold names and numbers only), each trimmed of spaces and
+// a carriage return; a trailing comma gives a last empty cell. Numbers in
+// decimal only.
 //
 // Internal to src/io. Cost: linear in the line.
 #pragma once

@@ -199,14 +199,11 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   // that rank at its first attention, and the plan was costed with
   // attention unfused there: Transformer Engine, Megatron-LM's default,
   // picks its fused kernel on the GPUs that have one and runs unfused on
-  // the others.
-  const bool every_gpu_fused = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) {
-    std::vector<int> groups{s.group};
-    for (const ReplicaSet& r : s.replicas) groups.push_back(r.group);
-    return std::all_of(groups.begin(), groups.end(), [&](int g) {
-      return fused_attention_kernel(problem.cluster.groups.at(g).device.architecture, Runtime::megatron);
-    });
-  });
+  // the others. (Stages of replica sets are not expressible: each stage is
+  // on its own device.)
+  const bool every_gpu_fused = stages_lacking(problem, plan, [](const DeviceSpec& d) {
+                                 return fused_attention_kernel(d.architecture, Runtime::megatron);
+                               }).empty();
   if (m.flash_attention && every_gpu_fused) add("--use-flash-attn");
   // Megatron-LM's dropout defaults are 0.1 in attention and after each
   // block; a model that trains without (Llama, BLOOM, MPT) is costed

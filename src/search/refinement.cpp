@@ -12,6 +12,12 @@
 namespace autohaap {
 namespace {
 
+// Whether every device stage `s` runs on can split its sequences over cp
+// (stage_context_parallel_violation, specs/parallel_rules.hpp).
+bool cp_runs_on(const Problem& problem, const StagePlan& s, int cp) {
+  return stage_context_parallel_violation(problem.cluster, problem.training.runtime, s, cp).empty();
+}
+
 // Splits stage i's replicas into dp / cp replicas of cp GPUs each.
 void set_cp(StagePlan& s, int cp) {
   const int replicas = s.cp * s.dp;
@@ -80,7 +86,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& 
       const int replicas = best.stages[i].cp * best.stages[i].dp;
       for (int cp = 1; cp <= replicas; ++cp) {
         if (replicas % cp != 0 || cp == best.stages[i].cp) continue;
-        if (!context_parallel_allowed(problem, cp) || !context_parallel_runs_on(problem, best.stages[i], cp)) continue;
+        if (!context_parallel_allowed(problem, cp) || !cp_runs_on(problem, best.stages[i], cp)) continue;
         Plan candidate = best;
         set_cp(candidate.stages[i], cp);
         if (best.micro_batch_size % candidate.stages[i].dp != 0) continue;
@@ -124,7 +130,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCon
   for (int cp = 1; cp <= replicas; ++cp) {
     if (replicas % cp != 0 || plan.micro_batch_size % (replicas / cp) != 0) continue;
     if (!context_parallel_allowed(problem, cp) ||
-        !std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) { return context_parallel_runs_on(problem, s, cp); }))
+        !std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) { return cp_runs_on(problem, s, cp); }))
       continue;
     for (int vpp = 1; vpp <= most && !stop(); ++vpp) {
       if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, plan.num_micro_batches)

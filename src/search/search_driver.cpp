@@ -175,7 +175,7 @@ class SearchDriver {
       return false;
     }
     bool init_checkpointed = resume.has_value();  // the file holds an initialization's progress
-    out.initialization_restored = resume && resume->tasks > 0 && resume->next_task == resume->tasks;
+    out.initialization_restored = resume && resume->walked_all();
     start_counters_ = cache_.counters();
     // Agreed before the initialization, whose rounds every participant
     // must reach.

@@ -285,15 +285,6 @@ bool context_parallel_allowed(const Problem& problem, int cp) {
          runtime_context_parallel_violation(problem.training.runtime, cp).empty();
 }
 
-bool context_parallel_runs_on(const Problem& problem, const StagePlan& stage, int cp) {
-  auto runs = [&](int group) {
-    const DeviceSpec& d = problem.cluster.groups.at(group).device;
-    return device_context_parallel_violation(d.architecture, d.name, problem.training.runtime, cp).empty();
-  };
-  if (!stage.has_replica_sets()) return runs(stage.group);
-  return std::all_of(stage.replicas.begin(), stage.replicas.end(), [&](const ReplicaSet& r) { return runs(r.group); });
-}
-
 int max_pipeline_stages(const Problem& problem) {
   return max_pipeline_stages(problem.model, problem.training.runtime, problem.training.zero);
 }
@@ -303,7 +294,7 @@ StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width,
   const int cp = width / std::gcd(width, micro_batch);
   const DeviceSpec& device = problem.cluster.groups.at(group).device;
   if (!context_parallel_allowed(problem, cp) || problem.profiles.measures_device(device.name) ||
-      !device_context_parallel_violation(device.architecture, device.name, problem.training.runtime, cp).empty())
+      !device_context_parallel_violation(device, problem.training.runtime, cp).empty())
     return {tp, 1, width};
   return {tp, cp, width / cp};
 }

@@ -1086,8 +1086,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                 const bool holds_last = j + 1 == n && p > 1;
                 if (holds_last) to = std::max(from, to - 1);
                 add_stages_anywhere(finish_at[j], from, to);
-                if (holds_last && static_cast<int>(q) + stages_at[j] - 1 > 0)
-                  add_stage(finish_at[j], stages_at[j] - 1, e_last, kAnywhere);
+                if (holds_last) add_stage(finish_at[j], stages_at[j] - 1, e_last, kAnywhere);
               }
               return true;
             }

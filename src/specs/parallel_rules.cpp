@@ -1,5 +1,6 @@
 #include "autohaap/specs/parallel_rules.hpp"
 
+#include "autohaap/plan.hpp"
 #include "autohaap/specs/cluster.hpp"
 #include "autohaap/specs/training.hpp"
 
@@ -54,11 +55,20 @@ bool fused_attention_kernel(Architecture architecture, Runtime runtime) {
   return architecture != Architecture::volta && architecture != Architecture::turing;
 }
 
-std::string device_context_parallel_violation(Architecture architecture, const std::string& device, Runtime runtime,
-                                              int cp) {
-  if (cp <= 1 || fused_attention_kernel(architecture, runtime)) return "";
-  return "1 on " + device + " (" + to_string(architecture) +
+std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int cp) {
+  if (cp <= 1 || fused_attention_kernel(device.architecture, runtime)) return "";
+  return "1 on " + device.name + " (" + to_string(device.architecture) +
          "): ring context parallelism runs inside the fused attention kernels, which this runtime has from Ampere on";
+}
+
+std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, const StagePlan& stage,
+                                             int cp) {
+  std::vector<int> groups{stage.group};
+  for (const ReplicaSet& r : stage.replicas) groups.push_back(r.group);
+  for (const int g : groups)
+    if (std::string rule = device_context_parallel_violation(cluster.groups.at(g).device, runtime, cp); !rule.empty())
+      return rule;
+  return "";
 }
 
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp) {

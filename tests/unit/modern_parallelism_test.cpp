@@ -254,9 +254,12 @@ TEST(ContextParallel, VoltaUnderMegatronHasNoFusedAttentionAndNoRing) {
   EXPECT_FALSE(fused_attention_kernel(Architecture::turing, Runtime::deepspeed));
   EXPECT_TRUE(fused_attention_kernel(Architecture::volta, Runtime::fsdp));
   EXPECT_TRUE(fused_attention_kernel(Architecture::ampere, Runtime::megatron));
-  EXPECT_NE(device_context_parallel_violation(Architecture::volta, "v100", Runtime::megatron, 2), "");
-  EXPECT_EQ(device_context_parallel_violation(Architecture::volta, "v100", Runtime::megatron, 1), "");
-  EXPECT_EQ(device_context_parallel_violation(Architecture::hopper, "h100", Runtime::megatron, 2), "");
+  DeviceSpec v100 = flat_device(), h100 = flat_device();
+  v100.architecture = Architecture::volta;
+  h100.architecture = Architecture::hopper;
+  EXPECT_NE(device_context_parallel_violation(v100, Runtime::megatron, 2), "");
+  EXPECT_EQ(device_context_parallel_violation(v100, Runtime::megatron, 1), "");
+  EXPECT_EQ(device_context_parallel_violation(h100, Runtime::megatron, 2), "");
 
   const ModelSpec flash = gpt_model(2, 4096, 32, 4096);  // flash attention, no dropout
   ModelSpec unfused = flash;

@@ -1,10 +1,11 @@
 // SearchCheckpoint: the state of a distributed search at an exchange —
 // which chunks of the skeleton list are finished, the best plans so far,
-// the latency cache and the finished initialization — saved so a killed or requeued job resumes where it
-// stopped and still prints the plan an uninterrupted run prints. While the
-// initialization runs (on many node groups most of a search), it holds
-// that instead (`initializing`, InitProgress: the rounds of tasks walked,
-// the list and probe plans so far), and a resumed job goes on from there.
+// the latency cache and the finished initialization — saved so a killed
+// or requeued job resumes where it stopped and still prints the plan an
+// uninterrupted run prints. While the initialization runs (on many node
+// groups most of a search), it holds that instead (`initializing`,
+// InitProgress: the rounds of tasks walked, the list and probe plans so
+// far), and a resumed job goes on from there.
 //
 // Why resuming gives the same answer: the skeleton list and its chunks are
 // rebuilt identically (same inputs, same list digest); a finished chunk's

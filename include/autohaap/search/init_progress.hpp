@@ -32,6 +32,9 @@ struct InitProgress {
   // and the bound above which the next rounds drop (the list's, when cut).
   double dropped_bound_s = std::numeric_limits<double>::infinity();
   double limit_cutoff_s = std::numeric_limits<double>::infinity();
+
+  // Every round walked: a resume from it walks none (PrepareOptions::walked).
+  bool walked_all() const { return tasks > 0 && next_task == tasks; }
 };
 
 }  // namespace autohaap

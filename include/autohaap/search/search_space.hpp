@@ -154,10 +154,6 @@ bool valid_stage_size(int stage_gpus, int gpus_per_node);
 // runtime_context_parallel_violation), and a --profiles-only search keeps
 // cp 1 (profiles time whole sequences; a cp share of one is never measured).
 bool context_parallel_allowed(const Problem& problem, int cp);
-// And on the stage's devices (each replica set's): the runtime's ring
-// attention runs inside a fused attention kernel the device must have
-// (device_context_parallel_violation).
-bool context_parallel_runs_on(const Problem& problem, const StagePlan& stage, int cp);
 
 // The most pipeline stages a plan of `problem` may have: max_pipeline_stages
 // (specs/parallel_rules.hpp) for its model, runtime and ZeRO stage.

@@ -18,7 +18,9 @@
 
 namespace autohaap {
 
+struct ClusterSpec;
 struct NodeGroup;
+struct StagePlan;  // plan.hpp
 enum class Runtime;  // specs/training.hpp
 
 // Interleaved 1F1B over `vpp` chunks per stage (Narayanan et al. 2021,
@@ -90,8 +92,11 @@ bool fused_attention_kernel(Architecture architecture, Runtime runtime);
 // And ring context parallelism runs inside that kernel (Transformer
 // Engine's attention; torchtitan's through SDPA): cp > 1 needs it on the
 // stage's device. Returns what is allowed when the rule fails, else "".
-std::string device_context_parallel_violation(Architecture architecture, const std::string& device, Runtime runtime,
-                                              int cp);
+std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int cp);
+// The same on every device a stage runs on (its own, or each replica
+// set's): the first failing one's, else "".
+std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, const StagePlan& stage,
+                                             int cp);
 
 // ---------------------------------------------------------------- stage rule
 // Whether one pipeline stage's parallel degrees can run, as Megatron-LM
