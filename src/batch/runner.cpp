@@ -184,7 +184,18 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
     if (options.threads >= 0) so.threads = options.threads;
     so.cancel = options.cancel;
     so.cache = &cache;
-    const SearchResult result = run_search(entry.problem, so);
+    const SearchResult searched = run_search(entry.problem, so);
+    // The plans `autohaap search` answers with for the same inputs; a
+    // signal during their refinement interrupts the entry as one during
+    // the search does.
+    SearchResult result = searched;
+    std::vector<Plan> top;
+    if (has_plan(searched.status) && !(stopped_early(searched.status) && cancelled(options))) {
+      const Stopwatch refining;
+      const StopCondition refine_stop = refinement_stop(so.cancel, so.time_limit_s, searched.stats.wall_s, refining);
+      top = finish_plans(CostModel(entry.problem), searched, so, refine_stop);
+      result = after_refinement(searched, refine_stop);
+    }
     interrupted = stopped_early(result.status) && cancelled(options);
     const CacheCounters counters = cache.counters();
     r.cache_hits = counters.hits + counters.peer_hits;
@@ -192,10 +203,6 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
     if (interrupted) {
       // Not recorded: a partial answer must not be mistaken for the answer.
     } else if (has_plan(result.status)) {
-      // The plans `autohaap search` answers with for the same inputs.
-      const Stopwatch refining;
-      const std::vector<Plan> top = finish_plans(CostModel(entry.problem), result, so,
-                                                 refinement_stop(so.cancel, so.time_limit_s, result.stats.wall_s, refining));
       const Plan& best = top.front();
       write_plan(best, plan_file, entry.problem);
       r.status = r.outcome = EntryStatus::found;
@@ -212,9 +219,11 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
       char gap[48];
       std::snprintf(gap, sizeof gap, " (proven within %.2f%% of the best)", 100 * result.stats.gap);
       if (result.status == PlanStatus::stopped_with_plan) {
-        r.error = (result.stop_reason.empty()
-                       ? "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far"
-                       : result.stop_reason) +
+        r.error = (!result.stop_reason.empty() ? result.stop_reason
+                   : searched.status != result.status
+                       ? "time limit of " + seconds_text(manifest.options.time_limit_s) +
+                             " s reached while refining the search's plans: best plan so far"
+                       : "time limit of " + seconds_text(manifest.options.time_limit_s) + " s reached: best plan so far") +
                   gap;
       } else if (result.status == PlanStatus::gap_reached) {
         r.error = "gap of " + seconds_text(manifest.options.gap) + " reached: stopped early" + gap;

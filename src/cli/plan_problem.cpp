@@ -80,7 +80,7 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     if (!args.train.empty())
       out.notes += differs("training", "--train " + args.train, p.training, embedded->training, plan_file);
   }
-  check_plan_against(out.plan, out.problem.model, out.problem.cluster, out.problem.seq_len(), plan_file);
+  check_plan_against(out.plan, out.problem, plan_file);
   // What the training's runtime runs (specs/parallel_rules.hpp); the plan
   // file's own checks are Megatron-LM's.
   const Runtime runtime = out.problem.training.runtime;

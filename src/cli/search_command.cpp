@@ -212,22 +212,26 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
 
 // The tables, the plan file and the summary block; returns the exit code.
 // `options` runs the unrestricted search a --runnable comparison needs.
-int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& result,
+int print_result(const Problem& problem, const SearchArgs& a, const SearchResult& searched,
                  const SearchOptions& options) {
-  if (a.explain) std::cout << "\n" << format_prune_table(result.prune);
+  if (a.explain) std::cout << "\n" << format_prune_table(searched.prune);
   // The search's own best goes to the plan file at once: refining it below
   // can take seconds, and a launcher that was told to stop (mpirun kills its
   // ranks a second after passing on SIGTERM) must still leave a plan. The
   // refined plan replaces it (both writes are atomic).
-  if (!a.out.empty() && !result.top.empty()) write_plan(result.top.front(), a.out, problem);
+  if (!a.out.empty() && !searched.top.empty()) write_plan(searched.top.front(), a.out, problem);
   // Interleaving, context parallelism and the uniform plans on the plans
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
   const Stopwatch refining;
-  const std::vector<Plan> top =
-      finish_plans(model, result, a.settings.search,
-                   refinement_stop(options.cancel, a.settings.search.time_limit_s, result.stats.wall_s, refining));
+  const StopCondition refine_stop =
+      refinement_stop(options.cancel, a.settings.search.time_limit_s, searched.stats.wall_s, refining);
+  const std::vector<Plan> top = finish_plans(model, searched, a.settings.search, refine_stop);
+  const SearchResult result = after_refinement(searched, refine_stop);
   if (!result.stop_reason.empty()) std::cout << "\nsearch stopped early: " << result.stop_reason << "\n";
+  if (result.status != searched.status)
+    std::cout << "\nrefinement stopped early (" << result.stopped_by
+              << "): the search ended, but its plans' refinement (cp, vpp, idle GPUs as replica sets) did not\n";
   std::vector<std::pair<std::string, std::string>> extra;
   if (!result.stopped_by.empty()) extra.emplace_back("stopped_by", result.stopped_by);
   std::string price_table;

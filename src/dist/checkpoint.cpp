@@ -136,8 +136,7 @@ void write_checkpoint(const std::string& path, const SearchCheckpoint& checkpoin
 void check_checkpoint_plans(const SearchCheckpoint& checkpoint, const Problem& problem, const std::string& path) {
   auto check_all = [&](const std::vector<Plan>& plans, const std::string& what) {
     for (std::size_t i = 0; i < plans.size(); ++i)
-      check_plan_against(plans[i], problem.model, problem.cluster, problem.seq_len(),
-                         path + " (" + what + " " + std::to_string(i + 1) + ")");
+      check_plan_against(plans[i], problem, path + " (" + what + " " + std::to_string(i + 1) + ")");
   };
   check_all(checkpoint.top, "saved plan");
   check_all(checkpoint.init.probes, "saved probe plan");

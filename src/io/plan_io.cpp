@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -576,6 +577,14 @@ void write_plan(const Plan& plan, const std::string& path, const ClusterSpec& cl
 }
 
 void write_plan(const Plan& plan, const std::string& path, const Problem& problem) {
+  // A plan the loader would refuse is never written: what `search` and
+  // `batch` write, `estimate`, `export` and `validate` must read back.
+  try {
+    check_plan_against(plan, problem, path);
+  } catch (const InputError& e) {
+    throw std::logic_error(std::string("internal error: a plan for ") + path +
+                           " breaks a plan rule, so it is not written: " + e.what());
+  }
   write_file_atomically(path, is_json_path(path) ? plan_to_json(plan, problem) : plan_to_yaml(plan, problem));
 }
 
@@ -682,6 +691,24 @@ void check_plan(const Plan& plan, const std::string& file) {
   };
   one_per_stage("predicted.stage_time_s", plan.predicted.stage_time_s.size());
   one_per_stage("predicted.stage_memory_GiB", plan.predicted.stage_memory_GiB.size());
+  // Predictions are what estimate wrote (0: none; infinite where a figure
+  // has no finite value): never negative or NaN, which a reader comparing
+  // plans would take at their word.
+  auto predicted_figure = [&](const std::string& key, double value) {
+    if (!(value >= 0))
+      throw InputError(file, key, number_text(value), "a number >= 0 (as estimate writes it; 0: not predicted)");
+  };
+  const PredictedPerformance& predicted = plan.predicted;
+  predicted_figure("predicted.iteration_time_s", predicted.iteration_time_s);
+  predicted_figure("predicted.tokens_per_s", predicted.tokens_per_s);
+  predicted_figure("predicted.mfu", predicted.mfu);
+  predicted_figure("predicted.hfu", predicted.hfu);
+  predicted_figure("predicted.model_tflops_per_gpu", predicted.model_tflops_per_gpu);
+  predicted_figure("predicted.bubble_s", predicted.bubble_s);
+  for (std::size_t i = 0; i < predicted.stage_time_s.size(); ++i)
+    predicted_figure("predicted.stage_time_s[" + std::to_string(i) + "]", predicted.stage_time_s[i]);
+  for (std::size_t i = 0; i < predicted.stage_memory_GiB.size(); ++i)
+    predicted_figure("predicted.stage_memory_GiB[" + std::to_string(i) + "]", predicted.stage_memory_GiB[i]);
 
   const SearchStats& search = plan.search;
   without_nul("search.strategy", search.strategy, "a strategy name");
@@ -706,8 +733,10 @@ void check_plan(const Plan& plan, const std::string& file) {
   }
 }
 
-void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
-                        const std::string& file) {
+namespace {
+
+void check_plan_for(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
+                    bool sequence_parallel, const std::string& file) {
   check_plan(plan, file);
   if (plan.model != model.name)
     throw InputError(file, "model", plan.model, "'" + model.name + "' (the model given)");
@@ -753,7 +782,7 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
     // The stage rule (specs/parallel_rules.hpp): tp inside a node and over
     // the heads, cp over the sequence, dp over the micro-batch.
     const StageDegrees degrees{s.tp, s.cp, dp};
-    if (const auto v = stage_violation(model, seq_len, &g, degrees, micro_batch))
+    if (const auto v = stage_violation(model, seq_len, sequence_parallel, &g, degrees, micro_batch))
       throw InputError(file, key(stage_field(v->rule)), std::to_string(stage_field_value(v->rule, degrees)),
                        v->allowed);
     // Ranks within a stage are ordered tensor-parallel first, then context-
@@ -835,6 +864,17 @@ void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterS
                            std::to_string(earlier.begin) + ".." + std::to_string(earlier.end - 1) + ")");
     }
   }
+}
+
+}  // namespace
+
+void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
+                        const std::string& file) {
+  check_plan_for(plan, model, cluster, seq_len, false, file);
+}
+
+void check_plan_against(const Plan& plan, const Problem& problem, const std::string& file) {
+  check_plan_for(plan, problem.model, problem.cluster, problem.seq_len(), problem.training.sequence_parallel, file);
 }
 
 }  // namespace autohaap

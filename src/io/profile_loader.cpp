@@ -91,7 +91,8 @@ void check_profile_fits(const ProfileTable& table, const Problem& problem, const
     // A row at a tensor-parallel degree the model cannot run measured
     // another model: its ratio to the analytic time would correct this
     // one's stages with a figure of nothing they run.
-    if (const auto v = stage_violation(problem.model, problem.seq_len(), nullptr, StageDegrees{key.tp, 1, 1}, 1);
+    if (const auto v = stage_violation(problem.model, problem.seq_len(), problem.training.sequence_parallel, nullptr,
+                                         StageDegrees{key.tp, 1, 1}, 1);
         v && v->rule == StageRule::tp_not_dividing_heads)
       throw InputError(path, "tp", std::to_string(key.tp) + " (" + key.device + ", " + key.op + ")",
                        "a tensor-parallel degree " + problem.model.name + " can run: " + v->allowed);

@@ -26,8 +26,8 @@ constexpr std::array<RuleText, kPruneRuleCount> kRules = {{
     {"micro_batch_not_dividing_batch", "micro-batch size does not divide the global batch"},
     {"tp_exceeds_node", "tensor parallelism does not divide the GPUs of a node"},
     {"tp_not_dividing_heads",
-     "tensor parallelism does not divide the attention (or key/value) heads or the MLP width, or is above 1 on a "
-     "generic layer-list model"},
+     "tensor parallelism does not divide the attention (or key/value) heads or the MLP width (or, under sequence "
+     "parallelism, a sequence's tokens), or is above 1 on a generic layer-list model"},
     {"dp_not_dividing_micro_batch",
      "a stage's data parallelism does not divide the micro-batch, and no context parallelism makes it"},
     {"not_profiled", "--profiles-only: the profiles do not measure a layer on this device, tp and micro-batch"},
@@ -58,7 +58,8 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
   // The layout's context parallelism is the least that lets its replicas
   // divide B, where the model allows one (stage_degrees): so the cp rule
   // holds, and a layout none can save breaks the dp rule.
-  const auto rule = broken_stage_rule(problem.model, problem.seq_len(), &problem.cluster.groups[layout.group],
+  const auto rule = broken_stage_rule(problem.model, problem.seq_len(), problem.training.sequence_parallel,
+                                      &problem.cluster.groups[layout.group],
                                       stage_degrees(problem, layout.group, layout.tp, layout.dp, micro_batch), micro_batch);
   if (!rule) {
     const DeviceSpec& device = problem.cluster.groups[layout.group].device;
@@ -71,6 +72,7 @@ std::optional<PruneRule> layout_rule(const Problem& problem, const GroupLayout& 
     case StageRule::tp_exceeds_node:
       return PruneRule::tp_exceeds_node;
     case StageRule::tp_not_dividing_heads:
+    case StageRule::tp_not_splitting_sequence:
       return PruneRule::tp_not_dividing_heads;
     case StageRule::dp_not_dividing_micro_batch:
       return PruneRule::dp_not_dividing_micro_batch;

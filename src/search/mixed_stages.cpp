@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/replica_shares.hpp"
 #include "autohaap/search/search_space.hpp"
@@ -50,6 +51,28 @@ std::vector<FreeRange> free_ranges(const Plan& plan, const ClusterSpec& cluster)
   return out;
 }
 
+// `ranges` less each wholly free group identical (cluster_merge.hpp
+// identical_groups) to a wholly free group before it: a set on either is
+// priced alike, and the first is the one a strict improvement would pick.
+// A group holding part of the plan is never dropped (its stages' links
+// differ). Why: 300 one-node groups of one kind took 46 s in these rounds,
+// every round pricing the same set on each free group.
+std::vector<FreeRange> wholly_free_classes(const std::vector<FreeRange>& ranges, const ClusterSpec& cluster) {
+  std::vector<FreeRange> out;
+  std::vector<int> free_kinds;  // the wholly free groups kept
+  for (const FreeRange& r : ranges) {
+    const NodeGroup& g = cluster.groups.at(r.group);
+    if (r.begin == 0 && r.end == g.gpus()) {
+      const bool seen = std::any_of(free_kinds.begin(), free_kinds.end(),
+                                    [&](int k) { return identical_groups(cluster.groups.at(k), g); });
+      if (seen) continue;
+      free_kinds.push_back(r.group);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
 // The replica counts tried for a range holding at most `most`: 1, 2, 4, ...
 // and `most` itself.
 std::vector<int> replica_counts(int most) {
@@ -76,7 +99,8 @@ std::vector<int> divisors_of(int n) {
 // Micro-batch sizes to try once stage `i` has `replicas` replicas, from
 // the plan's B (and one sequence per replica) up: where the training
 // file's sizes are per pipeline (the default), those it lists that divide
-// the global batch (`listed`, the search's own); where they are per
+// the global batch (of `listed`, the search's own, which holds those that
+// do not too: the walk counts them under their prune rule); where they are per
 // replica (micro_batch_per_replica), the divisors of the global batch
 // (`batch_divisors`) up to the larger of the search's largest B and the
 // largest per-replica size times those replicas.
@@ -90,7 +114,8 @@ std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, 
   most = std::min<long long>(most, plan.global_batch);
   std::vector<int> out;
   for (int b : each_replica ? batch_divisors : listed)
-    if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && out.size() < kMostMicroBatchesPerMove)
+    if (b >= std::max(plan.micro_batch_size, replicas) && b <= most && plan.global_batch % b == 0 &&
+        out.size() < kMostMicroBatchesPerMove)
       out.push_back(b);
   return out;
 }
@@ -137,7 +162,9 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
   const int first = set_start(problem, s, range);
   const int gpus = replicas * s.tp * s.cp;
   if (first < 0 || first + gpus > range.end) return false;
-  if (stage_violation(problem.model, problem.seq_len(), &g, StageDegrees{s.tp, s.cp, replicas}, replicas)) return false;
+  if (stage_violation(problem.model, problem.seq_len(), problem.training.sequence_parallel, &g,
+                      StageDegrees{s.tp, s.cp, replicas}, replicas))
+    return false;
   if (!device_context_parallel_violation(g.device, problem.training.runtime, s.cp).empty())
     return false;
   std::vector<ReplicaSet> sets = s.replicas;
@@ -170,7 +197,7 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopC
     improved = false;
     Plan round_best;
     double round_time = best_time;
-    const std::vector<FreeRange> ranges = free_ranges(best, problem.cluster);
+    const std::vector<FreeRange> ranges = wholly_free_classes(free_ranges(best, problem.cluster), problem.cluster);
     for (int i = 0; i < static_cast<int>(best.stages.size()); ++i) {
       if (stop()) return best;  // the round unfinished: what the last whole round made
       for (const FreeRange& range : ranges) {

@@ -219,6 +219,15 @@ StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit
   return StopCondition::of(cancel, left, watch);
 }
 
+SearchResult after_refinement(const SearchResult& result, const StopCondition& stop) {
+  SearchResult out = result;
+  if ((result.status == PlanStatus::found || result.status == PlanStatus::gap_reached) && stop()) {
+    out.status = PlanStatus::stopped_with_plan;
+    out.stopped_by = stop.cause();
+  }
+  return out;
+}
+
 std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
                                const StopCondition& stop) {
   // As many workers as the search had (-j), not every core: an MPI rank's

@@ -37,7 +37,8 @@ long long most_useful_gpus(const Problem& problem, const NodeGroup& g) {
     replicas = *std::max_element(t.micro_batch_sizes.begin(), t.micro_batch_sizes.end());
   int tp = 1;
   for (int d = 1; d <= g.gpus_per_node; ++d)
-    if (!broken_stage_rule(problem.model, problem.seq_len(), &g, StageDegrees{d, 1, 1}, 1)) tp = d;
+    if (!broken_stage_rule(problem.model, problem.seq_len(), problem.training.sequence_parallel, &g,
+                           StageDegrees{d, 1, 1}, 1)) tp = d;
   const long long stages = std::max(1, std::min(problem.model.layers, max_pipeline_stages(problem)));
   return stages * tp * std::max(1LL, replicas);
 }
@@ -75,7 +76,7 @@ bool offers_a_runnable_layout(const Problem& problem, int group, const NodeGroup
       const long long B = t.micro_batch_per_replica ? static_cast<long long>(b) * l.dp : b;
       if (B < 1 || B > t.global_batch || t.global_batch % B != 0) continue;
       const int micro_batch = static_cast<int>(B);
-      if (!broken_stage_rule(problem.model, problem.seq_len(), &g,
+      if (!broken_stage_rule(problem.model, problem.seq_len(), problem.training.sequence_parallel, &g,
                              stage_degrees(problem, group, l.tp, l.dp, micro_batch), micro_batch))
         return true;
     }
@@ -154,7 +155,9 @@ SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
   if (orders > kMaxGroupOrders)
     throw InputError(problem.cluster.name, "groups", std::to_string(groups.size()) + " node groups",
                      "at most 10 node groups in one search: the orders of the pipeline's groups grow as n! (10 groups: "
-                     "9,864,100 orders; " + std::to_string(groups.size()) + ": " + std::to_string(orders) +
+                     "9,864,100 orders; " + std::to_string(groups.size()) + ": " +
+                         (orders == std::numeric_limits<std::uint64_t>::max() ? std::string("more than 1.8e19")
+                                                                             : std::to_string(orders)) +
                          "); merge groups of one device type");
   for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(problem, g, groups[g]));
   orders_ = ordered_subsets(static_cast<int>(groups.size()));

@@ -85,6 +85,7 @@ const char* stage_field(StageRule rule) {
   switch (rule) {
     case StageRule::tp_exceeds_node:
     case StageRule::tp_not_dividing_heads:
+    case StageRule::tp_not_splitting_sequence:
       return "tp";
     case StageRule::cp_not_splitting_sequence:
       return "cp";
@@ -98,6 +99,7 @@ int stage_field_value(StageRule rule, const StageDegrees& degrees) {
   switch (rule) {
     case StageRule::tp_exceeds_node:
     case StageRule::tp_not_dividing_heads:
+    case StageRule::tp_not_splitting_sequence:
       return degrees.tp;
     case StageRule::cp_not_splitting_sequence:
       return degrees.cp;
@@ -119,8 +121,19 @@ int key_value_heads(const ModelSpec& model) { return model.kv_heads > 0 ? model.
 
 }  // namespace
 
-std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, const NodeGroup* group,
-                                           const StageDegrees& d, int micro_batch) {
+// Sequence parallelism reduce-scatters each layer's activations along the
+// sequence over the tp ranks (Korthikanti et al. 2022, sec. 4.2.2), and
+// Megatron-LM asserts the split is even (tensor_parallel/mappings.py:
+// "First dimension of the tensor should be divisible by tensor parallel
+// size"); under context parallelism the sequence a tp group splits is a
+// cp rank's seq_len / cp tokens.
+static bool sequence_splits_over_tp(int seq_len, bool sequence_parallel, const StageDegrees& d) {
+  if (!sequence_parallel || d.tp <= 1 || d.cp < 1) return true;
+  return seq_len % d.cp == 0 && (seq_len / d.cp) % d.tp == 0;
+}
+
+std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, bool sequence_parallel,
+                                           const NodeGroup* group, const StageDegrees& d, int micro_batch) {
   // Tensor parallelism all-reduces every layer's activations, which only
   // intra-node links sustain (Narayanan et al. 2021, sec. 3.3).
   if (group && (d.tp < 1 || group->gpus_per_node <= 0 || group->gpus_per_node % d.tp != 0))
@@ -130,6 +143,8 @@ std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, 
                             : d.tp >= 1 && model.heads % d.tp == 0 && key_value_heads(model) % d.tp == 0 &&
                                   model.ffn_hidden % d.tp == 0;
   if (!heads_ok) return StageRule::tp_not_dividing_heads;
+  if (model.family != ModelFamily::generic && !sequence_splits_over_tp(seq_len, sequence_parallel, d))
+    return StageRule::tp_not_splitting_sequence;
   if (!context_parallel_violation(model, seq_len, d.cp).empty()) return StageRule::cp_not_splitting_sequence;
   // Each replica of a stage takes micro_batch / dp sequences (DESIGN.md
   // "What a micro-batch means when stages differ").
@@ -137,9 +152,9 @@ std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, 
   return std::nullopt;
 }
 
-std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, const NodeGroup* group,
-                                              const StageDegrees& d, int micro_batch) {
-  const std::optional<StageRule> rule = broken_stage_rule(model, seq_len, group, d, micro_batch);
+std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, bool sequence_parallel,
+                                              const NodeGroup* group, const StageDegrees& d, int micro_batch) {
+  const std::optional<StageRule> rule = broken_stage_rule(model, seq_len, sequence_parallel, group, d, micro_batch);
   if (!rule) return std::nullopt;
   switch (*rule) {
     case StageRule::tp_exceeds_node:
@@ -156,6 +171,11 @@ std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_le
                                          " key/value heads (kv_heads)"};
       return StageViolation{*rule, "a divisor of the model's MLP width (ffn_hidden " +
                                        std::to_string(model.ffn_hidden) + ")"};
+    case StageRule::tp_not_splitting_sequence:
+      return StageViolation{*rule, "a tp dividing the " + std::to_string(d.cp > 0 ? seq_len / d.cp : seq_len) +
+                                       " tokens of a sequence" + (d.cp > 1 ? " a cp rank holds" : "") +
+                                       " (sequence parallelism splits them over the tp ranks), or "
+                                       "sequence_parallel: false"};
     case StageRule::cp_not_splitting_sequence:
       return StageViolation{*rule, context_parallel_violation(model, seq_len, d.cp)};
     case StageRule::dp_not_dividing_micro_batch:

@@ -154,5 +154,37 @@ TEST(MixedStages, FinishedSearchNeverSlowerThanWithout) {
   std::printf("mixed stages faster on %d of 24 random clusters\n", changed);
 }
 
+// Micro-batch sizes the training lists but that do not divide the global
+// batch are the walk's to count (micro_batch_not_dividing_batch), never
+// the mixed stages' to take: GPT-3 1.3B on 4 nodes of 8 H100s under
+// DeepSpeed ZeRO-2 with global batch 8 and sizes {1, 3} had a replica-set
+// plan of B = 3 x 2 micro-batches (6 sequences, priced as 8), which every
+// reader of the plan file then refused.
+TEST(MixedStages, NeverTakeAMicroBatchThatDoesNotDivideTheBatch) {
+  Problem p;
+  p.model = catalog_model("gpt3-1.3b");
+  p.cluster.name = "h100-4nodes";
+  NodeGroup g = make_node_group(catalog_device("h100-sxm"), 4, 8);
+  g.name = "h100";
+  p.cluster.groups = {g};
+  p.training.global_batch = 8;
+  p.training.micro_batch_sizes = {1, 3};
+  p.training.runtime = Runtime::deepspeed;
+  p.training.zero = 2;
+  const CostModel model(p);
+  SearchOptions options;
+  options.threads = 2;
+  options.top_k = 3;
+  const SearchResult result = run_search(p, options);
+  ASSERT_FALSE(result.top.empty());
+  const std::vector<Plan> plans = finish_plans(model, result, options);
+  ASSERT_FALSE(plans.empty());
+  for (const Plan& plan : plans) {
+    EXPECT_EQ(plan.global_batch % plan.micro_batch_size, 0) << "B " << plan.micro_batch_size;
+    EXPECT_EQ(plan.micro_batch_size * plan.num_micro_batches, plan.global_batch);
+    EXPECT_NO_THROW(check_plan_against(plan, p.model, p.cluster, p.seq_len(), "plan"));
+  }
+}
+
 }  // namespace
 }  // namespace autohaap

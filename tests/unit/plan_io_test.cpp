@@ -53,7 +53,7 @@ TEST(PlanIo, YamlRoundTripKeepsEveryField) {
 TEST(PlanIo, NonFiniteNumbersSurviveBothFormats) {
   Plan plan = sample_plan();
   plan.predicted.tokens_per_s = std::numeric_limits<double>::infinity();
-  plan.predicted.bubble_s = -std::numeric_limits<double>::infinity();
+  plan.predicted.bubble_s = std::numeric_limits<double>::infinity();
   const Plan from_yaml = plan_from_string(plan_to_yaml(plan), false, "plan.yaml");
   const Plan from_json = plan_from_string(plan_to_json(plan), true, "plan.json");
   EXPECT_EQ(from_yaml.predicted.tokens_per_s, plan.predicted.tokens_per_s);
@@ -249,6 +249,25 @@ TEST(PlanIo, BoundAndGapMustBeProofs) {
   const InputError bound = input_error_of(
       [&] { plan_from_string(replaced(json, "\"bound_s\": 1.875", "\"bound_s\": -2"), true, "p.json"); });
   EXPECT_EQ(bound.key(), "search.bound_s");
+}
+
+// A plan's predictions are read as estimate wrote them: a negative or NaN
+// figure (a hand edit, or another tool's output) is refused by key, never
+// listed as a valid plan's.
+TEST(PlanIo, PredictionsAreFiniteAndNotNegative) {
+  Plan plan = sample_plan();
+  plan.predicted.iteration_time_s = 2.5;
+  plan.predicted.mfu = 0.25;
+  const std::string json = plan_to_json(plan);
+  EXPECT_NO_THROW(plan_from_string(json, true, "p.json"));
+  const InputError time = input_error_of(
+      [&] { plan_from_string(replaced(json, "\"iteration_time_s\": 2.5", "\"iteration_time_s\": -5"), true, "p.json"); });
+  EXPECT_EQ(time.key(), "predicted.iteration_time_s");
+  EXPECT_EQ(time.value(), "-5");
+  const std::string yaml = plan_to_yaml(plan);
+  const InputError mfu =
+      input_error_of([&] { plan_from_string(replaced(yaml, "mfu: 0.25", "mfu: .nan"), false, "p.yaml"); });
+  EXPECT_EQ(mfu.key(), "predicted.mfu");
 }
 
 // ------------------------------------------------------------ hand-written

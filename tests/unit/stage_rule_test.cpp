@@ -34,7 +34,7 @@ NodeGroup group_of(int gpus_per_node, int nodes = 2) {
 }
 
 std::optional<StageRule> rule_of(const ModelSpec& m, const NodeGroup* g, int tp, int cp, int dp, int micro_batch) {
-  return broken_stage_rule(m, m.seq_len, g, StageDegrees{tp, cp, dp}, micro_batch);
+  return broken_stage_rule(m, m.seq_len, false, g, StageDegrees{tp, cp, dp}, micro_batch);
 }
 
 TEST(StageRule, EachRuleAndItsField) {
@@ -70,7 +70,7 @@ TEST(StageRule, MessagesSayWhatIsAllowed) {
   const ModelSpec m = gqa_model();
   const NodeGroup eight = group_of(8);
   auto allowed = [&](const NodeGroup* g, int tp, int cp, int dp, int b) {
-    const auto v = stage_violation(m, m.seq_len, g, StageDegrees{tp, cp, dp}, b);
+    const auto v = stage_violation(m, m.seq_len, false, g, StageDegrees{tp, cp, dp}, b);
     return v ? v->allowed : std::string("<none>");
   };
   EXPECT_EQ(allowed(&eight, 4, 1, 1, 1), "<none>");
@@ -85,11 +85,11 @@ TEST(StageRule, MessagesSayWhatIsAllowed) {
   odd_mlp.ffn_hidden = 14334;  // 2 x 3 x 2389
   EXPECT_EQ(rule_of(odd_mlp, &eight, 2, 1, 1, 1), std::nullopt);
   EXPECT_EQ(rule_of(odd_mlp, &eight, 4, 1, 1, 1), StageRule::tp_not_dividing_heads);
-  EXPECT_EQ(stage_violation(odd_mlp, m.seq_len, &eight, StageDegrees{4, 1, 1}, 1)->allowed,
+  EXPECT_EQ(stage_violation(odd_mlp, m.seq_len, false, &eight, StageDegrees{4, 1, 1}, 1)->allowed,
             "a divisor of the model's MLP width (ffn_hidden 14334)");
   ModelSpec generic = m;
   generic.family = ModelFamily::generic;
-  EXPECT_EQ(stage_violation(generic, 16, &eight, StageDegrees{2, 1, 1}, 1)->allowed,
+  EXPECT_EQ(stage_violation(generic, 16, false, &eight, StageDegrees{2, 1, 1}, 1)->allowed,
             "1 (generic layers are not tensor-parallel)");
 }
 
@@ -122,7 +122,7 @@ Decisions decide(const Problem& problem, int tp, int dp) {
     plan.stages = {s};
   }
   try {
-    check_plan_against(plan, problem.model, problem.cluster, problem.seq_len(), "plan.yaml");
+    check_plan_against(plan, problem, "plan.yaml");
     d.loaded = true;
   } catch (const InputError&) {
     d.loaded = false;
@@ -158,6 +158,44 @@ TEST(StageRule, BuilderLoaderAndSearchAgreeOnEveryTp) {
   }
 }
 
+// Sequence parallelism reduce-scatters a layer's activations along the
+// sequence over the tp ranks, and Megatron-LM asserts the split is even
+// (tensor_parallel/mappings.py); a 4100-token sequence splits over tp 1, 2
+// and 4, not 8. Without sequence parallelism tp 8 runs. Builder (estimate
+// --tp), loader and search agree, by the one rule.
+TEST(StageRule, SequenceParallelTpSplitsTheSequence) {
+  Problem problem{gqa_model(), ClusterSpec{}, TrainingSpec{}, {}};
+  problem.model.seq_len = 4100;
+  problem.cluster.name = "one-group";
+  problem.cluster.groups = {group_of(8, 1)};
+  problem.training.global_batch = 8;
+  problem.training.sequence_parallel = true;
+  for (const int tp : {1, 2, 4, 8}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    const Decisions d = decide(problem, tp, 1);
+    EXPECT_EQ(d.built, tp <= 4);
+    EXPECT_EQ(d.loaded, d.built);
+    EXPECT_EQ(d.searched, d.built);
+    if (!d.built) EXPECT_EQ(d.refused_key, "--tp");
+  }
+  const auto v = stage_violation(problem.model, 4100, true, nullptr, StageDegrees{8, 1, 1}, 1);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, StageRule::tp_not_splitting_sequence);
+  EXPECT_EQ(v->allowed,
+            "a tp dividing the 4100 tokens of a sequence (sequence parallelism splits them over the tp ranks), or "
+            "sequence_parallel: false");
+  // Under cp 2 a tp group splits a cp rank's 2050 tokens: tp 2, not 4.
+  EXPECT_EQ(broken_stage_rule(problem.model, 4100, true, nullptr, StageDegrees{2, 2, 1}, 1), std::nullopt);
+  EXPECT_EQ(broken_stage_rule(problem.model, 4100, true, nullptr, StageDegrees{4, 2, 1}, 1),
+            StageRule::tp_not_splitting_sequence);
+  EXPECT_EQ(stage_violation(problem.model, 4100, true, nullptr, StageDegrees{4, 2, 1}, 1)->allowed,
+            "a tp dividing the 2050 tokens of a sequence a cp rank holds (sequence parallelism splits them over the "
+            "tp ranks), or sequence_parallel: false");
+  problem.training.sequence_parallel = false;
+  const Decisions off = decide(problem, 8, 1);
+  EXPECT_TRUE(off.built && off.loaded && off.searched);
+}
+
 TEST(StageRule, BuilderRefusesATpThatSplitsKeyValueHeadsUnevenly) {
   Problem problem{gqa_model(), ClusterSpec{}, TrainingSpec{}, {}};
   problem.model.kv_heads = 2;
@@ -188,6 +226,8 @@ TEST(StageRule, NearestMegatronPlanTriesEveryTpTheRuleAllows) {
   problem.cluster.name = "six-per-node";
   problem.cluster.groups = {make_node_group(catalog_device("a100-40gb"), 2, 6)};
   problem.training.global_batch = 8;
+  // 2048 tokens do not split over 6 ranks: sequence parallelism off.
+  problem.training.sequence_parallel = false;
   UniformPlanRequest req;
   req.tp = 6, req.pp = 2;
   Plan plan = make_uniform_plan(problem, req);
@@ -197,7 +237,7 @@ TEST(StageRule, NearestMegatronPlanTriesEveryTpTheRuleAllows) {
   const auto nearest = nearest_megatron_plan(problem, plan);
   ASSERT_TRUE(nearest);
   EXPECT_EQ(nearest->plan.stages.front().tp, 6);
-  EXPECT_NO_THROW(check_plan_against(nearest->plan, problem.model, problem.cluster, problem.seq_len(), "nearest"));
+  EXPECT_NO_THROW(check_plan_against(nearest->plan, problem, "nearest"));
   // No plan with a power-of-two tp of at most 2 fits.
   for (int tp : {1, 2}) {
     for (int pp = 1; pp <= 2; ++pp) {

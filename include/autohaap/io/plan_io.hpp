@@ -75,7 +75,9 @@ std::string plan_to_json(const Plan& plan, int gpus_per_node_hint = 0);
 std::string plan_to_json(const Plan& plan, const ClusterSpec& cluster);
 std::string plan_to_json(const Plan& plan, const Problem& problem);
 
-// Writes the plan atomically, JSON or YAML by the file name.
+// Writes the plan atomically, JSON or YAML by the file name. With its
+// problem, the plan is first checked as check_plan_against reads it back: a
+// plan that breaks a rule is a std::logic_error, never a file.
 void write_plan(const Plan& plan, const std::string& path, int gpus_per_node_hint = 0);
 void write_plan(const Plan& plan, const std::string& path, const ClusterSpec& cluster);
 void write_plan(const Plan& plan, const std::string& path, const Problem& problem);
@@ -100,7 +102,13 @@ void check_plan(const Plan& plan, const std::string& file);
 // models: tp == 1), cp splits `seq_len` (the training's, which may
 // override the model's: Problem::seq_len); micro_batch_size is divisible
 // by each stage's dp. Throws InputError naming `file` and the offending key.
+// This form knows no training: sequence parallelism is taken as off.
 void check_plan_against(const Plan& plan, const ModelSpec& model, const ClusterSpec& cluster, int seq_len,
                         const std::string& file);
+// The same against a whole problem: with its training's sequence
+// parallelism, whose tp must split each sequence (the stage rule,
+// specs/parallel_rules.hpp). What every command that reads or writes a
+// plan for a problem applies.
+void check_plan_against(const Plan& plan, const Problem& problem, const std::string& file);
 
 }  // namespace autohaap

@@ -8,8 +8,9 @@
 //     micro_batch_not_dividing_batch   B does not divide the global batch
 //     tp_exceeds_node                  tp does not divide the GPUs of a node
 //     tp_not_dividing_heads            tp does not divide the (kv) heads or
-//                                      ffn_hidden, or tp > 1 on a generic
-//                                      layer-list model
+//                                      ffn_hidden (or, under sequence
+//                                      parallelism, a cp rank's tokens), or
+//                                      tp > 1 on a generic layer-list model
 //     dp_not_dividing_micro_batch      a stage's dp does not divide B, and no
 //                                      context parallelism the model allows
 //                                      makes its replicas divide it

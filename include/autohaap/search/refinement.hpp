@@ -78,6 +78,13 @@ StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit
 std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& result, const SearchSettings& settings,
                                const StopCondition& stop = {});
 
+// `result` as it ends once finish_plans ran under `stop`: a search that
+// reached its end (found, or gap-reached) whose refinement `stop` then cut
+// short (a time limit or a signal) did not end, since the refinement's
+// plans lie outside the space its bound covers: it is stopped_with_plan,
+// stopped_by that cause. Any other result is returned as it is.
+SearchResult after_refinement(const SearchResult& result, const StopCondition& stop);
+
 // Refines each plan (refine_plan; refine_uniform_plan when the problem asks
 // for Megatron-runnable plans, specs/runnable_by.hpp), then, with
 // `mixed_stages` and plans that may mix device types, puts idle GPUs to

@@ -108,6 +108,7 @@ enum class StageRule {
   tp_exceeds_node,              // tp divides the GPUs of a node (TP all-reduces need intra-node links)
   tp_not_dividing_heads,        // tp divides the attention heads, the key/value heads and ffn_hidden
                                 // (--tensor-model-parallel-size); 1 on a generic layer list
+  tp_not_splitting_sequence,    // under sequence parallelism, tp divides a cp rank's tokens (seq_len / cp)
   cp_not_splitting_sequence,    // context_parallel_violation
   dp_not_dividing_micro_batch,  // each replica takes micro_batch / dp sequences
 };
@@ -135,10 +136,12 @@ int stage_field_value(StageRule rule, const StageDegrees& degrees);
 // `group` may be null when the stage is not placed yet: the node rule is
 // then skipped. Pure; no text is built, so the search may call it per
 // candidate layout.
-std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, const NodeGroup* group,
-                                           const StageDegrees& degrees, int micro_batch);
+// `sequence_parallel`: the training's (TrainingSpec::sequence_parallel),
+// which adds the sequence's rule.
+std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, bool sequence_parallel,
+                                           const NodeGroup* group, const StageDegrees& degrees, int micro_batch);
 // The same, with what is allowed in words (built only on a violation).
-std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, const NodeGroup* group,
-                                              const StageDegrees& degrees, int micro_batch);
+std::optional<StageViolation> stage_violation(const ModelSpec& model, int seq_len, bool sequence_parallel,
+                                              const NodeGroup* group, const StageDegrees& degrees, int micro_batch);
 
 }  // namespace autohaap
