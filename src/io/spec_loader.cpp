@@ -127,7 +127,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
     m.hidden = obj.get_int("hidden", Bound::positive, 0);
     m.vocab = obj.get_int("vocab", Bound::positive, 0);
     m.heads = m.kv_heads = 1;  // generic layers are not tensor-parallel
-    check_model(m, obj.file());
+    check_model(m, obj.file(), obj.path());
     return m;
   }
 
@@ -152,7 +152,7 @@ ModelSpec parse_model(const YamlObject& obj, const std::string& default_name) {
   m.flash_attention = obj.get_bool("flash_attention", !gpt);
   m.dropout = obj.get_bool("dropout", gpt);
   m.embedding_norm = obj.get_bool("embedding_norm", false);
-  check_model(m, obj.file());
+  check_model(m, obj.file(), obj.path());
   return m;
 }
 
@@ -537,38 +537,38 @@ void check_name(const std::string& file, const std::string& key, const std::stri
 }
 
 
-void check_model(const ModelSpec& m, const std::string& file) {
+void check_model(const ModelSpec& m, const std::string& file, const std::string& path) {
   using namespace limits;
   auto require = [&](bool ok, const char* key, double value, const std::string& allowed) {
-    if (!ok) throw InputError(file, key, shown_number(value), allowed);
+    if (!ok) throw InputError(file, under(path, key), shown_number(value), allowed);
   };
-  check_name(file, "name", m.name, false);
-  require_int(file, "seq_len", m.seq_len, 1, kMaxSeqLen);
+  check_name(file, under(path, "name"), m.name, false);
+  require_int(file, under(path, "seq_len"), m.seq_len, 1, kMaxSeqLen);
   if (m.family == ModelFamily::generic) {
     require(m.layers > 0 && static_cast<std::size_t>(m.layers) == m.generic_layers.size(), "layers", m.layers,
             "the number of entries of the layer list (" + std::to_string(m.generic_layers.size()) + ", at least 1)");
-    require_int(file, "layers", m.layers, 1, kMaxLayers, " entries");
+    require_int(file, under(path, "layers"), m.layers, 1, kMaxLayers, " entries");
     require(m.heads == 1 && m.kv_heads == 1, "heads", m.heads, "1 (generic layers are not tensor-parallel)");
     for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
       const GenericLayer& g = m.generic_layers[i];
       const std::string at = "layers[" + std::to_string(i) + "].";
-      require_number(file, at + "params", g.params, 0.0, kMaxLayerParams);
+      require_number(file, under(path, at) + "params", g.params, 0.0, kMaxLayerParams);
       require(std::floor(g.params) == g.params, (at + "params").c_str(), g.params, "a whole number of parameters");
-      require_number(file, at + "forward_gflop", g.forward_gflop, 0.0, kMaxLayerGflop);
-      require_number(file, at + "activation_MB", g.activation_MB, 0.0, kMaxLayerMB);
-      require_number(file, at + "output_MB", g.output_MB, 0.0, kMaxLayerMB);
+      require_number(file, under(path, at) + "forward_gflop", g.forward_gflop, 0.0, kMaxLayerGflop);
+      require_number(file, under(path, at) + "activation_MB", g.activation_MB, 0.0, kMaxLayerMB);
+      require_number(file, under(path, at) + "output_MB", g.output_MB, 0.0, kMaxLayerMB);
     }
     return;
   }
   require(m.generic_layers.empty(), "layers", m.layers, "a layer count (a layer list needs family: generic)");
   // In this order: a derived value (the GPT MLP width 4·hidden) is refused
   // by the key it comes from.
-  require_int(file, "layers", m.layers, 1, kMaxLayers);
-  require_int(file, "hidden", m.hidden, 1, kMaxHidden);
-  require_int(file, "ffn_hidden", m.ffn_hidden, 1, kMaxFfnHidden);
-  require_int(file, "heads", m.heads, 1, m.hidden, " (at most hidden)");
+  require_int(file, under(path, "layers"), m.layers, 1, kMaxLayers);
+  require_int(file, under(path, "hidden"), m.hidden, 1, kMaxHidden);
+  require_int(file, under(path, "ffn_hidden"), m.ffn_hidden, 1, kMaxFfnHidden);
+  require_int(file, under(path, "heads"), m.heads, 1, m.hidden, " (at most hidden)");
   require(m.kv_heads > 0, "kv_heads", m.kv_heads, describe_int(Bound::positive));
-  require_int(file, "vocab", m.vocab, 1, kMaxVocab);
+  require_int(file, under(path, "vocab"), m.vocab, 1, kMaxVocab);
   require(m.hidden % m.heads == 0, "hidden", m.hidden,
           "a multiple of heads (" + std::to_string(m.heads) + "): each head gets hidden / heads dimensions");
   require(m.heads % m.kv_heads == 0, "kv_heads", m.kv_heads,

@@ -641,6 +641,13 @@ TEST(PlanIo, EmbeddedSpecsMustNameThePlansModelAndCluster) {
                                                                    "  training:\n    global_batch: -1"),
                                                           false, "p.yaml"); });
   EXPECT_EQ(bad.key(), "specs.training.global_batch");
+  // So is a model whose fields disagree with each other (checked after
+  // each key alone): it was named "hidden", without where it sits.
+  const Problem sample = sample_problem();
+  const std::string heads = "    heads: " + std::to_string(sample.model.heads) + "\n";
+  ASSERT_NE(good.find(heads), std::string::npos);
+  const auto uneven = input_error_of([&] { plan_from_string(replaced(good, heads, "    heads: 30\n"), false, "p.yaml"); });
+  EXPECT_EQ(uneven.key(), "specs.model.hidden");
 }
 
 TEST(PlanIo, EmbeddedFingerprintsAreCheckedAsWritten) {

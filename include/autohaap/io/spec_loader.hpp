@@ -158,7 +158,7 @@ inline constexpr std::size_t kMaxNameBytes = 256;
 // `one_word` (a group's name, which prefixes its hosts' names in a
 // hostfile), when it holds anything but letters, digits, '-', '_', '.'.
 void check_name(const std::string& file, const std::string& key, const std::string& name, bool one_word);
-void check_model(const ModelSpec& model, const std::string& file);
+void check_model(const ModelSpec& model, const std::string& file, const std::string& path = "");
 void check_device(const DeviceSpec& device, const std::string& file, const std::string& path = "");
 void check_cluster(const ClusterSpec& cluster, const std::string& file);
 void check_training(const TrainingSpec& training, const std::string& file);
