@@ -113,13 +113,20 @@ std::pair<std::filesystem::path, std::string> target_of(const std::string& path)
   if (path.empty()) fail_write(path, "an empty file name");
   fs::path target(path);
   std::error_code ec;
+  const char* not_a_file =
+      "not a regular file (a device, pipe or socket): an output replaces a file (a command that prints its output "
+      "writes to standard output without one)";
   if (fs::is_symlink(fs::symlink_status(target, ec))) {
+    // What the link leads to first: /dev/stdout in a pipe leads to a pipe,
+    // which has no path to follow.
+    const fs::file_status pointed = fs::status(target, ec);
+    if (fs::exists(pointed) && !fs::is_regular_file(pointed) && !fs::is_directory(pointed))
+      fail_write(path, not_a_file);
     target = fs::weakly_canonical(target, ec);
     if (ec) fail_write(path, "a symbolic link that cannot be followed: " + ec.message());
   }
   const fs::file_status status = fs::status(target, ec);
-  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status))
-    fail_write(path, "not a regular file (a device, pipe or socket): an output replaces a file");
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status)) fail_write(path, not_a_file);
   // A rename replaces a file its permissions forbid writing: such a file,
   // or one without any write permission (write-protected, as rm treats it,
   // whoever runs), is kept.

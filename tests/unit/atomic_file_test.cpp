@@ -210,6 +210,20 @@ TEST_F(AtomicFile, OnlyRegularFilesAreReadAndReplaced) {
   }
   EXPECT_TRUE(fs::is_fifo(pipe));
   EXPECT_THROW(check_writable(pipe), InputError);
+  // /dev/stdout in a shell pipe: a link to a pipe with no path of its own
+  // (/proc/self/fd/N -> "pipe:[...]"), once "a symbolic link that cannot be
+  // followed", is named for what it is.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string unnamed = "/proc/self/fd/" + std::to_string(fds[1]);
+  try {
+    write_file_atomically(unnamed, "plan\n");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.value().find("not a regular file"), std::string::npos) << e.what();
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST_F(AtomicFile, WritingThroughASymbolicLinkReplacesTheFileItPointsTo) {
