@@ -19,6 +19,21 @@ struct UniformCandidate {
   Recompute recompute;
 };
 
+// The GPUs a uniform plan may use: whole groups (cluster order), or the
+// first `prefix_gpus` GPUs of one group (a power-of-two count of its
+// nodes), leaving the rest idle.
+struct UsedGpus {
+  std::vector<int> groups;
+  int prefix_gpus = 0;  // > 0: groups holds one group, of which these GPUs
+
+  int gpus(const ClusterSpec& cluster, int g) const { return prefix_gpus > 0 ? prefix_gpus : cluster.groups[g].gpus(); }
+  std::int64_t total(const ClusterSpec& cluster) const {
+    std::int64_t n = 0;
+    for (int g : groups) n += gpus(cluster, g);
+    return n;
+  }
+};
+
 // The sets of groups a uniform plan may use, as lists of group indices in
 // cluster order (uniform_plans, searcher.hpp). Up to kUniformSubsetGroups
 // groups, every subset up to identical groups (merge_identical_groups,
@@ -26,18 +41,22 @@ struct UniformCandidate {
 // a set takes the first 0..n, since any k of them make the same plans on
 // other GPUs (8 identical racks: 8 sets, not 255). Beyond, every subset
 // of the kinds of group (a kind whole or not at all); beyond that many
-// kinds, the whole cluster and each kind alone.
-std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
+// kinds, the whole cluster and each kind alone. And each one-part group's
+// first 1, 2, 4, ... nodes, fewer than it has: a small model on a large
+// group can run faster on fewer nodes than on all of them (GPT-3 350M under
+// ZeRO-3 on 2 nodes of 8 H100s: 0.32 s on 16 GPUs, 0.15 s on 8), and more
+// GPUs must never give a slower plan.
+std::vector<UsedGpus> uniform_group_sets(const ClusterSpec& cluster) {
   const int n = static_cast<int>(cluster.groups.size());
   const std::vector<std::vector<int>> kinds = merge_identical_groups(cluster).members;
-  std::vector<std::vector<int>> sets;
+  std::vector<UsedGpus> sets;
   // The set of the first taken[u] groups of each kind u, in cluster order.
   auto add = [&](const std::vector<std::size_t>& taken) {
     std::vector<int> used;
     for (std::size_t u = 0; u < kinds.size(); ++u)
       used.insert(used.end(), kinds[u].begin(), kinds[u].begin() + static_cast<std::ptrdiff_t>(taken[u]));
     std::sort(used.begin(), used.end());
-    sets.push_back(std::move(used));
+    sets.push_back({std::move(used), 0});
   };
   std::vector<std::size_t> taken(kinds.size(), 0);
   if (n <= kUniformSubsetGroups) {
@@ -58,16 +77,25 @@ std::vector<std::vector<int>> uniform_group_sets(const ClusterSpec& cluster) {
   } else {
     std::vector<int> all(static_cast<std::size_t>(n));
     for (int g = 0; g < n; ++g) all[static_cast<std::size_t>(g)] = g;
-    sets.push_back(std::move(all));
-    for (const std::vector<int>& u : kinds) sets.push_back(u);
+    sets.push_back({std::move(all), 0});
+    for (const std::vector<int>& u : kinds) sets.push_back({u, 0});
+  }
+  // Node prefixes of one group of each kind (any of a kind makes the same
+  // plans).
+  for (const std::vector<int>& u : kinds) {
+    const NodeGroup& g = cluster.groups[u.front()];
+    if (g.parts > 1) continue;
+    for (long long nodes = 1; nodes < g.nodes; nodes *= 2)
+      sets.push_back({{u.front()}, static_cast<int>(nodes) * g.gpus_per_node});
   }
   return sets;
 }
 
-// Every uniform candidate on the groups `used` (cluster order).
-std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const std::vector<int>& used,
-                                                 bool context_parallel) {
+// Every uniform candidate on the GPUs `on`.
+std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const UsedGpus& on, bool context_parallel) {
   const auto& groups = problem.cluster.groups;
+  const std::vector<int>& used = on.groups;
+  auto gpus = [&](int g) { return on.gpus(problem.cluster, g); };
   const std::vector<int> batches = searched_micro_batches(problem);
   std::vector<Recompute> modes = problem.training.recompute_modes;
   if (modes.empty()) modes = {Recompute::none};
@@ -75,12 +103,12 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
   std::vector<UniformCandidate> out;
   int total = 0, smallest = 0;
   for (int g : used) {
-    total += groups[g].gpus();
-    smallest = smallest == 0 ? groups[g].gpus() : std::min(smallest, groups[g].gpus());
+    total += gpus(g);
+    smallest = smallest == 0 ? gpus(g) : std::min(smallest, gpus(g));
   }
   for (int size = 1; size <= smallest; ++size) {
     const bool fits_every_group = std::all_of(used.begin(), used.end(), [&](int g) {
-      return groups[g].gpus() % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
+      return gpus(g) % size == 0 && valid_stage_size(size, groups[g].gpus_per_node);
     });
     if (!fits_every_group || total / size > max_pipeline_stages(problem)) continue;
     for (int tp = 1; tp <= size; ++tp) {
@@ -91,14 +119,14 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
         // parallelism may group them (refine_uniform_plan checks B over
         // the replicas left).
         const bool valid = std::all_of(used.begin(), used.end(), [&](int g) {
-          const auto rule = layout_rule(problem, GroupLayout{g, groups[g].gpus() / size, size, tp, size / tp}, b);
+          const auto rule = layout_rule(problem, GroupLayout{g, gpus(g) / size, size, tp, size / tp}, b);
           return !rule || (context_parallel && *rule == PruneRule::dp_not_dividing_micro_batch);
         });
         if (!valid) continue;
         Skeleton s;
         s.micro_batch = b;
         for (int g : used) {
-          for (int k = 0; k < groups[g].gpus() / size; ++k) s.stages.push_back({g, k * size, size, tp, size / tp});
+          for (int k = 0; k < gpus(g) / size; ++k) s.stages.push_back({g, k * size, size, tp, size / tp});
         }
         for (Recompute r : modes) out.push_back({s, r});
       }
@@ -113,13 +141,12 @@ std::vector<UniformCandidate> uniform_candidates(const Problem& problem, const s
 // matrix peak the training's precision allows on its device); the cost
 // model adds recompute, communication and the pipeline's bubble on top.
 // 0 (no bound) without floors.
-double uniform_rate_bound(const Problem& problem, const std::vector<double>& iteration_floor_s,
-                          const std::vector<int>& used) {
+double uniform_rate_bound(const Problem& problem, const std::vector<double>& iteration_floor_s, const UsedGpus& on) {
   if (iteration_floor_s.empty()) return 0;
   double iterations_per_s = 0;
-  for (int g : used) {
+  for (int g : on.groups) {
     if (iteration_floor_s[g] <= 0) return 0;
-    iterations_per_s += problem.cluster.groups[g].gpus() / iteration_floor_s[g];
+    iterations_per_s += on.gpus(problem.cluster, g) / iteration_floor_s[g];
   }
   return iterations_per_s > 0 ? 1 / iterations_per_s * (1 - 1e-9) : 0;
 }
@@ -138,14 +165,10 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
   // Incumbent's order is total). Skipped only where each candidate costs a
   // refinement (context_and_interleaving); the strategy's own run
   // estimates, and counts, every candidate.
-  std::vector<std::vector<int>> sets = uniform_group_sets(problem.cluster);
-  auto gpus_of = [&](const std::vector<int>& used) {
-    std::int64_t n = 0;
-    for (int g : used) n += problem.cluster.groups[g].gpus();
-    return n;
-  };
-  std::stable_sort(sets.begin(), sets.end(),
-                   [&](const std::vector<int>& a, const std::vector<int>& b) { return gpus_of(a) > gpus_of(b); });
+  std::vector<UsedGpus> sets = uniform_group_sets(problem.cluster);
+  std::stable_sort(sets.begin(), sets.end(), [&](const UsedGpus& a, const UsedGpus& b) {
+    return a.total(problem.cluster) > b.total(problem.cluster);
+  });
   // Each group's iteration floor, where the skip test is asked; none where
   // times come from measured profiles, whose corrections may scale an op
   // below its floor.
@@ -154,7 +177,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
     for (std::size_t g = 0; g < problem.cluster.groups.size(); ++g)
       floors.push_back(cost.iteration_floor_s(static_cast<int>(g)));
   for (std::size_t k = static_cast<std::size_t>(share); k < sets.size(); k += static_cast<std::size_t>(shares)) {
-    const std::vector<int>& used = sets[k];
+    const UsedGpus& used = sets[k];
     if (stop()) {
       if (stopped) *stopped = true;
       break;

@@ -253,7 +253,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // apart only by how many are used (the first k of a kind: any k make the
 // same plans); beyond, any subset of its kinds of group (a uniform plan
 // uses every group of a kind or none), and beyond that many kinds, the
-// whole cluster or one kind.
+// whole cluster or one kind; and each group's first 1, 2, 4, ... nodes
+// alone (fewer than it has), the rest idle.
 // `stop` ends the enumeration between subsets with the best so far (and
 // sets `*stopped`, where given). With context_and_interleaving, a subset
 // whose GPUs cannot run an iteration's FLOPs at their peaks faster than
