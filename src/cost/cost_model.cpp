@@ -419,7 +419,7 @@ BatchShape batch_shape(const Problem& pb, const StageShape& s, int micro_batch) 
   const DeviceSpec& device = pb.cluster.groups.at(s.group).device;
   x.fp8 = gemms_in_fp8(pb.training.precision, device);
   x.eager_modules = eager_modules(pb.training);
-  x.fused_attention_kernel = fused_attention_kernel(device.architecture, pb.training.runtime);
+  x.fused_attention_kernel = fused_attention_kernel(device.architecture, pb.training.runtime, pb.model.head_dim());
   return x;
 }
 

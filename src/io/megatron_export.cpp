@@ -201,8 +201,8 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   // picks its fused kernel on the GPUs that have one and runs unfused on
   // the others. (Stages of replica sets are not expressible: each stage is
   // on its own device.)
-  const bool every_gpu_fused = stages_lacking(problem, plan, [](const DeviceSpec& d) {
-                                 return fused_attention_kernel(d.architecture, Runtime::megatron);
+  const bool every_gpu_fused = stages_lacking(problem, plan, [&](const DeviceSpec& d) {
+                                 return fused_attention_kernel(d.architecture, Runtime::megatron, m.head_dim());
                                }).empty();
   if (m.flash_attention && every_gpu_fused) add("--use-flash-attn");
   // Megatron-LM's dropout defaults are 0.1 in attention and after each

@@ -165,7 +165,7 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
   if (stage_violation(problem.model, problem.seq_len(), problem.training.sequence_parallel, &g,
                       StageDegrees{s.tp, s.cp, replicas}, replicas))
     return false;
-  if (!device_context_parallel_violation(g.device, problem.training.runtime, s.cp).empty())
+  if (!device_context_parallel_violation(g.device, problem.training.runtime, problem.model.head_dim(), s.cp).empty())
     return false;
   std::vector<ReplicaSet> sets = s.replicas;
   if (sets.empty()) sets.push_back({s.device, s.group, s.first_gpu, s.gpus, 0});

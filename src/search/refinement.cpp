@@ -15,7 +15,7 @@ namespace {
 // Whether every device stage `s` runs on can split its sequences over cp
 // (stage_context_parallel_violation, specs/parallel_rules.hpp).
 bool cp_runs_on(const Problem& problem, const StagePlan& s, int cp) {
-  return stage_context_parallel_violation(problem.cluster, problem.training.runtime, s, cp).empty();
+  return stage_context_parallel_violation(problem.cluster, problem.training.runtime, problem.model.head_dim(), s, cp).empty();
 }
 
 // Splits stage i's replicas into dp / cp replicas of cp GPUs each.

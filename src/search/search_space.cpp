@@ -297,7 +297,7 @@ StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width,
   const int cp = width / std::gcd(width, micro_batch);
   const DeviceSpec& device = problem.cluster.groups.at(group).device;
   if (!context_parallel_allowed(problem, cp) || problem.profiles.measures_device(device.name) ||
-      !device_context_parallel_violation(device, problem.training.runtime, cp).empty())
+      !device_context_parallel_violation(device, problem.training.runtime, problem.model.head_dim(), cp).empty())
     return {tp, 1, width};
   return {tp, cp, width / cp};
 }

@@ -50,23 +50,27 @@ std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
   return "";
 }
 
-bool fused_attention_kernel(Architecture architecture, Runtime runtime) {
+bool fused_attention_kernel(Architecture architecture, Runtime runtime, int head_dim) {
   if (runtime == Runtime::fsdp) return true;
-  return architecture != Architecture::volta && architecture != Architecture::turing;
+  return head_dim <= kMaxFusedHeadDim && architecture != Architecture::volta && architecture != Architecture::turing;
 }
 
-std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int cp) {
-  if (cp <= 1 || fused_attention_kernel(device.architecture, runtime)) return "";
+std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int head_dim, int cp) {
+  if (cp <= 1 || fused_attention_kernel(device.architecture, runtime, head_dim)) return "";
+  if (head_dim > kMaxFusedHeadDim)
+    return "1: ring context parallelism runs inside the fused attention kernels, which take head dimensions up to " +
+           std::to_string(kMaxFusedHeadDim) + " (this model's: hidden / heads = " + std::to_string(head_dim) + ")";
   return "1 on " + device.name + " (" + to_string(device.architecture) +
          "): ring context parallelism runs inside the fused attention kernels, which this runtime has from Ampere on";
 }
 
-std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, const StagePlan& stage,
-                                             int cp) {
+std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, int head_dim,
+                                             const StagePlan& stage, int cp) {
   std::vector<int> groups{stage.group};
   for (const ReplicaSet& r : stage.replicas) groups.push_back(r.group);
   for (const int g : groups)
-    if (std::string rule = device_context_parallel_violation(cluster.groups.at(g).device, runtime, cp); !rule.empty())
+    if (std::string rule = device_context_parallel_violation(cluster.groups.at(g).device, runtime, head_dim, cp);
+        !rule.empty())
       return rule;
   return "";
 }

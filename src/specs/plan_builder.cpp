@@ -190,7 +190,7 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
     const NodeGroup& g = problem.cluster.groups[group];
     if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, &g, degrees, static_cast<int>(B)))
       return stage_refusal(*v);
-    if (const std::string cp_rule = device_context_parallel_violation(g.device, problem.training.runtime, r.cp);
+    if (const std::string cp_rule = device_context_parallel_violation(g.device, problem.training.runtime, problem.model.head_dim(), r.cp);
         !cp_rule.empty())
       return refuse("--cp", std::to_string(r.cp), cp_rule);
     StagePlan s;

@@ -245,21 +245,65 @@ TEST(ContextParallel, ARingThatDoesNotDivideTheNodeCrossesIt) {
                    CostModel(eight_fast).layer_timing(two_nodes, 4, 0).forward_s);
 }
 
+// FlashAttention-2 and cuDNN's fused attention take head dimensions up to
+// 256 (FlashAttention-2's README: "all head dimensions up to 256"): a
+// model of 4096-wide heads runs attention unfused under Megatron on an
+// H100 (keeping the s x s scores, as a model without flash attention
+// does), takes no ring cp, and its Megatron export drops
+// --use-flash-attn; SDPA (fsdp) keeps its memory-efficient kernel.
+TEST(ContextParallel, HeadsWiderThanTheFusedKernelsTakeRunUnfused) {
+  EXPECT_TRUE(fused_attention_kernel(Architecture::hopper, Runtime::megatron, 256));
+  EXPECT_FALSE(fused_attention_kernel(Architecture::hopper, Runtime::megatron, 257));
+  EXPECT_FALSE(fused_attention_kernel(Architecture::ampere, Runtime::deepspeed, 512));
+  EXPECT_TRUE(fused_attention_kernel(Architecture::hopper, Runtime::fsdp, 4096));
+  DeviceSpec h100 = flat_device();
+  h100.architecture = Architecture::hopper;
+  EXPECT_EQ(device_context_parallel_violation(h100, Runtime::megatron, 4096, 2),
+            "1: ring context parallelism runs inside the fused attention kernels, which take head dimensions up to "
+            "256 (this model's: hidden / heads = 4096)");
+  EXPECT_EQ(device_context_parallel_violation(h100, Runtime::megatron, 4096, 1), "");
+
+  // The same stage, heads of 128 against one head of 4096: the wide one
+  // keeps the scores, 2 bytes for each of s^2 per head per sequence.
+  Problem narrow = problem_on(h100, gpt_model(2, 4096, 32, 4096), 1, 8);
+  Problem wide = narrow;
+  wide.model.heads = wide.model.kv_heads = 1;
+  const Plan plan = make_uniform_plan(narrow, UniformPlanRequest{});
+  const double narrow_bytes = CostModel(narrow).stage(plan, 0).memory.activations;
+  const double wide_bytes = CostModel(wide).stage(plan, 0).memory.activations;
+  EXPECT_GT(wide_bytes, narrow_bytes);
+  const ModelSpec unfused = [&] {
+    ModelSpec m = wide.model;
+    m.flash_attention = false;
+    return m;
+  }();
+  Problem wide_unfused = wide;
+  wide_unfused.model = unfused;
+  EXPECT_DOUBLE_EQ(wide_bytes, CostModel(wide_unfused).stage(plan, 0).memory.activations);
+  auto flash_flag = [&](const Problem& p) {
+    for (const auto& [flag, value] : megatron_arguments(plan, p))
+      if (flag == "--use-flash-attn") return true;
+    return false;
+  };
+  EXPECT_FALSE(flash_flag(wide));
+  EXPECT_TRUE(flash_flag(narrow));
+}
+
 TEST(ContextParallel, VoltaUnderMegatronHasNoFusedAttentionAndNoRing) {
   // FlashAttention (and Transformer Engine's fused attention, where its
   // ring attention runs) needs Ampere or newer: Megatron-LM on a V100 runs
   // attention unfused, keeping the s x s scores, and cannot split the
   // sequence; PyTorch's SDPA has its memory-efficient kernel there.
-  EXPECT_FALSE(fused_attention_kernel(Architecture::volta, Runtime::megatron));
-  EXPECT_FALSE(fused_attention_kernel(Architecture::turing, Runtime::deepspeed));
-  EXPECT_TRUE(fused_attention_kernel(Architecture::volta, Runtime::fsdp));
-  EXPECT_TRUE(fused_attention_kernel(Architecture::ampere, Runtime::megatron));
+  EXPECT_FALSE(fused_attention_kernel(Architecture::volta, Runtime::megatron, 128));
+  EXPECT_FALSE(fused_attention_kernel(Architecture::turing, Runtime::deepspeed, 128));
+  EXPECT_TRUE(fused_attention_kernel(Architecture::volta, Runtime::fsdp, 128));
+  EXPECT_TRUE(fused_attention_kernel(Architecture::ampere, Runtime::megatron, 128));
   DeviceSpec v100 = flat_device(), h100 = flat_device();
   v100.architecture = Architecture::volta;
   h100.architecture = Architecture::hopper;
-  EXPECT_NE(device_context_parallel_violation(v100, Runtime::megatron, 2), "");
-  EXPECT_EQ(device_context_parallel_violation(v100, Runtime::megatron, 1), "");
-  EXPECT_EQ(device_context_parallel_violation(h100, Runtime::megatron, 2), "");
+  EXPECT_NE(device_context_parallel_violation(v100, Runtime::megatron, 128, 2), "");
+  EXPECT_EQ(device_context_parallel_violation(v100, Runtime::megatron, 128, 1), "");
+  EXPECT_EQ(device_context_parallel_violation(h100, Runtime::megatron, 128, 2), "");
 
   const ModelSpec flash = gpt_model(2, 4096, 32, 4096);  // flash attention, no dropout
   ModelSpec unfused = flash;

@@ -87,16 +87,22 @@ std::string runtime_context_parallel_violation(Runtime runtime, int cp);
 // Transformer Engine's attention backends): on Volta and Turing they run
 // attention unfused. PyTorch's SDPA (`fsdp`) has its memory-efficient
 // kernel from Volta on; AMD's CDNA parts run Composable Kernel's
-// FlashAttention. A model without flash_attention runs unfused anywhere.
-bool fused_attention_kernel(Architecture architecture, Runtime runtime);
+// FlashAttention. FlashAttention-2 and cuDNN's fused attention take head
+// dimensions up to kMaxFusedHeadDim: past it Megatron's attention runs
+// unfused (Transformer Engine falls back to its unfused backend), where
+// SDPA keeps its memory-efficient kernel. A model without flash_attention
+// runs unfused anywhere.
+inline constexpr int kMaxFusedHeadDim = 256;
+bool fused_attention_kernel(Architecture architecture, Runtime runtime, int head_dim);
 // And ring context parallelism runs inside that kernel (Transformer
 // Engine's attention; torchtitan's through SDPA): cp > 1 needs it on the
-// stage's device. Returns what is allowed when the rule fails, else "".
-std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int cp);
+// stage's device for the model's head dimension. Returns what is allowed
+// when the rule fails, else "".
+std::string device_context_parallel_violation(const DeviceSpec& device, Runtime runtime, int head_dim, int cp);
 // The same on every device a stage runs on (its own, or each replica
 // set's): the first failing one's, else "".
-std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, const StagePlan& stage,
-                                             int cp);
+std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, int head_dim,
+                                             const StagePlan& stage, int cp);
 
 // ---------------------------------------------------------------- stage rule
 // Whether one pipeline stage's parallel degrees can run, as Megatron-LM
