@@ -197,19 +197,21 @@ TEST(Checkpoint, ALengthInsideAValidChecksumIsCheckedBeforeAllocating) {
 TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
   const Problem base = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
   const CostParameters params;
-  const std::uint64_t f = search_fingerprint(base, params, "autohaap", 1);
-  EXPECT_EQ(f, search_fingerprint(base, params, "autohaap", 1));
-  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 2));
-  EXPECT_NE(f, search_fingerprint(base, params, "metis", 1));
+  const std::uint64_t f = search_fingerprint(base, params, "autohaap", 1, 250000);
+  EXPECT_EQ(f, search_fingerprint(base, params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 2, 250000));
+  EXPECT_NE(f, search_fingerprint(base, params, "metis", 1, 250000));
+  // The skeleton limit sets what the initialization keeps.
+  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 1, 1000));
   Problem other = base;
   other.training.global_batch = 256;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
   other = base;
   other.cluster.groups[1].nodes = 1;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
   other = base;
   other.cluster.groups[0].device.hbm_GBps *= 1.0000001;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
   // Every calibrated constant, the memory ones included.
   for (double CostParameters::*member :
        {&CostParameters::nvlink_efficiency, &CostParameters::network_efficiency,
@@ -220,13 +222,13 @@ TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
         &CostParameters::deepspeed_state_fragmentation}) {
     CostParameters tuned;
     tuned.*member = tuned.*member * 1.01 + 1e-3;  // dp_overlap is 0 by default
-    EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1));
+    EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1, 250000));
   }
   // A profile-only search is another search.
   other = base;
   other.profiles_only = true;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1));
-  EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, "autohaap", 1));
+  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, "autohaap", 1, 250000));
 }
 
 TEST(Checkpoint, ListDigestSeesOrderAndBounds) {

@@ -79,18 +79,21 @@ struct SearchCheckpoint {
   }
 };
 
-// Hash of everything that changes a search's answer (see above).
+// Hash of everything that changes a search's answer (see above), the
+// skeleton limit included: it sets which skeletons the initialization
+// keeps, which a checkpoint restores.
 std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& parameters,
-                                 const std::string& strategy, int top_k);
+                                 const std::string& strategy, int top_k, std::int64_t max_skeletons);
 
 // Digest of an initialized skeleton list (ids, lower bounds, work
 // estimates, in order): equal lists on two ranks or two runs have equal
 // digests.
 std::uint64_t skeleton_list_digest(const std::vector<Skeleton>& skeletons);
 
-// "llama3-8b on mixed-a100-v100, strategy autohaap, top 1": names the
-// search a checkpoint belongs to in messages.
-std::string describe_search(const Problem& problem, const std::string& strategy, int top_k);
+// "llama3-8b on mixed-a100-v100, strategy autohaap, top 1, max skeletons
+// 250000": names the search a checkpoint belongs to in messages.
+std::string describe_search(const Problem& problem, const std::string& strategy, int top_k,
+                            std::int64_t max_skeletons);
 
 // Replaces `path` atomically. InputError if it cannot be written.
 void write_checkpoint(const std::string& path, const SearchCheckpoint& checkpoint);
