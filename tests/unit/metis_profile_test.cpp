@@ -10,6 +10,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/metis_profile.hpp"
+#include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
 
 namespace autohaap {
@@ -148,6 +149,37 @@ class MetisProfileErrors : public ::testing::Test {
   }
   fs::path dir_;
 };
+
+// Profiles of the A100 alone, on A100s and V100s: the fastest plans use
+// the V100s on analytic times, and the answer ranks measured plans first.
+// The measured plan it ranks first is the best the measured points allow,
+// the --profiles-only optimum, not whichever measured plan it held (a
+// uniform A100 plan at 1.239 s where 1.127 s ran on measured points).
+TEST_F(MetisProfileErrors, PartialProfilesAnswerTheBestMeasuredPlan) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  copy("DeviceType.A100_tp1_bs2.json");
+  copy("DeviceType.A100_tp2_bs1.json");
+  Problem pb = problem_125m();
+  pb.profiles = load_metis_profiles(dir_.string(), pb);
+  SearchOptions options;
+  options.threads = 2;
+  const SearchResult searched = run_search(pb, options);
+  ASSERT_FALSE(searched.top.empty()) << searched.infeasible_reason;
+  EXPECT_EQ(searched.top.front().predicted.time_source, TimeSource::analytic);
+  const std::vector<Plan> answer = finish_plans(CostModel(pb), searched, options);
+  ASSERT_FALSE(answer.empty());
+  EXPECT_EQ(answer.front().predicted.time_source, TimeSource::measured);
+
+  Problem measured = pb;
+  measured.profiles_only = true;
+  const SearchResult only = run_search(measured, options);
+  ASSERT_FALSE(only.top.empty());
+  EXPECT_NEAR(answer.front().predicted.iteration_time_s, only.top.front().predicted.iteration_time_s,
+              1e-12 * only.top.front().predicted.iteration_time_s);
+  for (std::size_t i = 1; i < answer.size(); ++i)
+    EXPECT_FALSE(answer[i].predicted.time_source == TimeSource::measured &&
+                 answer[i].predicted.iteration_time_s < answer.front().predicted.iteration_time_s);
+}
 
 TEST_F(MetisProfileErrors, EmptyDirectory) {
   const InputError e = load_error();
