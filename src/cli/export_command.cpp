@@ -81,6 +81,9 @@ int run_export(const ExportArgs& a) {
   std::vector<FlagPath> inputs = input_files(a.problem);
   inputs.push_back({"PLAN", a.plan_file});
   check_outputs_apart({{"-o", a.out}}, inputs);
+  // Never over one of AutoHAAP's inputs (a model or cluster file), which
+  // search -o and estimate -o refuse too.
+  check_overwrites_only(a.out, "-o", a.to == "json" ? "plan" : a.to == "launch-json" ? "launch manifest" : nullptr);
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cerr << pp.notes;  // standard output may be the export itself
   const bool fits = warn_if_out_of_memory(pp, a.plan_file);

@@ -164,6 +164,10 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
 }
 
 void check_overwrites_only_a_plan(const std::string& path, const char* flag) {
+  check_overwrites_only(path, flag, "plan");
+}
+
+void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty() || !fs::is_regular_file(path, ec)) return;
@@ -175,11 +179,12 @@ void check_overwrites_only_a_plan(const std::string& path, const char* flag) {
   } catch (const std::exception&) {
     kind.clear();  // unreadable as any input: still not a plan
   }
-  if (kind != "plan")
-    throw InputError("command line", flag, path,
-                     "a new file or an earlier plan, not " +
-                         (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") +
-                         " (the plan would overwrite it)");
+  if (own_kind ? kind == own_kind : kind.empty()) return;
+  const std::string output = own_kind ? own_kind : "export";
+  throw InputError("command line", flag, path,
+                   "a new file or an earlier " + output + ", not " +
+                       (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") + " (the " +
+                       output + " would overwrite it)");
 }
 
 }  // namespace autohaap::cli

@@ -40,5 +40,10 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
 // device file a cluster names, a measured profile or any other input the
 // flags above do not list would be lost under the plan. Before any work.
 void check_overwrites_only_a_plan(const std::string& path, const char* flag);
+// The same for an output of kind `own_kind` (as validate names it:
+// "plan", "launch manifest"), or, with nullptr, a text output (Megatron
+// arguments, a hostfile, a node list) that replaces anything validate does
+// not recognize (an earlier export) but never one of AutoHAAP's inputs.
+void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind);
 
 }  // namespace autohaap::cli

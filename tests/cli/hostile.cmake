@@ -224,6 +224,8 @@ set(_hostile_cases
   "hostile_estimate_out_unknown_extension|2|command line: -o: got 'plan.jsn'. allowed: a plan file name ending .json, .yaml or .yml|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|-o|plan.jsn"
   "hostile_export_does_not_fit|3|warning: .*oom_plan.yaml does not fit in memory: stage 0 needs [0-9.]+ GiB per GPU of its 80.0 GiB .1 of 1 stages overflow, this one the most.|export|${_hostile}/oom_plan.yaml|--to|hostfile"
   "hostile_report_does_not_fit|3|report written to .*oom.svg .*does not fit in memory.*warning: .*oom_plan.yaml does not fit in memory: stage 0 needs [0-9.]+ GiB per GPU|report|${_hostile}/oom_plan.yaml|-o|${_hostile}/oom.svg"
+  "hostile_export_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier export, not a device file .the export would overwrite it.|export|${_hostile}/oom_plan.yaml|--to|hostfile|-o|${_hostile}/own_device.yaml"
+  "hostile_export_json_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|export|${_hostile}/oom_plan.yaml|--to|json|-o|${_hostile}/own_device.yaml"
   "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
 )

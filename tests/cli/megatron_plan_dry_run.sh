@@ -95,4 +95,29 @@ expect_exit 2 "pretrain_gpt.py arguments go after '--'" "$plan" "$work/nodemap.t
 mixed_tp=$(dirname "$plan")/mixed_3stage.yaml
 printf 'a100-40gb h0 h1\nv100-32gb v0 v1\n' >"$work/a100_v100.txt"
 expect_exit 3 "tensor-parallel degree differs across stages" "$mixed_tp" "$work/a100_v100.txt"
+# A host named twice would run two plan nodes on one node's GPUs.
+printf 'h100-sxm hx-0 hx-1\na100-80gb ay-0 hx-1 ay-2 ay-3\n' >"$work/twice.txt"
+expect_exit 2 "host 'hx-1' listed twice (groups 'h100-sxm' and 'a100-80gb')" "$plan" "$work/twice.txt"
+# A map written on Windows: its carriage returns are not part of host names.
+sed 's/$/\r/' "$work/nodemap.txt" >"$work/crlf.txt"
+crlf=$(AUTOHAAP_BIN=$bin DRY_RUN=1 bash "$script" "$plan" "$work/crlf.txt")
+[[ $crlf != *$'\r'* ]] || fail "a carriage return reached the launch lines"
+grep -q '^launch 3 ay-2 group=a100-80gb' <<<"$crlf" || fail "CRLF map: node rank 3 is not ay-2"
+
+# A real launch with stubs (srun runs the command here, torchrun fails at
+# once on node rank 0 and sleeps elsewhere): the first failure ends the
+# others, and the job exits with its code, not after the slowest launch.
+mkdir -p "$work/stub" "$work/megatron"
+touch "$work/megatron/pretrain_gpt.py"
+printf '#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nexec "$@"\n' >"$work/stub/srun"
+printf '#!/bin/bash\nfor a in "$@"; do [[ $a == --node-rank=0 ]] && exit 7; done\nexec sleep 30\n' \
+  >"$work/stub/torchrun"
+chmod +x "$work/stub/srun" "$work/stub/torchrun"
+start=$SECONDS
+got=0
+PATH="$work/stub:$PATH" AUTOHAAP_BIN=$bin MEGATRON_DIR=$work/megatron bash "$script" "$plan" "$work/nodemap.txt" \
+  >"$work/launch.txt" 2>&1 || got=$?
+[[ $got -eq 7 ]] || fail "a failing launch: exit $got, expected 7: $(cat "$work/launch.txt")"
+((SECONDS - start < 15)) || fail "the job waited $((SECONDS - start)) s for the other launches"
+grep -q "a launch exited 7; stopping the others" "$work/launch.txt" || fail "no word of the failure"
 echo "PASS: $nnodes launches, $world ranks over $pipeline stages on their groups"
