@@ -201,6 +201,37 @@ TEST(DeviceMeasurements, H200AttentionKernelsAsTheCatalogPricesThem) {
   }
 }
 
+// The same kernels from 1k to 16k tokens: throughput rises with the
+// sequence a kernel sees, and the cost model prices it at the catalog's
+// figure times L / (L + 300), taken at kAttentionFigureTokens (layer_work.cpp;
+// FlashAttention-2, Dao 2023, Fig. 4). Each measured forward is within 8%
+// of that, where one figure for every length is 22% (flash) and 30%
+// (cuDNN) above the kernel at 1k tokens.
+TEST(DeviceMeasurements, H200AttentionThroughputRisesWithTheSequenceAsPriced) {
+  const DeviceSpec h200 = catalog_device("h200");
+  const ArchitectureProfile& hopper = architecture_profile(Architecture::hopper);
+  ModelSpec m = catalog_model("llama3-8b");
+  m.kv_heads = m.heads;
+  int checked = 0;
+  for (const CsvRow& r : read_csv("device/h200/attention.csv")) {
+    if (num(r, "causal") != 1 || num(r, "head_dim") != 128 || num(r, "heads") != num(r, "kv_heads") ||
+        (r.at("backend") != "flash" && r.at("backend") != "cudnn"))
+      continue;
+    const double b = num(r, "batch"), s = num(r, "seq"), hidden = num(r, "heads") * num(r, "head_dim");
+    const double measured = 0.5 * 4 * b * s * s * hidden / (num(r, "forward_ms") * 1e-3) / (h200.peak_tflops * 1e12);
+    const double figure = r.at("backend") == "flash" ? hopper.attention_forward_efficiency
+                                                      : hopper.flash3_forward_efficiency;
+    const double priced =
+        figure * layer_forward_work(m, 0, BatchShape{1, static_cast<int>(s)}).ops[1].attention_block_efficiency;
+    std::printf("attention %-6s %6.0f tokens: measured %.3f, priced %.3f (one figure: %.3f)\n", r.at("backend").c_str(),
+                s, measured, priced, figure);
+    EXPECT_NEAR(priced / measured, 1.0, 0.08) << r.at("backend") << " at " << s;
+    if (s == 1024) EXPECT_GT(figure / measured, 1.2) << r.at("backend") << ": one figure would do as well";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10);
+}
+
 // Streaming kernels (copy, add, GeLU, LayerNorm, RMSNorm, softmax,
 // dropout over 1 GiB) move their bytes at a median 0.75 of the H200's
 // 4800 GB/s (copy and add 0.88-0.91, softmax 0.27): the default

@@ -74,6 +74,11 @@ struct LayerWork {
 // products against the forward's 2 (Dao 2023, "FlashAttention-2",
 // Sec. 3.2).
 inline constexpr double kFusedAttentionBackwardRatio = 2.5;
+// The sequence length a device's fused-attention figures hold at
+// (DeviceSpec::attention_*_efficiency; io/catalog.cpp): the middle of the
+// 2k-16k tokens they were measured over. A kernel over another length runs
+// at its own share of them (layer_work.cpp, L / (L + 300)).
+inline constexpr double kAttentionFigureTokens = 4096;
 
 struct BatchShape {
   double sequences = 1;
