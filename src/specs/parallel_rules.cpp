@@ -132,8 +132,9 @@ int key_value_heads(const ModelSpec& model) { return model.kv_heads > 0 ? model.
 // size"); under context parallelism the sequence a tp group splits is a
 // cp rank's seq_len / cp tokens.
 static bool sequence_splits_over_tp(int seq_len, bool sequence_parallel, const StageDegrees& d) {
-  if (!sequence_parallel || d.tp <= 1 || d.cp < 1) return true;
-  return seq_len % d.cp == 0 && (seq_len / d.cp) % d.tp == 0;
+  // A sequence cp does not split evenly is the cp rule's to name.
+  if (!sequence_parallel || d.tp <= 1 || d.cp < 1 || seq_len % d.cp != 0) return true;
+  return (seq_len / d.cp) % d.tp == 0;
 }
 
 std::optional<StageRule> broken_stage_rule(const ModelSpec& model, int seq_len, bool sequence_parallel,

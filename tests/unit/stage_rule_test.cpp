@@ -191,6 +191,9 @@ TEST(StageRule, SequenceParallelTpSplitsTheSequence) {
   EXPECT_EQ(stage_violation(problem.model, 4100, true, nullptr, StageDegrees{4, 2, 1}, 1)->allowed,
             "a tp dividing the 2050 tokens of a sequence a cp rank holds (sequence parallelism splits them over the "
             "tp ranks), or sequence_parallel: false");
+  // A sequence cp does not split (4100 over 3) is the cp rule's to name.
+  EXPECT_EQ(broken_stage_rule(problem.model, 4100, true, nullptr, StageDegrees{2, 3, 1}, 1),
+            StageRule::cp_not_splitting_sequence);
   problem.training.sequence_parallel = false;
   const Decisions off = decide(problem, 8, 1);
   EXPECT_TRUE(off.built && off.loaded && off.searched);
