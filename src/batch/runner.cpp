@@ -191,10 +191,9 @@ std::optional<EntryResult> run_entry(const Manifest& manifest, const BatchEntry&
     SearchResult result = searched;
     std::vector<Plan> top;
     if (has_plan(searched.status) && !(stopped_early(searched.status) && cancelled(options))) {
-      const Stopwatch refining;
-      const StopCondition refine_stop = refinement_stop(so.cancel, so.time_limit_s, searched.stats.wall_s, refining);
-      top = finish_plans(CostModel(entry.problem), searched, so, refine_stop);
-      result = after_refinement(searched, refine_stop);
+      FinishedSearch finished = finish_search(CostModel(entry.problem), searched, so, so.cancel);
+      top = std::move(finished.plans);
+      result = std::move(finished.result);
     }
     interrupted = stopped_early(result.status) && cancelled(options);
     const CacheCounters counters = cache.counters();

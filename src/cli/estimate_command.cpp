@@ -41,7 +41,7 @@ int run_estimate(const EstimateArgs& a) {
   // -o may rewrite the plan it scores (in place), never the specs it reads.
   if (!a.out.empty()) check_plan_file_name(a.out, "-o");
   check_outputs_apart({{"-o", a.out}}, input_files(a.problem));
-  check_overwrites_only_a_plan(a.out, "-o");
+  check_overwrites_only(a.out, "-o", "plan");
 
   Problem problem;
   Plan plan;

@@ -163,10 +163,6 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
   }
 }
 
-void check_overwrites_only_a_plan(const std::string& path, const char* flag) {
-  check_overwrites_only(path, flag, "plan");
-}
-
 void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -35,15 +35,14 @@ std::vector<FlagPath> input_files(const ProblemArgs& args);
 // name): a plan written over its report, its checkpoint or its own model
 // file would destroy it. Before any work, so nothing is lost.
 void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs);
-// InputError under "command line" and `flag` when the plan output `path`
-// already holds something other than a plan (an empty file aside): a
-// device file a cluster names, a measured profile or any other input the
-// flags above do not list would be lost under the plan. Before any work.
-void check_overwrites_only_a_plan(const std::string& path, const char* flag);
-// The same for an output of kind `own_kind` (as validate names it:
-// "plan", "launch manifest"), or, with nullptr, a text output (Megatron
-// arguments, a hostfile, a node list) that replaces anything validate does
+// InputError under "command line" and `flag` when the output `path` of
+// kind `own_kind` (as validate names it: "plan", "launch manifest")
+// already holds something else (an empty file aside): a device file a
+// cluster names, a measured profile or any other input the flags above do
+// not list would be lost under it. With nullptr, a text output (Megatron
+// arguments, a hostfile, a node list): it replaces anything validate does
 // not recognize (an earlier export) but never one of AutoHAAP's inputs.
+// Before any work.
 void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind);
 
 }  // namespace autohaap::cli

@@ -146,7 +146,7 @@ Problem load_search_problem(const SearchArgs& a) {
   // each to a file of its own.
   check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
                       input_files(a.problem));
-  check_overwrites_only_a_plan(a.out, "-o");
+  check_overwrites_only(a.out, "-o", "plan");
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
     if (!path->empty()) check_writable(*path);
   return problem;
@@ -223,11 +223,9 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // Interleaving, context parallelism and the uniform plans on the plans
   // found (search/refinement.hpp says why after the search).
   const CostModel model(problem);
-  const Stopwatch refining;
-  const StopCondition refine_stop =
-      refinement_stop(options.cancel, a.settings.search.time_limit_s, searched.stats.wall_s, refining);
-  const std::vector<Plan> top = finish_plans(model, searched, a.settings.search, refine_stop);
-  const SearchResult result = after_refinement(searched, refine_stop);
+  const FinishedSearch finished = finish_search(model, searched, a.settings.search, options.cancel);
+  const std::vector<Plan>& top = finished.plans;
+  const SearchResult& result = finished.result;
   if (!result.stop_reason.empty()) std::cout << "\nsearch stopped early: " << result.stop_reason << "\n";
   if (result.status != searched.status)
     std::cout << "\nrefinement stopped early (" << result.stopped_by

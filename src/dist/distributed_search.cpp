@@ -22,9 +22,11 @@ DistributedResult run_distributed_search(const Problem& problem, const Distribut
   RankGroup group = mpi && mpi->size() > 1 ? RankGroup(mpi->impl().world) : RankGroup();
   const SearchOptions& search = options.search;
   const CostModel cost(problem);
-  MpiSynchronizer sync(group, problem, search_fingerprint(problem, cost.parameters(), search.strategy, search.top_k,
-                                                          search.max_skeletons),
-                       describe_search(problem, search.strategy, search.top_k, search.max_skeletons), options, options.note);
+  MpiSynchronizer sync(group, problem,
+                       search_fingerprint(problem, cost.parameters(), search.strategy, search.top_k,
+                                          search.max_skeletons),
+                       describe_search(problem, search.strategy, search.top_k, search.max_skeletons), options,
+                       options.note);
   DriverOptions driver;
   driver.exchange_interval_s = options.exchange_interval_s;
   driver.chunks_per_rank = options.chunks_per_rank;

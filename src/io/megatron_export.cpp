@@ -365,7 +365,9 @@ std::optional<NearestMegatronPlan> nearest_megatron_plan(const Problem& problem,
     // Every tp the stage rule allows (a divisor of the heads, the key/value
     // heads and the GPUs of a node); build_uniform_plan applies the rule.
     for (int tp = 1; tp <= min_gpn; ++tp) {
-      if (broken_stage_rule(problem.model, problem.seq_len(), problem.training.sequence_parallel, nullptr, StageDegrees{tp, 1, 1}, 1)) continue;
+      if (broken_stage_rule(problem.model, problem.seq_len(), problem.training.sequence_parallel, nullptr,
+                            StageDegrees{tp, 1, 1}, 1))
+        continue;
       for (int pp = 1; pp <= problem.model.layers && tp * pp <= gpus; ++pp) {
         const int max_dp = gpus / (tp * pp);
         for (int dp = max_dp; dp >= 1 && 2 * tp * pp * dp > gpus; --dp) {

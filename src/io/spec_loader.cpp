@@ -552,11 +552,11 @@ void check_model(const ModelSpec& m, const std::string& file, const std::string&
     for (std::size_t i = 0; i < m.generic_layers.size(); ++i) {
       const GenericLayer& g = m.generic_layers[i];
       const std::string at = "layers[" + std::to_string(i) + "].";
-      require_number(file, under(path, at) + "params", g.params, 0.0, kMaxLayerParams);
+      require_number(file, under(path, at + "params"), g.params, 0.0, kMaxLayerParams);
       require(std::floor(g.params) == g.params, (at + "params").c_str(), g.params, "a whole number of parameters");
-      require_number(file, under(path, at) + "forward_gflop", g.forward_gflop, 0.0, kMaxLayerGflop);
-      require_number(file, under(path, at) + "activation_MB", g.activation_MB, 0.0, kMaxLayerMB);
-      require_number(file, under(path, at) + "output_MB", g.output_MB, 0.0, kMaxLayerMB);
+      require_number(file, under(path, at + "forward_gflop"), g.forward_gflop, 0.0, kMaxLayerGflop);
+      require_number(file, under(path, at + "activation_MB"), g.activation_MB, 0.0, kMaxLayerMB);
+      require_number(file, under(path, at + "output_MB"), g.output_MB, 0.0, kMaxLayerMB);
     }
     return;
   }

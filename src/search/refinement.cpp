@@ -15,7 +15,8 @@ namespace {
 // Whether every device stage `s` runs on can split its sequences over cp
 // (stage_context_parallel_violation, specs/parallel_rules.hpp).
 bool cp_runs_on(const Problem& problem, const StagePlan& s, int cp) {
-  return stage_context_parallel_violation(problem.cluster, problem.training.runtime, problem.model.head_dim(), s, cp).empty();
+  return stage_context_parallel_violation(problem.cluster, problem.training.runtime, problem.model.head_dim(), s, cp)
+      .empty();
 }
 
 // Splits stage i's replicas into dp / cp replicas of cp GPUs each.
@@ -185,10 +186,10 @@ namespace {
 std::vector<Plan> best_on_measured_points(const CostModel& model, const std::vector<Plan>& top,
                                           const SearchSettings& settings, const StopCondition& stop) {
   const Problem& problem = model.problem();
-  const bool unmeasured = std::none_of(top.begin(), top.end(), [](const Plan& p) {
+  const bool none_measured = std::none_of(top.begin(), top.end(), [](const Plan& p) {
     return p.predicted.time_source == TimeSource::measured;
   });
-  if (settings.strategy != "autohaap" || problem.profiles.empty() || problem.profiles_only || !unmeasured ||
+  if (settings.strategy != "autohaap" || problem.profiles.empty() || problem.profiles_only || !none_measured ||
       stop())
     return {};
   Problem measured = problem;
@@ -248,6 +249,16 @@ StopCondition refinement_stop(const std::atomic<bool>* cancel, double time_limit
   const double grace = std::min(1.0, 0.1 * time_limit_s);
   const double left = time_limit_s > 0 ? std::max(grace, time_limit_s - searched_s) : 0.0;
   return StopCondition::of(cancel, left, watch);
+}
+
+FinishedSearch finish_search(const CostModel& model, const SearchResult& searched, const SearchSettings& settings,
+                             const std::atomic<bool>* cancel) {
+  const Stopwatch refining;
+  const StopCondition stop = refinement_stop(cancel, settings.time_limit_s, searched.stats.wall_s, refining);
+  FinishedSearch out;
+  out.plans = finish_plans(model, searched, settings, stop);
+  out.result = after_refinement(searched, stop);
+  return out;
 }
 
 SearchResult after_refinement(const SearchResult& result, const StopCondition& stop) {

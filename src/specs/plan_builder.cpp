@@ -148,7 +148,8 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
     return refuse(std::string("--") + stage_field(v.rule), std::to_string(stage_field_value(v.rule, degrees)),
                   v.allowed);
   };
-  if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, nullptr, degrees, static_cast<int>(B)))
+  if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, nullptr, degrees,
+                                     static_cast<int>(B)))
     return stage_refusal(*v);
   if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, r.cp); !cp_rule.empty())
     return refuse("--cp", std::to_string(r.cp), cp_rule);
@@ -188,9 +189,11 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
                         " GPUs that fit inside the cluster's node groups (a stage never spans two groups)");
     }
     const NodeGroup& g = problem.cluster.groups[group];
-    if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, &g, degrees, static_cast<int>(B)))
+    if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, &g, degrees,
+                                       static_cast<int>(B)))
       return stage_refusal(*v);
-    if (const std::string cp_rule = device_context_parallel_violation(g.device, problem.training.runtime, problem.model.head_dim(), r.cp);
+    if (const std::string cp_rule =
+            device_context_parallel_violation(g.device, problem.training.runtime, problem.model.head_dim(), r.cp);
         !cp_rule.empty())
       return refuse("--cp", std::to_string(r.cp), cp_rule);
     StagePlan s;

@@ -1,13 +1,14 @@
 #!/bin/bash
-# The Slurm job scripts' own arguments. slurm/search.sbatch, in plain bash with a stub `srun` that
-# records what the script passes and runs the real binary in one process:
-# a baseline strategy runs without the checkpoint it refuses (every
-# strategy but autohaap exited 2 under the script), and every spelling of
-# -o, -j and -s the command line takes is seen (-j4 got a second --threads
-# and was refused; -oplan.json got a checkpoint named after the job id, so
-# a resubmitted job started over).
+# The Slurm job scripts' own arguments, in plain bash (no Slurm).
+# slurm/search.sbatch, with a stub `srun` that records what the script
+# passes and runs the real binary in one process: a baseline strategy runs
+# without the checkpoint it refuses (every strategy but autohaap exited 2
+# under the script), and every spelling of -o, -j and -s the command line
+# takes is seen (-j4 got a second --threads and was refused; -oplan.json
+# got a checkpoint named after the job id, so a resubmitted job started
+# over). Then sweep.sbatch and fleet.sbatch, beside it in slurm/.
 #
-# Usage: search_sbatch_args.sh AUTOHAAP_BIN SCRIPT WORKDIR
+# Usage: slurm_script_args.sh AUTOHAAP_BIN SEARCH_SBATCH WORKDIR
 set -euo pipefail
 bin=$1 script=$2 work=$3
 rm -rf "$work" && mkdir -p "$work/stub"

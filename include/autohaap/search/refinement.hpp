@@ -85,6 +85,14 @@ std::vector<Plan> finish_plans(const CostModel& model, const SearchResult& resul
 // stopped_by that cause. Any other result is returned as it is.
 SearchResult after_refinement(const SearchResult& result, const StopCondition& stop);
 
+// What `search` and every `batch` entry answer once the search ended
+// (FinishedSearch, searcher.hpp): finish_plans under refinement_stop (the
+// time limit `settings` gave the search, less what it used, and `cancel`),
+// and the result as after_refinement says it ended.
+struct FinishedSearch;
+FinishedSearch finish_search(const CostModel& model, const SearchResult& searched, const SearchSettings& settings,
+                             const std::atomic<bool>* cancel);
+
 // Refines each plan (refine_plan; refine_uniform_plan when the problem asks
 // for Megatron-runnable plans, specs/runnable_by.hpp), then, with
 // `mixed_stages` and plans that may mix device types, puts idle GPUs to

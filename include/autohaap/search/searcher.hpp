@@ -134,6 +134,13 @@ struct SearchResult {
   bool uniform_searched = false;
 };
 
+// A search's plans once refined, and how it ended then (finish_search,
+// search/refinement.hpp).
+struct FinishedSearch {
+  std::vector<Plan> plans;
+  SearchResult result;
+};
+
 // SearchSettings, its validate() and search_strategies() are in
 // search_options.hpp, with the option table they follow.
 SearchResult run_search(const Problem& problem, const SearchOptions& options);
