@@ -283,6 +283,16 @@ TEST(MeasuredRuns, IterationTimePerSource) {
   EXPECT_LE(quantile(all, 0.9), 0.15);
 }
 
+// Under AUTOHAAP_TRACE_RUNS, a run's predicted peak by component (GiB).
+void trace_memory(const Scored& s) {
+  if (!tracing()) return;
+  std::printf("trace-mem %s %.1f %.1f weights %.2f grads %.2f optimizer %.2f activations %.2f logits %.2f "
+              "runtime %.2f allocator %.2f\n",
+              s.id.c_str(), s.measured_GiB, s.predicted_GiB, s.fullest.weights / kGiB, s.fullest.gradients / kGiB,
+              s.fullest.optimizer / kGiB, s.fullest.activations / kGiB, s.fullest.logits / kGiB,
+              s.fullest.runtime / kGiB, s.fullest.allocator / kGiB);
+}
+
 TEST(MeasuredRuns, MemoryAndOutOfMemory) {
   const std::vector<Scored> runs = scored_runs();
   std::vector<double> errors;
@@ -295,6 +305,7 @@ TEST(MeasuredRuns, MemoryAndOutOfMemory) {
       caught += !s.predicted_fits;
       std::printf("%-16s %9s %9.1f %9.1f %s\n", s.id.c_str(), "OOM", s.predicted_GiB, s.capacity_GiB,
                   s.predicted_fits ? "MISSED: predicted to fit" : "caught");
+      trace_memory(s);
       continue;
     }
     ++measured_fit;
@@ -307,12 +318,7 @@ TEST(MeasuredRuns, MemoryAndOutOfMemory) {
       const double predicted = s.predicted_GiB - (s.torch_reserve ? s.fullest.runtime / kGiB : 0.0);
       errors.push_back((predicted - s.measured_GiB) / s.measured_GiB);
       by_source[s.source].push_back(errors.back());
-      if (tracing())
-        std::printf("trace-mem %s %.1f %.1f weights %.2f grads %.2f optimizer %.2f activations %.2f logits %.2f "
-                    "runtime %.2f allocator %.2f\n",
-                    s.id.c_str(), s.measured_GiB, s.predicted_GiB, s.fullest.weights / kGiB, s.fullest.gradients / kGiB,
-                    s.fullest.optimizer / kGiB, s.fullest.activations / kGiB, s.fullest.logits / kGiB,
-                    s.fullest.runtime / kGiB, s.fullest.allocator / kGiB);
+      trace_memory(s);
     }
   }
   for (const auto& [source, e] : by_source)
