@@ -87,13 +87,25 @@ using DeviceOverrides = std::map<std::string, DeviceSpec>;
 // whose H100s have 96 GB of HBM2e at 2.4 TB/s and a 500 W limit
 // (benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"); their rows
 // score memory only, so only the capacity and bandwidth differ from the
-// SXM part's.
+// SXM part's. MosaicML's MI250 runs: the MI250 is the MI250X's module with
+// 208 of its 220 compute units at the same clock, so 362.1 TFLOP/s BF16
+// and 45.3 FP32 (90.5 on matrix cores) with the same 128 GB of HBM2e at
+// 3.2 TB/s (AMD's MI250 and MI250X product pages).
 DeviceSpec row_device(const std::string& gpu) {
   if (gpu == "h100-96gb-500w") {
     DeviceSpec d = catalog_device("h100-sxm");
     d.name = gpu;
     d.memory_GiB = 96;
     d.hbm_GBps = 2400;
+    return d;
+  }
+  if (gpu == "mi250") {
+    DeviceSpec d = catalog_device("mi250x");
+    d.name = gpu;
+    d.peak_tflops = 362.1;
+    d.peak_fp32_tflops = 45.3;
+    d.peak_tf32_tflops = 90.5;
+    d.gemm_efficiency = architecture_gemm_curve(d.architecture, d.peak_tflops);
     return d;
   }
   return catalog_device(gpu);

@@ -48,6 +48,9 @@ struct ArchitectureProfile {
   const char* name;
   // Largest isolated dense GEMM (cuBLAS/hipBLASLt, BF16 or FP16) over the
   // dense peak: how close the generation's software gets to its datasheet.
+  // Where measured training shows the generation's GEMMs below that best
+  // case (Hopper: a measured sweep; CDNA2: MosaicML's MI250 runs), the
+  // fraction that measurement implies (catalog.cpp, beside the table).
   double gemm_peak_fraction;
   // Fused attention kernels, fraction of peak: FlashAttention-2 (or the
   // generation's nearest kernel), and FlashAttention-3 / cuDNN where the
