@@ -119,6 +119,49 @@ std::vector<GroupLayout> raw_layouts(const Problem& problem, int group, const No
   return out;
 }
 
+// A small space's layouts: besides raw_layouts' sizes, every power-of-two
+// share of a one-part group a plan can use: its first node's first 1, 2,
+// 4, ... GPUs (in stages that divide the node) and its first 2, 4, ...
+// nodes.
+// Why: a plan that leaves GPUs idle can be the fastest (a slower device's
+// second node added to a pipeline slows it; a model too small for a whole
+// node fits in part of one), and with these more GPUs never give a slower
+// answer; past kSmallSpaceSkeletons they multiply the search time by the
+// sizes' count per group, so fleet-sized spaces keep raw_layouts' alone.
+std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g) {
+  std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
+  if (g.parts > 1) return raw;
+  const long long most = most_useful_gpus(problem, g);
+  std::vector<int> totals;
+  for (int t = 1; t < g.gpus_per_node && t <= most; t *= 2) totals.push_back(t);
+  for (long long nodes = 1; nodes < g.nodes && nodes * g.gpus_per_node <= most; nodes *= 2)
+    totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
+  std::vector<GroupLayout> out;
+  for (const int total : totals) {
+    const bool listed = std::any_of(raw.begin(), raw.end(), [&](const GroupLayout& l) { return l.stages * l.gpus_per_stage == total; });
+    if (!listed && offers_a_runnable_layout(problem, group, g, total)) append_layouts(group, g, total, out);
+  }
+  // By GPUs used, then k, then tp, as raw_layouts lists them.
+  out.insert(out.end(), raw.begin(), raw.end());
+  std::stable_sort(out.begin(), out.end(), [](const GroupLayout& a, const GroupLayout& b) {
+    return a.stages * a.gpus_per_stage < b.stages * b.gpus_per_stage;
+  });
+  return out;
+}
+
+// Raw skeletons of the given layouts: over every ordered subset of groups,
+// the product of its groups' layout counts, times the micro-batch sizes.
+std::uint64_t raw_skeletons(const std::vector<std::vector<int>>& orders,
+                            const std::vector<std::vector<GroupLayout>>& layouts, std::size_t micro_batches) {
+  std::uint64_t total = 0;
+  for (const auto& order : orders) {
+    std::uint64_t combos = 1;
+    for (int g : order) combos = saturating_mul(combos, layouts[g].size());
+    total = saturating_add(total, saturating_mul(combos, micro_batches));
+  }
+  return total;
+}
+
 // All sequences of distinct group indices, by length, then lexicographic.
 std::vector<std::vector<int>> ordered_subsets(int groups) {
   std::vector<std::vector<int>> out;
@@ -159,9 +202,11 @@ SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
                          (orders == std::numeric_limits<std::uint64_t>::max() ? std::string("more than 1.8e19")
                                                                              : std::to_string(orders)) +
                          "); merge groups of one device type");
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(raw_layouts(problem, g, groups[g]));
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = searched_micro_batches(problem);
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(small_space_layouts(problem, g, groups[g]));
+  if (raw_skeletons(orders_, layouts_, micro_batches_.size()) > kSmallSpaceSkeletons)
+    for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_[g] = raw_layouts(problem, g, groups[g]);
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;

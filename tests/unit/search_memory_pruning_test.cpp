@@ -241,11 +241,14 @@ TEST(MemoryPruning, ReasonNamesAStructuralRuleWhenThatIsTheCause) {
 }
 
 TEST(MemoryPruning, ReasonCountsEveryOtherRuleThatRemovedSkeletons) {
-  // gpt3-1.3b on nodes of 1,000 GPUs: no rule removes them all; the reason
-  // names the largest and counts the rest, as --explain's table does.
+  // gpt3-1.3b on three groups of nodes of 1,000 GPUs (a space too large for
+  // the power-of-two shares of a node, SearchSpace's kSmallSpaceSkeletons):
+  // no rule removes them all; the reason names the largest and counts the
+  // rest, as --explain's table does.
   Problem problem = load_problem("gpt3-1.3b", "a100x8", "");
   problem.cluster.groups[0].nodes = 4;
   problem.cluster.groups[0].gpus_per_node = 1000;
+  problem.cluster.groups.resize(3, problem.cluster.groups[0]);
   const CostModel cost(problem);
   const SkeletonList list = initialize_skeletons(SearchSpace(problem), nullptr);
   EXPECT_TRUE(list.skeletons.empty());
@@ -253,9 +256,12 @@ TEST(MemoryPruning, ReasonCountsEveryOtherRuleThatRemovedSkeletons) {
   const std::string reason = infeasible_reason(cost, r);
   ASSERT_GT(r.count(PruneRule::tp_not_dividing_heads), r.count(PruneRule::dp_not_dividing_micro_batch));
   ASSERT_GT(r.count(PruneRule::dp_not_dividing_micro_batch), 0);
-  const std::string others = "; the others: dp_not_dividing_micro_batch " +
-                             std::to_string(r.count(PruneRule::dp_not_dividing_micro_batch));
-  EXPECT_NE(reason.find("(tp_not_dividing_heads)" + others), std::string::npos) << reason;
+  const std::size_t others = reason.find("(tp_not_dividing_heads); the others: ");
+  ASSERT_NE(others, std::string::npos) << reason;
+  for (const PruneRule rule : {PruneRule::tp_exceeds_node, PruneRule::dp_not_dividing_micro_batch}) {
+    ASSERT_GT(r.count(rule), 0);
+    EXPECT_NE(reason.find(std::string(to_string(rule)) + " " + std::to_string(r.count(rule)), others), std::string::npos) << reason;
+  }
 }
 
 TEST(MemoryPruning, ReportsMergeAndSerialize) {

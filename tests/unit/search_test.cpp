@@ -271,7 +271,7 @@ TEST(Search, ExhaustiveOptimumWithGradientSyncOverlapped) {
   // pipeline. The exhaustive reference tries every mode of every stage.
   int leaner = 0;
   const int cases = for_each_against_exhaustive(
-      1, 60, 40,
+      1, 400, 100,
       [](std::uint32_t seed) {
         Problem problem = interleavable_problem(seed);
         problem.training.overlap_grad_reduce = true;
@@ -781,6 +781,53 @@ TEST(Search, MoreNodesNeverGiveASlowerAnswer) {
     EXPECT_LE(t, previous * (1 + 1e-12)) << nodes << " nodes";
     if (nodes > 1) EXPECT_EQ(answer.front().num_gpus(), 8) << "the one-node plan, leaving the other nodes idle";
     previous = t;
+  }
+}
+
+// In a small space a pipeline may leave part of a group idle
+// (SearchSpace's small_space_layouts). GPT-3 125M, TF32, ZeRO-2, global
+// batch 8, on 2 nodes of 2 A10 and a group of 1-GPU L4 nodes: the best
+// plan took 0.493 s with one L4 node and 0.508 s with two, where the first
+// plan still ran on the larger cluster (a pipeline had to take the whole
+// L4 group).
+TEST(Search, AddingANodeToAGroupInThePipelineNeverSlowsTheAnswer) {
+  double previous = std::numeric_limits<double>::infinity();
+  for (const int l4_nodes : {1, 2}) {
+    Problem problem = catalog_problem("gpt3-125m", "a100x8");
+    problem.cluster.groups = {make_node_group(catalog_device("a10"), 2, 2),
+                              make_node_group(catalog_device("l4"), l4_nodes, 1)};
+    problem.training.global_batch = 8;
+    problem.training.precision = Precision::tf32;
+    problem.training.zero = 2;
+    problem.training.sequence_parallel = false;
+    problem.training.recompute_modes = {Recompute::full};
+    problem.training.micro_batch_sizes = {1, 2};
+    const SearchResult r = search(problem, "autohaap");
+    ASSERT_FALSE(r.top.empty()) << l4_nodes << " L4 nodes: " << r.infeasible_reason;
+    EXPECT_LE(best_time(r), previous * (1 + 1e-12)) << l4_nodes << " L4 nodes";
+    previous = best_time(r);
+  }
+}
+
+// A 2-layer GPT whose 2047-token sequence no tp or cp divides (sequence
+// parallelism), with micro-batches of one sequence (no dp): at most 2 GPUs
+// run it, 2 stages of 1. A node of 2 ran them; nodes of 3, 4 and 125 were
+// "infeasible", the search taking only stages that fill a node; now they
+// run on the first 2 GPUs of it, in the same time.
+TEST(Search, AModelTooSmallForANodeRunsOnPartOfIt) {
+  std::optional<double> two;
+  for (const int gpus : {2, 3, 4, 125}) {
+    Problem problem = catalog_problem("gpt3-125m", "a100x8");
+    problem.model.layers = 2;
+    problem.training.seq_len = 2047;
+    problem.training.global_batch = 8;
+    problem.training.micro_batch_sizes = {1};
+    problem.cluster.groups = {make_node_group(catalog_device("a100-80gb"), 1, gpus)};
+    const SearchResult r = search(problem, "autohaap");
+    ASSERT_FALSE(r.top.empty()) << gpus << " GPUs: " << r.infeasible_reason;
+    EXPECT_EQ(r.top[0].num_gpus(), 2) << gpus << " GPUs";
+    if (!two) two = best_time(r);
+    EXPECT_NEAR(best_time(r), *two, 1e-12 * *two) << gpus << " GPUs";
   }
 }
 

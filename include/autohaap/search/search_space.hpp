@@ -90,6 +90,9 @@ struct GroupLayout {
 
 // The most group orders a search space holds (see above).
 inline constexpr std::uint64_t kMaxGroupOrders = 10'000'000;
+// A space of at most this many raw skeletons with every power-of-two share
+// of each group (search_space.cpp, small_space_layouts) takes them all.
+inline constexpr std::uint64_t kSmallSpaceSkeletons = 200'000;
 
 class SearchSpace {
  public:
