@@ -50,6 +50,12 @@ std::string device_notes(const Problem& p, const Plan* plan) {
       notes += "note: " + d.name + " has no BF16; its stages are costed in FP16 at its FP16 peak\n";
     if (precision == Precision::tf32 && d.peak_tf32_tflops <= 0)
       notes += "note: " + d.name + " has no TF32 tensor cores; its stages are costed at its FP32 peak\n";
+    // An asked-for FlashAttention-3/cuDNN kernel where the device has none
+    // (attention_kernel_on: Hopper's only) runs FlashAttention-2.
+    if (p.model.flash_attention && p.training.attention_kernel == AttentionKernel::flash3 &&
+        d.flash3_forward_efficiency <= 0)
+      notes += "note: " + d.name + " has no FlashAttention-3/cuDNN fused attention (attention_kernel: flash3); its "
+               "stages' attention is costed as FlashAttention-2\n";
     // Figures no measured training run has checked (catalog.cpp,
     // ArchitectureProfile::checked_against): said, not silently trusted.
     const ArchitectureProfile& arch = architecture_profile(d.architecture);
