@@ -263,13 +263,26 @@ Manifest parse_manifest(const std::string& text, const std::string& source, cons
     } else {
       trainings.emplace_back(std::nullopt);
     }
+    const long long count = static_cast<long long>(models.size()) * static_cast<long long>(clusters.size()) *
+                            static_cast<long long>(trainings.size());
+    if (count > kMaxManifestEntries)
+      throw InputError(source, "models", std::to_string(count) + " entries (" + std::to_string(models.size()) +
+                                             " models x " + std::to_string(clusters.size()) + " clusters x " +
+                                             std::to_string(trainings.size()) + " trainings)",
+                       "at most " + std::to_string(kMaxManifestEntries) +
+                           " entries in one manifest: split it into several");
     for (const auto& mv : models)
       for (const auto& cv : clusters)
         for (const auto& tv : trainings)
           expand.add(mv, cv, tv, mv.path() + " x " + cv.path() + (tv ? " x " + tv->path() : ""), std::nullopt);
   } else if (root.has("entries")) {
     m.form = ManifestForm::entries;
-    for (const auto& item : non_empty_list(root, "entries", "entries {model, cluster, training, name}")) {
+    const auto entries = non_empty_list(root, "entries", "entries {model, cluster, training, name}");
+    if (static_cast<long long>(entries.size()) > kMaxManifestEntries)
+      throw InputError(source, "entries", std::to_string(entries.size()) + " entries",
+                       "at most " + std::to_string(kMaxManifestEntries) +
+                           " entries in one manifest: split it into several");
+    for (const auto& item : entries) {
       const YamlObject e = item.as_object();
       e.check_keys({"model", "cluster", "training", "name"});
       expand.add(e.at("model", "a model"), e.at("cluster", "a cluster"), e.find("training"), item.path(),
@@ -284,6 +297,9 @@ Manifest parse_manifest(const std::string& text, const std::string& source, cons
       const YamlValue models_value = f.at("models", "a non-empty list of models");
       const auto models = models_value.as_list();
       if (models.empty()) models_value.fail("a non-empty list of models");
+      if (static_cast<long long>(m.entries.size() + models.size()) > kMaxManifestEntries)
+        models_value.fail("at most " + std::to_string(kMaxManifestEntries) +
+                          " entries in one manifest (with this cluster's models, more): split it into several");
       for (const auto& mv : models) expand.add(mv, cluster, f.find("training"), mv.path(), std::nullopt);
     }
   }

@@ -188,6 +188,24 @@ TEST_F(BatchManifest, RejectsEmptyListsUnknownKeysAndBadOptions) {
   }
 }
 
+// Three lists of 50 make 125,000 entries, past kMaxManifestEntries: refused
+// by their count before any is built (three lists of 400 had taken over
+// 5 GB and ended in std::bad_alloc, even for --count).
+TEST_F(BatchManifest, RefusesMoreEntriesThanTheLimitBeforeBuildingThem) {
+  auto list = [](const std::string& item) {
+    std::string out = "[";
+    for (int i = 0; i < 50; ++i) out += (i ? ", " : "") + item;
+    return out + "]";
+  };
+  const auto path = write("big.yaml", "models: " + list("gpt3-125m") + "\nclusters: " + list("a100x8") +
+                                          "\ntrainings: " + list("default") + "\n");
+  const InputError e = error_of(path);
+  EXPECT_EQ(e.file(), path);
+  EXPECT_EQ(e.key(), "models");
+  EXPECT_EQ(e.value(), "125000 entries (50 models x 50 clusters x 50 trainings)");
+  EXPECT_NE(e.allowed().find("at most 100000 entries"), std::string::npos) << e.allowed();
+}
+
 TEST_F(BatchManifest, RejectsMixedFormsAndDuplicateNames) {
   EXPECT_THROW(load_manifest(write("a.yaml", "models: [gpt3-125m]\nclusters: [a100x8]\nentries: []\n")), InputError);
   EXPECT_THROW(load_manifest(write("b.yaml", "name: nothing\n")), InputError);

@@ -70,6 +70,13 @@ struct BatchEntry {
 
 enum class ManifestForm { product, entries, fleet };
 
+// The most entries one manifest expands to. Each holds its loaded Problem
+// (about a kilobyte), and a product of three lists grows as their product:
+// three lists of 400 files would be 64 million entries and tens of GB
+// before the first one ran. Counted before expanding; past it the manifest
+// is refused (split it, or shard a sweep over several manifests).
+inline constexpr long long kMaxManifestEntries = 100'000;
+
 struct Manifest {
   std::string path;
   std::string name;
