@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -34,7 +35,10 @@ class MeasurementTable {
     for (const std::string& c : required) expected += (expected.empty() ? "" : ",") + c;
     if (!std::getline(in, line)) throw InputError(path_, "header", "(empty file)", "a header naming " + expected);
     const std::vector<std::string> header = detail::split_csv_line(line);
-    for (std::size_t i = 0; i < header.size(); ++i) columns_[header[i]] = i;
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (!columns_.emplace(header[i], i).second)
+        throw InputError(path_, "header", detail::shown_line(line),
+                         "each column once (column '" + header[i] + "' appears twice)");
     for (const std::string& c : required)
       if (!columns_.count(c)) throw InputError(path_, "header", detail::shown_line(line), "a header naming " + expected);
     int row = 1;
@@ -121,6 +125,16 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
         throw InputError(path, t.where(r, "gflop"), t.text(r, "gflop"),
                          "2·m·n·k / 1e9 = " + detail::number_text(product) + " GFLOP, from the row's own m, n and k");
     }
+    // A role names the product: "square" (a square product, left out of
+    // the transformer-shaped curve) or the linear it stands for, as
+    // scripts/device/gemm_sweep.cu writes them (qkv_h4096_t1024_fwd) or by
+    // hand (mlp_up). A name, not free text: a cell of spaces, other bytes
+    // or pages of text is a broken row, not a GEMM to count.
+    static const std::regex kRole("[A-Za-z0-9_.-]{1,64}");
+    if (!std::regex_match(t.text(r, "role"), kRole))
+      throw InputError(path, t.where(r, "role"), detail::shown_line(t.text(r, "role")),
+                       "a name of 1 to 64 letters, digits, '_', '.' or '-': square, or the linear it times "
+                       "(qkv_h4096_t1024_fwd)");
     const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
     const double efficiency = gflop * 1e9 / (ms * 1e-3) / (d.peak_tflops * 1e12);
     out.largest = std::max(out.largest, efficiency);
@@ -163,6 +177,7 @@ void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurem
   const MeasurementTable t(
       path, {"backend", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "forward_ms", "backward_ms"});
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_backend;
+  int priced_rows = 0;
   for (std::size_t r = 0; r < t.size(); ++r) {
     const std::string& backend = t.text(r, "backend");
     // The backends scripts/device/kernel_sweep.py times; "efficient"
@@ -175,10 +190,13 @@ void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurem
                        "one of the backends scripts/device/kernel_sweep.py times: " +
                            detail::names_with_hint({kBackends.begin(), kBackends.end()}, backend));
     if (backend == "efficient") continue;
+    ++priced_rows;
     auto count = [&](const char* c) { return t.number(r, c, 0, kMaxCount, "a count above 0 and at most 1e9"); };
     const double batch = count("batch"), heads = count("heads"), kv = count("kv_heads"), seq = count("seq"),
                  head_dim = count("head_dim");
-    if (t.text(r, "causal") != "1" || head_dim != 128 || seq < 2048 || kv != heads) continue;
+    const std::string& causal = t.text(r, "causal");
+    if (causal != "0" && causal != "1") throw InputError(path, t.where(r, "causal"), causal, "0 or 1");
+    if (causal != "1" || head_dim != 128 || seq < 2048 || kv != heads) continue;
     const double fwd = t.number(r, "forward_ms", 0, kMaxMs, kPositiveMs);
     const double bwd = t.number(r, "backward_ms", 0, kMaxMs, kPositiveMs);
     const double executed = 0.5 * 4 * batch * seq * seq * heads * head_dim;  // causal: half the dense count
@@ -186,6 +204,12 @@ void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurem
     f.push_back(executed / (fwd * 1e-3) / (d.peak_tflops * 1e12));
     b.push_back(kFusedAttentionBackwardRatio * executed / (bwd * 1e-3) / (d.peak_tflops * 1e12));
   }
+  // Rows of a priced kernel none of which has the shape the figures are
+  // read at would leave the base device's figures in place unsaid.
+  if (by_backend.empty() && priced_rows > 0)
+    throw InputError(path, "rows", std::to_string(priced_rows) + " flash/cudnn rows, none of that shape",
+                     "at least one causal (causal 1) row of head_dim 128, seq >= 2048 and kv_heads = heads: the "
+                     "shape the attention figures are read at");
   for (const auto& [backend, v] : by_backend) {
     const double f = median(v.first), b = median(v.second);
     check_fraction(f, path, backend + " forward");

@@ -586,6 +586,21 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   refused(dir.string(), h200,
           "attention.csv: row 2.backend: got 'Flash'; allowed: one of the backends scripts/device/kernel_sweep.py "
           "times: cudnn, efficient, flash (did you mean 'flash'?)");
+  // A causal cell is 0 or 1: 'true' had made its rows count as not
+  // causal, left out without a word, as had rows of no priced shape.
+  std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
+                                          "flash,2,32,32,4096,128,true,1.0,3.0\n";
+  refused(dir.string(), h200, "attention.csv: row 2.causal: got 'true'; allowed: 0 or 1");
+  std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
+                                          "flash,2,32,32,4096,64,1,1.0,3.0\n";
+  refused(dir.string(), h200, "attention.csv: rows: got '1 flash/cudnn rows, none of that shape'");
+  fs::remove(dir / "attention.csv");
+  // A column named twice (the last one had silently won) and a role that
+  // is no name.
+  write("dtype,role,gflop,ms,ms\nbf16,fc1,100,0.2,0.3\n");
+  refused(dir.string(), h200, "gemm.csv: header: got 'dtype,role,gflop,ms,ms'; allowed: each column once");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc 2,100,0.2\nbf16,qkv,100,0.2\n");
+  refused(dir.string(), h200, "gemm.csv: row 3.role: got 'fc 2'; allowed: a name of 1 to 64 letters");
   // A decade of products timed in microseconds beside a correct one: the
   // largest product is sound, the decade's median is not, and is refused
   // by gemm.csv (once only the calibrated device's gemm_efficiency[0]).
