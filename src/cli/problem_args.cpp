@@ -7,6 +7,8 @@
 #include <set>
 
 #include "autohaap/cost/cost_model.hpp"
+#include "autohaap/cost/layer_work.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/metis_profile.hpp"
@@ -37,6 +39,20 @@ std::string device_notes(const Problem& p, const Plan* plan) {
       used.insert(s.device);
       for (const ReplicaSet& r : s.replicas) used.insert(r.device);
     }
+  // The model's heads where the fused kernels run them otherwise than
+  // their FLOPs say (layer_work.hpp, fused_attention_head_dim;
+  // specs/parallel_rules.hpp, kMaxFusedHeadDim).
+  const int head_dim = p.model.head_dim();
+  if (p.model.flash_attention && p.model.family != ModelFamily::generic) {
+    if (head_dim > kMaxFusedHeadDim && p.training.runtime != Runtime::fsdp)
+      notes += "note: " + p.model.name + "'s heads are " + std::to_string(head_dim) +
+               " wide, past the " + std::to_string(kMaxFusedHeadDim) +
+               " the fused attention kernels take: its attention runs unfused, its scores through memory\n";
+    else if (head_dim <= kMaxFusedHeadDim && fused_attention_head_dim(head_dim) != head_dim)
+      notes += "note: " + p.model.name + "'s heads are " + std::to_string(head_dim) +
+               " wide; fused attention runs them in its kernel for " + std::to_string(fused_attention_head_dim(head_dim)) +
+               ", at the cost of that width\n";
+  }
   std::set<std::string> seen;
   for (const NodeGroup& g : p.cluster.groups) {
     const DeviceSpec& d = g.device;

@@ -48,6 +48,12 @@ bool attention_on_tensor_cores(const ModelSpec& m, const BatchShape& x) {
   return (static_cast<long long>(m.head_dim()) * x.element_bytes) % 16 == 0;
 }
 
+int fused_attention_head_dim(int head_dim) {
+  auto round_up = [](int x, int multiple) { return (x + multiple - 1) / multiple * multiple; };
+  const int padded = round_up(head_dim, 8);
+  return padded <= 192 ? round_up(padded, 32) : std::max(256, padded);
+}
+
 bool fused_attention_possible(const ModelSpec& m, const BatchShape& x) {
   return m.flash_attention && x.element_bytes == 2 && x.fused_attention_kernel;
 }
@@ -159,7 +165,8 @@ LayerWork layer_forward_work(const ModelSpec& m, int layer, const BatchShape& x)
       // are those of kAttentionFigureTokens; a kernel sees s / cp tokens
       // (a ring step of cp runs it on blocks of s / cp).
       auto throughput = [](double tokens) { return tokens / (tokens + 300.0); };
-      w.ops[1].attention_block_efficiency = throughput(s / cp) / throughput(kAttentionFigureTokens);
+      w.ops[1].attention_block_efficiency = throughput(s / cp) / throughput(kAttentionFigureTokens) *
+                                            m.head_dim() / fused_attention_head_dim(m.head_dim());
     }
   }
   w.ops[2] = gemm("attn_out", tokens, h / t, h);

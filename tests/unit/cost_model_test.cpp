@@ -126,6 +126,24 @@ TEST(LayerWork, AttentionGemmsOverUnalignedHeadsRunOnCudaCores) {
   EXPECT_NEAR(t.forward_s, expected + cm.parameters().per_layer_overhead_s, 1e-12);
 }
 
+// FlashAttention-2 runs a head in the kernel compiled for its width padded
+// to 8, then to 32 (256 above 192): flash_api.cpp's round_multiple.
+TEST(LayerWork, FusedAttentionRunsAHeadAtItsKernelsWidth) {
+  const std::pair<int, int> widths[] = {{1, 32},   {8, 32},    {64, 64},   {80, 96},   {100, 128},
+                                        {128, 128}, {160, 160}, {192, 192}, {200, 256}, {256, 256}};
+  for (const auto& [head, kernel] : widths) EXPECT_EQ(fused_attention_head_dim(head), kernel) << head;
+  // The attention core's rate falls by the padding: hidden 2560 as 32
+  // heads of 80 (a kernel of 96) against 20 heads of 128, the same FLOPs.
+  ModelSpec narrow = gpt(2, 2560, 32), wide = gpt(2, 2560, 20);
+  narrow.flash_attention = wide.flash_attention = true;
+  BatchShape x{2, 4096, 1, 2, false};
+  x.fused_attention_kernel = true;
+  const OpWork a = layer_forward_work(narrow, 0, x).ops[1], b = layer_forward_work(wide, 0, x).ops[1];
+  EXPECT_DOUBLE_EQ(a.flops, b.flops);
+  EXPECT_NEAR(a.attention_block_efficiency, b.attention_block_efficiency * 80.0 / 96.0, 1e-12);
+  EXPECT_NEAR(b.attention_block_efficiency, 1.0, 1e-12);  // 4096 tokens, width 128: the device figure
+}
+
 TEST(LayerWork, ActivationMemoryFollowsKorthikanti) {
   const ModelSpec m = gpt(2, 1024, 16);
   const double s = 2048, b = 2, h = 1024, a = 16;

@@ -79,6 +79,14 @@ inline constexpr double kFusedAttentionBackwardRatio = 2.5;
 // 2k-16k tokens they were measured over. A kernel over another length runs
 // at its own share of them (layer_work.cpp, L / (L + 300)).
 inline constexpr double kAttentionFigureTokens = 4096;
+// The head dimension a fused attention kernel runs a head of `head_dim`
+// at: FlashAttention-2 pads it to a multiple of 8 and runs the kernel
+// compiled for the next multiple of 32 (256 above 192; flash_api.cpp,
+// round_multiple), so a narrow head costs what the padded one does (head
+// dimension 1: the kernel of 32, 32 times its FLOPs). The device figures
+// hold at 128, one of the compiled sizes. Past 256 (only SDPA's
+// memory-efficient kernel, under fsdp, runs those) the head itself.
+int fused_attention_head_dim(int head_dim);
 
 struct BatchShape {
   double sequences = 1;
