@@ -558,6 +558,13 @@ void check_model(const ModelSpec& m, const std::string& file, const std::string&
       require_number(file, under(path, at + "activation_MB"), g.activation_MB, 0.0, kMaxLayerMB);
       require_number(file, under(path, at + "output_MB"), g.output_MB, 0.0, kMaxLayerMB);
     }
+    // A model of no work and no weights trains in no time: every plan
+    // would tie at an iteration of overheads alone.
+    double work = 0;
+    for (const GenericLayer& g : m.generic_layers) work += g.forward_gflop + g.params;
+    require(work > 0, "layers", m.layers,
+            "layers with work: at least one with forward_gflop or params above 0 (all " +
+                std::to_string(m.generic_layers.size()) + " have neither)");
     return;
   }
   require(m.generic_layers.empty(), "layers", m.layers, "a layer count (a layer list needs family: generic)");

@@ -195,6 +195,11 @@ TEST_F(SpecLoader, GenericLayerListErrors) {
   EXPECT_INPUT_ERROR(load_model(write("e.yaml", "family: generic\nseq_len: 8\nlayers:\n"
                                                 "  - {params: 1.5, forward_gflop: 1, activation_MB: 1, output_MB: 1}\n")),
                      "layers[0].params", "1.5");
+  // A model of no work and no weights (it had trained at 102 million
+  // tokens/s, MFU 0).
+  EXPECT_INPUT_ERROR(load_model(write("z.yaml", "family: generic\nseq_len: 8\nlayers:\n"
+                                                "  - {params: 0, forward_gflop: 0, activation_MB: 0, output_MB: 0}\n")),
+                     "layers", "1");
   // A count makes no sense without the layers themselves...
   EXPECT_INPUT_ERROR(load_model(write("c.yaml", "family: generic\nseq_len: 8\nlayers: 4\n")), "layers", "4");
   // ...and a transformer cannot take a layer list.
