@@ -147,14 +147,24 @@ namespace {
 // Whether two names are one file: the same inode where both exist, else
 // the same path once made absolute and normal (weakly_canonical alone
 // leaves a relative name whose first part does not exist as it is, so
-// `a.json` and `./a.json` differed).
+// `a.json` and `./a.json` differed), a symbolic link to a file not yet
+// written followed to its target (weakly_canonical stops at it, so a
+// checkpoint named by a link to the -o file was taken for another file).
 bool same_file(const std::string& x, const std::string& y) {
   namespace fs = std::filesystem;
   std::error_code ex, ey;
   if (fs::exists(x, ex) && fs::exists(y, ey)) return fs::equivalent(x, y, ex) && !ex;
   auto normal = [](const std::string& name, std::error_code& ec) {
-    const fs::path whole = fs::absolute(name, ec);
-    return ec ? whole : fs::weakly_canonical(whole, ec);
+    fs::path whole = fs::absolute(name, ec);
+    if (ec) return whole;
+    // 40 links at most, as the kernel follows (ELOOP past it).
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(whole, ec)) && !ec; ++hops) {
+      const fs::path target = fs::read_symlink(whole, ec);
+      if (ec) return whole;
+      whole = target.is_absolute() ? target : whole.parent_path() / target;
+    }
+    ec.clear();
+    return fs::weakly_canonical(whole, ec);
   };
   const fs::path px = normal(x, ex), py = normal(y, ey);
   return !ex && !ey && px == py;

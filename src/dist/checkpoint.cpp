@@ -53,14 +53,16 @@ std::int64_t SearchCheckpoint::chunks_done() const {
 }
 
 std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& parameters,
-                                 const std::string& strategy, int top_k, std::int64_t max_skeletons) {
+                                 const SearchSettings& settings) {
   // The problem's fingerprint (every spec field and the tool version, one
   // canonical list shared with the batch runner) plus what else changes
-  // the answer: every cost parameter, and the prune rules a checkpoint
-  // counts (their number sets the layout of its prune report).
-  std::string text = "search checkpoint\nproblem=" + problem_fingerprint(problem) + "\nstrategy=" + strategy +
-                     "\ntop=" + std::to_string(top_k) + "\nmax_skeletons=" + std::to_string(max_skeletons) +
-                     "\nprune_rules=" + std::to_string(kPruneRuleCount) +
+  // the answer: the settings describe_search names, every cost parameter,
+  // and the prune rules a checkpoint counts (their number sets the layout
+  // of its prune report).
+  std::string text = "search checkpoint\nproblem=" + problem_fingerprint(problem) + "\nstrategy=" + settings.strategy +
+                     "\ntop=" + std::to_string(settings.top_k) + "\nmax_skeletons=" +
+                     std::to_string(settings.max_skeletons) + "\nmixed_stages=" +
+                     (settings.mixed_stages ? "on" : "off") + "\nprune_rules=" + std::to_string(kPruneRuleCount) +
                      "\n" + canonical_text(parameters);
   return fnv1a64(text);
 }
@@ -78,10 +80,10 @@ std::uint64_t skeleton_list_digest(const std::vector<Skeleton>& skeletons) {
   return h;
 }
 
-std::string describe_search(const Problem& problem, const std::string& strategy, int top_k,
-                            std::int64_t max_skeletons) {
-  return problem.model.name + " on " + problem.cluster.name + ", strategy " + strategy + ", top " +
-         std::to_string(top_k) + ", max skeletons " + std::to_string(max_skeletons);
+std::string describe_search(const Problem& problem, const SearchSettings& settings) {
+  return problem.model.name + " on " + problem.cluster.name + ", strategy " + settings.strategy + ", top " +
+         std::to_string(settings.top_k) + ", max skeletons " + std::to_string(settings.max_skeletons) +
+         ", mixed stages " + (settings.mixed_stages ? "on" : "off");
 }
 
 std::string encode_checkpoint(const SearchCheckpoint& checkpoint) {

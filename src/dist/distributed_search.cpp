@@ -23,9 +23,7 @@ DistributedResult run_distributed_search(const Problem& problem, const Distribut
   const SearchOptions& search = options.search;
   const CostModel cost(problem);
   MpiSynchronizer sync(group, problem,
-                       search_fingerprint(problem, cost.parameters(), search.strategy, search.top_k,
-                                          search.max_skeletons),
-                       describe_search(problem, search.strategy, search.top_k, search.max_skeletons), options,
+                       search_fingerprint(problem, cost.parameters(), search), describe_search(problem, search), options,
                        options.note);
   DriverOptions driver;
   driver.exchange_interval_s = options.exchange_interval_s;

@@ -9,6 +9,9 @@ set(_hostile ${CMAKE_CURRENT_BINARY_DIR}/hostile)
 string(REPEAT "[" 300000 _open)
 string(REPEAT "]" 300000 _close)
 file(WRITE ${_hostile}/bomb.json "${_open}${_close}")
+# A link to a plan not yet written: the checkpoint named by it is the -o file.
+file(REMOVE ${_hostile}/linked_plan.json ${_hostile}/link_to_plan.json)
+file(CREATE_LINK linked_plan.json ${_hostile}/link_to_plan.json SYMBOLIC)
 file(WRITE ${_hostile}/metis/DeviceType.A100_tp1_bs1.json "${_open}${_close}")
 string(REPEAT "[" 100000 _open)
 string(REPEAT "]" 100000 _close)
@@ -181,7 +184,9 @@ set(_hostile_cases
   "hostile_gap_without_bound|2|--gap: got '0.1'. allowed: 0 unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|--strategy|uniform|--gap|0.1"
   "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
   "hostile_max_skeletons_negative|2|--max-skeletons: got '-1'. allowed: 0 .no limit. or more|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|-1"
-  "hostile_exchange_interval_zero|2|--exchange-interval: got '0'. allowed: a number of seconds > 0|search|-m|gpt3-125m|-c|a100x8|--exchange-interval|0"
+  "hostile_top_past_the_limit|2|--top: got '100000'. allowed: an integer from 1 to 10000|search|-m|gpt3-125m|-c|a100x8|--top|100000"
+  "hostile_checkpoint_interval_tiny|2|--checkpoint-interval: got '1e-300'. allowed: a number of seconds >= 0.01|search|-m|gpt3-125m|-c|a100x8|--checkpoint|${CMAKE_CURRENT_BINARY_DIR}/tiny.ck|--checkpoint-interval|1e-300"
+  "hostile_exchange_interval_zero|2|--exchange-interval: got '0'. allowed: a number of seconds >= 0.001|search|-m|gpt3-125m|-c|a100x8|--exchange-interval|0"
   "hostile_unwritable_out_before_search|2|no_such_dir/plan.json: got 'cannot create a temporary file in .*No such file or directory'. allowed: a writable path|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|-o|${_hostile}/no_such_dir/plan.json"
   "hostile_damaged_checkpoint_before_search|2|damaged.checkpoint: checkpoint: got 'a damaged or truncated checkpoint|search|-m|llama3-8b|-c|${_hostile}/five_groups.yaml|--checkpoint|${_hostile}/damaged.checkpoint"
   "hostile_report_long_iteration|0|report written to .*long.svg .svg: 4 stages, 4194304 micro-batches|report|${_hostile}/long_iteration.yaml|-o|${_hostile}/long.svg"
@@ -210,6 +215,7 @@ set(_hostile_cases
   "hostile_yaml_two_documents|2|two_documents.yaml: line 8, column 1: got 'a second YAML document'. allowed: one document .nothing after a second '---'.|validate|${_hostile}/two_documents.yaml"
   "hostile_yaml_trailing_marker|0|valid model|validate|${_hostile}/trailing_marker.yaml"
   "hostile_plan_dev_zero|2|/dev/zero: got 'not a regular file .a device, pipe or socket.'|estimate|--plan|/dev/zero"
+  "hostile_checkpoint_links_to_out|2|command line: --checkpoint: got '.*link_to_plan.json'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/linked_plan.json|--checkpoint|${_hostile}/link_to_plan.json"
   "hostile_out_is_report|2|command line: --report: got '.*same.html'. allowed: a file other than -o's|search|-m|gpt3-125m|-c|a100x8|-o|${_hostile}/same.json|--report|${_hostile}/same.html"
   "hostile_checkpoint_is_out_spelled_otherwise|2|command line: -[-a-z]+: got '(./)?spelled.json'. allowed: a file other than -[-a-z]+'s|search|-m|gpt3-125m|-c|a100x8|-o|spelled.json|--checkpoint|./spelled.json"
   "hostile_out_is_clusters_device|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|search|-m|gpt3-125m|-c|${_hostile}/own_device_cluster.yaml|-o|${_hostile}/own_device.yaml"

@@ -194,24 +194,41 @@ TEST(Checkpoint, ALengthInsideAValidChecksumIsCheckedBeforeAllocating) {
       << message;
 }
 
+SearchSettings settings(const std::string& strategy, int top_k, std::int64_t max_skeletons, bool mixed = true) {
+  SearchSettings s;
+  s.strategy = strategy;
+  s.top_k = top_k;
+  s.max_skeletons = max_skeletons;
+  s.mixed_stages = mixed;
+  return s;
+}
+
 TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
   const Problem base = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
   const CostParameters params;
-  const std::uint64_t f = search_fingerprint(base, params, "autohaap", 1, 250000);
-  EXPECT_EQ(f, search_fingerprint(base, params, "autohaap", 1, 250000));
-  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 2, 250000));
-  EXPECT_NE(f, search_fingerprint(base, params, "metis", 1, 250000));
-  // The skeleton limit sets what the initialization keeps.
-  EXPECT_NE(f, search_fingerprint(base, params, "autohaap", 1, 1000));
+  const std::uint64_t f = search_fingerprint(base, params, settings("autohaap", 1, 250000));
+  EXPECT_EQ(f, search_fingerprint(base, params, settings("autohaap", 1, 250000)));
+  EXPECT_NE(f, search_fingerprint(base, params, settings("autohaap", 2, 250000)));
+  EXPECT_NE(f, search_fingerprint(base, params, settings("metis", 1, 250000)));
+  // The skeleton limit sets what the initialization keeps; mixed stages
+  // refine the plans a finished checkpoint holds.
+  EXPECT_NE(f, search_fingerprint(base, params, settings("autohaap", 1, 1000)));
+  EXPECT_NE(f, search_fingerprint(base, params, settings("autohaap", 1, 250000, false)));
+  // Threads, the time limit and the gap do not change what is kept.
+  SearchSettings same = settings("autohaap", 1, 250000);
+  same.threads = 7;
+  same.time_limit_s = 3;
+  same.gap = 0.1;
+  EXPECT_EQ(f, search_fingerprint(base, params, same));
   Problem other = base;
   other.training.global_batch = 256;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(other, params, settings("autohaap", 1, 250000)));
   other = base;
   other.cluster.groups[1].nodes = 1;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(other, params, settings("autohaap", 1, 250000)));
   other = base;
   other.cluster.groups[0].device.hbm_GBps *= 1.0000001;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(other, params, settings("autohaap", 1, 250000)));
   // Every calibrated constant, the memory ones included.
   for (double CostParameters::*member :
        {&CostParameters::nvlink_efficiency, &CostParameters::network_efficiency,
@@ -222,13 +239,13 @@ TEST(Checkpoint, FingerprintFollowsWhatChangesTheAnswer) {
         &CostParameters::deepspeed_state_fragmentation}) {
     CostParameters tuned;
     tuned.*member = tuned.*member * 1.01 + 1e-3;  // dp_overlap is 0 by default
-    EXPECT_NE(f, search_fingerprint(base, tuned, "autohaap", 1, 250000));
+    EXPECT_NE(f, search_fingerprint(base, tuned, settings("autohaap", 1, 250000)));
   }
   // A profile-only search is another search.
   other = base;
   other.profiles_only = true;
-  EXPECT_NE(f, search_fingerprint(other, params, "autohaap", 1, 250000));
-  EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, "autohaap", 1, 250000));
+  EXPECT_NE(f, search_fingerprint(other, params, settings("autohaap", 1, 250000)));
+  EXPECT_NE(f, search_fingerprint(problem("llama3-8b", "mixed-a100-v100.yaml"), params, settings("autohaap", 1, 250000)));
 }
 
 TEST(Checkpoint, ListDigestSeesOrderAndBounds) {

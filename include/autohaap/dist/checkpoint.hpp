@@ -47,6 +47,7 @@
 #include "autohaap/plan.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/memory_pruning.hpp"
+#include "autohaap/search/search_options.hpp"
 #include "autohaap/search/search_space.hpp"
 #include "autohaap/specs/problem.hpp"
 
@@ -79,11 +80,12 @@ struct SearchCheckpoint {
   }
 };
 
-// Hash of everything that changes a search's answer (see above), the
-// skeleton limit included: it sets which skeletons the initialization
-// keeps, which a checkpoint restores.
+// Hash of everything that changes a search's answer (see above): the
+// problem, the cost parameters and the settings that do (strategy, top K,
+// the skeleton limit, which sets what the initialization keeps, and mixed
+// stages, which refine the plans a finished checkpoint holds).
 std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& parameters,
-                                 const std::string& strategy, int top_k, std::int64_t max_skeletons);
+                                 const SearchSettings& settings);
 
 // Digest of an initialized skeleton list (ids, lower bounds, work
 // estimates, in order): equal lists on two ranks or two runs have equal
@@ -91,9 +93,9 @@ std::uint64_t search_fingerprint(const Problem& problem, const CostParameters& p
 std::uint64_t skeleton_list_digest(const std::vector<Skeleton>& skeletons);
 
 // "llama3-8b on mixed-a100-v100, strategy autohaap, top 1, max skeletons
-// 250000": names the search a checkpoint belongs to in messages.
-std::string describe_search(const Problem& problem, const std::string& strategy, int top_k,
-                            std::int64_t max_skeletons);
+// 250000, mixed stages on": names the search a checkpoint belongs to in
+// messages, by the settings search_fingerprint hashes.
+std::string describe_search(const Problem& problem, const SearchSettings& settings);
 
 // Replaces `path` atomically. InputError if it cannot be written.
 void write_checkpoint(const std::string& path, const SearchCheckpoint& checkpoint);

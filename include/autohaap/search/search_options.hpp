@@ -106,6 +106,16 @@ struct OptionRange {
 // and oneTBB fails to start tens of thousands of workers (it crashes in
 // its allocator at 100,000).
 inline constexpr int kMaxThreads = 4096;
+// The most plans a search lists: the search proves each of the top K, so
+// its work grows with K (100,000 took 0.7 GB and answered a 6 s time limit
+// and an interrupt after 24 s, where K = 1 takes 0.2 s), and no one reads
+// more. A sweep over more configurations is a batch manifest.
+inline constexpr int kMaxTopK = 10000;
+// The shortest intervals between checkpoints (each tens of MB on a large
+// search) and between MPI exchanges: below them the search would do little
+// else.
+inline constexpr double kMinCheckpointIntervalS = 0.01;
+inline constexpr double kMinExchangeIntervalS = 0.001;
 
 struct SearchOption {
   std::string_view name;        // in words; see the naming rule above
@@ -124,7 +134,8 @@ inline constexpr std::array kSearchOptions{
                  "autohaap, exhaustive, reference, uniform, metis", "autohaap | exhaustive | reference | uniform | metis", true},
     SearchOption{"threads", "-j", "", &SearchSettings::threads, {0, false, nullptr, kMaxThreads}, "0 (all) to 4096",
                  "worker threads per process, or per MPI rank (0: all cores)", true},
-    SearchOption{"top", "-k", "", &SearchSettings::top_k, {1}, "an integer >= 1", "plans to list", true},
+    SearchOption{"top", "-k", "", &SearchSettings::top_k, {1, false, nullptr, kMaxTopK}, "an integer from 1 to 10000",
+                 "plans to list", true},
     SearchOption{"time limit", "", "_s", &SearchSettings::time_limit_s, {0}, "a number of seconds >= 0 (0: none)",
                  "stop after S seconds with the best plan so far (exit 4)", true},
     SearchOption{"gap", "", "", &SearchSettings::gap, {0, false, nullptr, 1},
@@ -142,11 +153,11 @@ inline constexpr std::array kSearchOptions{
                  "save the search state to FILE at intervals and at the end; an existing checkpoint of the same "
                  "search is resumed",
                  false},
-    SearchOption{"checkpoint interval", "", "_s", &dist::DistributedSettings::checkpoint_interval_s, {0, true},
-                 "a number of seconds > 0", "seconds between checkpoints", false},
-    SearchOption{"exchange interval", "", "_s", &dist::DistributedSettings::exchange_interval_s, {0, true},
-                 "a number of seconds > 0", "seconds between exchanges of bounds and cache entries among MPI ranks",
-                 false},
+    SearchOption{"checkpoint interval", "", "_s", &dist::DistributedSettings::checkpoint_interval_s,
+                 {kMinCheckpointIntervalS}, "a number of seconds >= 0.01", "seconds between checkpoints", false},
+    SearchOption{"exchange interval", "", "_s", &dist::DistributedSettings::exchange_interval_s,
+                 {kMinExchangeIntervalS}, "a number of seconds >= 0.001",
+                 "seconds between exchanges of bounds and cache entries among MPI ranks", false},
     SearchOption{"cache exchange", "", "", &dist::DistributedSettings::exchange_cache, {}, "on or off",
                  "MPI ranks also exchange the latency-cache entries they add, not only bounds (pays where a stage "
                  "estimate costs more to compute than to ship)",
