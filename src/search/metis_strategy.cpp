@@ -83,7 +83,8 @@ std::vector<Task> metis_tasks(const SearchSpace& space) {
 bool run_metis(const CostModel& cost, const SearchOptions& options, const StopCondition& stop, ProgressReporter& progress,
                SearchResult& result) {
   const Problem& problem = cost.problem();
-  const SearchSpace space(problem);
+  // Metis places every GPU of the groups it uses: no partial shares.
+  const SearchSpace space(problem, /*every_share=*/false);
   const std::vector<Task> tasks = metis_tasks(space);
   const MetisBalancer balancer(cost);
   Incumbent incumbent(options.top_k);

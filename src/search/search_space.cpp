@@ -187,7 +187,7 @@ std::vector<std::vector<int>> ordered_subsets(int groups) {
 
 }  // namespace
 
-SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
+SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(problem) {
   const auto& groups = problem.cluster.groups;
   // Ordered non-empty subsets of n groups: sum over k of n! / (n - k)!.
   std::uint64_t orders = 0, run = 1;
@@ -204,8 +204,9 @@ SearchSpace::SearchSpace(const Problem& problem) : problem_(problem) {
                          "); merge groups of one device type");
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = searched_micro_batches(problem);
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(small_space_layouts(problem, g, groups[g]));
-  if (raw_skeletons(orders_, layouts_, micro_batches_.size()) > kSmallSpaceSkeletons)
+  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+    layouts_.push_back(every_share ? small_space_layouts(problem, g, groups[g]) : raw_layouts(problem, g, groups[g]));
+  if (every_share && raw_skeletons(orders_, layouts_, micro_batches_.size()) > kSmallSpaceSkeletons)
     for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_[g] = raw_layouts(problem, g, groups[g]);
 
   for (const auto& order : orders_) {

@@ -96,9 +96,12 @@ inline constexpr std::uint64_t kSmallSpaceSkeletons = 200'000;
 
 class SearchSpace {
  public:
-  explicit SearchSpace(const Problem& problem);
+  // every_share: a small space also takes every power-of-two share of each
+  // group (kSmallSpaceSkeletons); false keeps a group whole or its fitting
+  // prefix alone, as the Metis-style baseline does (Metis places every GPU).
+  explicit SearchSpace(const Problem& problem, bool every_share = true);
   // The space would keep a reference to a Problem about to be destroyed.
-  explicit SearchSpace(const Problem&& problem) = delete;
+  explicit SearchSpace(const Problem&& problem, bool every_share = true) = delete;
 
   const Problem& problem() const { return problem_; }
   // Ordered non-empty subsets of group indices, canonical order.
