@@ -166,7 +166,7 @@ struct PredictedPerformance {
   double model_tflops_per_gpu = 0;
   double bubble_s = 0;
   std::vector<double> stage_time_s;      // forward + backward of one micro-batch
-  std::vector<double> stage_memory_GiB;  // per GPU
+  std::vector<double> stage_memory_GiB;  // per GPU: the most one of the stage's GPUs holds
   bool fits = false;
   // The least measured of the stages' compute times: analytic without
   // profiles; with them, whether the plan was scored on measurements alone.

@@ -1151,7 +1151,13 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
     stages.push_back(stage(plan, i));
     const StageEstimate& e = stages.back();
     out.stage_time_s.push_back(e.time_s());
-    out.stage_memory_GiB.push_back(e.memory.total() / kGiB);
+    // The most any of the stage's GPUs holds: a stage of replica sets is
+    // estimated by its set nearest capacity (stage()), which need not hold
+    // the most GiB (an A100 set above a V100 one that is nearer its 32).
+    double most = e.memory.total();
+    if (plan.stages[i].has_replica_sets())
+      for (const StageEstimate& set : replica_set_estimates(plan, i)) most = std::max(most, set.memory.total());
+    out.stage_memory_GiB.push_back(most / kGiB);
     out.fits = out.fits && e.fits();
     out.time_source = i == 0 ? e.time_source : worse(out.time_source, e.time_source);
     max_time = std::max(max_time, e.time_s());

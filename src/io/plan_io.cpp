@@ -796,6 +796,20 @@ void check_plan_for(const Plan& plan, const ModelSpec& model, const ClusterSpec&
                          "a first GPU that keeps each group of tp=" + tp + " GPUs inside one node of " +
                              std::to_string(per_node) + " GPUs");
     }
+    // A stage of its own GPUs (not a replica set, which fills idle ranges)
+    // lies inside one node or on whole nodes from a node's first GPU, as
+    // the search lays stages out and the cost model prices their rings
+    // (cost_model.cpp, cp_link): GPUs 1..2 on nodes of 2 had a cp ring across
+    // two nodes priced as inside one.
+    if (!s.has_replica_sets()) {
+      const bool inside_one = first_gpu / per_node == (end_gpu - 1) / per_node;
+      const bool whole_nodes = first_gpu % per_node == 0 && gpus % per_node == 0;
+      if (!inside_one && !whole_nodes)
+        throw InputError(file, key("first_gpu"), std::to_string(first_gpu),
+                         "a first GPU that keeps the stage's " + std::to_string(gpus) +
+                             " GPUs inside one node of " + std::to_string(per_node) +
+                             " GPUs, or on whole nodes from a node's first GPU");
+    }
     used[group].push_back({first_gpu, static_cast<int>(end_gpu), i, key("first_gpu")});
   };
 

@@ -810,7 +810,7 @@ TEST_F(PlanAgainstSpecs, GpusMustLieInsideTheGroupWithoutOverlap) {
   plan_.stages[1].first_gpu = 14;  // 14..17 of a 16-GPU group
   EXPECT_EQ(rejected_key(), "stages[1].first_gpu");
   SetUp();
-  plan_.stages[1].first_gpu = 6;  // 6..9 overlaps stage 0's 0..7
+  plan_.stages[1].first_gpu = 4;  // 4..7 overlaps stage 0's 0..7
   const auto e = input_error_of([&] { check_plan_against(plan_, model_, cluster_, model_.seq_len, "plan.yaml"); });
   EXPECT_EQ(e.key(), "stages[1].first_gpu");
   EXPECT_NE(e.allowed().find("stages[0]"), std::string::npos) << e.what();
@@ -833,7 +833,14 @@ TEST_F(PlanAgainstSpecs, TensorParallelismStaysInsideANode) {
   EXPECT_EQ(rejected_key(), "stages[2].first_gpu");
   SetUp();
   set_degrees(2, 2, 2);
-  plan_.stages[2].first_gpu = 2;  // pairs 2..3 and 4..5 each inside a node
+  // Pairs 2..3 and 4..5 each inside a node, but the stage's 4 GPUs across
+  // two nodes of 4 from the middle of one: its data-parallel ring priced
+  // as inside a node crosses two.
+  plan_.stages[2].first_gpu = 2;
+  EXPECT_EQ(rejected_key(), "stages[2].first_gpu");
+  SetUp();
+  set_degrees(2, 2, 1);
+  plan_.stages[2].first_gpu = 2;  // 2..3, inside node 0
   EXPECT_EQ(rejected_key(), "");
 }
 

@@ -155,6 +155,10 @@ TEST(ReplicaSets, MemoryIsCheckedPerSetOnItsDevice) {
   const double la = sets[0].memory.total() / sets[0].capacity_bytes;
   const double lv = sets[1].memory.total() / sets[1].capacity_bytes;
   EXPECT_DOUBLE_EQ(e.memory.total() / e.capacity_bytes, std::max(la, lv));
+  // The plan's per-GPU memory is the most any set's GPU holds (the set
+  // nearest capacity need not hold the most: max_memory_GiB had shown it).
+  EXPECT_DOUBLE_EQ(model.estimate(p).stage_memory_GiB[1],
+                   std::max(sets[0].memory.total(), sets[1].memory.total()) / kGiB);
 }
 
 TEST(ReplicaSets, YamlAndJsonRoundTrip) {
