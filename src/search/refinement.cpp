@@ -214,7 +214,9 @@ std::vector<Plan> finish_plans_here(const CostModel& model, const SearchResult& 
   if (settings.strategy == "autohaap") {
     std::int64_t evaluated = 0;
     std::vector<Plan> uniform =
-        result.uniform_searched ? result.uniform : uniform_plans(model, 1, evaluated, /*context_and_interleaving=*/true, stop);
+        result.uniform_searched
+            ? result.uniform
+            : uniform_plans(model, kAnswerUniformPlans, evaluated, /*context_and_interleaving=*/true, stop);
     for (Plan& u : uniform) {
       const bool known = std::any_of(top.begin(), top.end(), [&](const Plan& p) { return same_plan(p, u); });
       if (!known) {

@@ -545,14 +545,14 @@ class SearchDriver {
       for (std::uint8_t d : done_) searched += d;
       out.chunks_searched = searched - out.chunks_restored;
 
-      // The best uniform plan finish_plans adds, on the problem as given
+      // The best uniform plans finish_plans adds, on the problem as given
       // (not merged), the participants sharing its group sets.
       const CostModel given(problem_);
       std::int64_t uniform_evaluated = 0;
       bool uniform_stopped = false;
       const std::vector<Plan> uniform = parallel::with_threads(threads_, [&] {
-        return uniform_plans(given, 1, uniform_evaluated, /*context_and_interleaving=*/true, stop_, &uniform_stopped,
-                             sync_.rank(), sync_.size());
+        return uniform_plans(given, kAnswerUniformPlans, uniform_evaluated, /*context_and_interleaving=*/true, stop_,
+                             &uniform_stopped, sync_.rank(), sync_.size());
       });
       uniform_stopped = sync_.any(uniform_stopped);
       const std::vector<std::vector<Plan>> uniform_all = sync_.gather_plans(uniform);
@@ -560,7 +560,7 @@ class SearchDriver {
       Outcome outcome;
       if (root()) {
         build_result(out, outcome);
-        out.result.uniform = merge_top_k(uniform_all, 1);
+        out.result.uniform = merge_top_k(uniform_all, kAnswerUniformPlans);
         out.result.uniform_searched = !uniform_stopped;
       }
       sync_.share_outcome(outcome);

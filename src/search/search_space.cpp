@@ -119,22 +119,28 @@ std::vector<GroupLayout> raw_layouts(const Problem& problem, int group, const No
   return out;
 }
 
-// A small space's layouts: besides raw_layouts' sizes, every power-of-two
-// share of a one-part group a plan can use: its first node's first 1, 2,
-// 4, ... GPUs (in stages that divide the node) and its first 2, 4, ...
-// nodes.
-// Why: a plan that leaves GPUs idle can be the fastest (a slower device's
-// second node added to a pipeline slows it; a model too small for a whole
-// node fits in part of one), and with these more GPUs never give a slower
-// answer; past kSmallSpaceSkeletons they multiply the search time by the
-// sizes' count per group, so fleet-sized spaces keep raw_layouts' alone.
-std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g) {
+// How much of each group a small space offers besides raw_layouts' sizes.
+enum class Shares {
+  every,         // its first node's first 1, 2, 3, ... GPUs and its first 2, 3, ... nodes
+  power_of_two,  // its first node's first 1, 2, 4, ... GPUs and its first 2, 4, ... nodes
+};
+
+// A small space's layouts: raw_layouts' sizes and the shares of a one-part
+// group a plan can use (stages that divide the node). Why: a plan that
+// leaves GPUs idle can be the fastest (a slower device's node added to a
+// pipeline slows it; a model too small for a node fits in part of one; a
+// batch of 3 sequences feeds 3 replicas of 4 GPUs, a 3-layer model 3
+// stages), and with these more GPUs never give a slower answer; past
+// kSmallSpaceSkeletons they multiply the search time by the sizes' count
+// per group, so the space takes fewer (SearchSpace's constructor).
+std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g, Shares shares) {
   std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
   if (g.parts > 1) return raw;
   const long long most = most_useful_gpus(problem, g);
+  auto next = [&](long long n) { return shares == Shares::every ? n + 1 : n * 2; };
   std::vector<int> totals;
-  for (int t = 1; t < g.gpus_per_node && t <= most; t *= 2) totals.push_back(t);
-  for (long long nodes = 1; nodes < g.nodes && nodes * g.gpus_per_node <= most; nodes *= 2)
+  for (long long t = 1; t < g.gpus_per_node && t <= most; t = next(t)) totals.push_back(static_cast<int>(t));
+  for (long long nodes = 1; nodes < g.nodes && nodes * g.gpus_per_node <= most; nodes = next(nodes))
     totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
   std::vector<GroupLayout> out;
   for (const int total : totals) {
@@ -204,10 +210,17 @@ SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(pr
                          "); merge groups of one device type");
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = searched_micro_batches(problem);
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g)
-    layouts_.push_back(every_share ? small_space_layouts(problem, g, groups[g]) : raw_layouts(problem, g, groups[g]));
-  if (every_share && raw_skeletons(orders_, layouts_, micro_batches_.size()) > kSmallSpaceSkeletons)
-    for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_[g] = raw_layouts(problem, g, groups[g]);
+  // Every share of each group where the space stays small, else its
+  // power-of-two shares, else raw_layouts' sizes alone.
+  auto take = [&](auto layouts_of) {
+    layouts_.clear();
+    for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(layouts_of(g));
+    return raw_skeletons(orders_, layouts_, micro_batches_.size()) <= kSmallSpaceSkeletons;
+  };
+  const bool small =
+      every_share && (take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }) ||
+                      take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); }));
+  if (!small) take([&](int g) { return raw_layouts(problem, g, groups[g]); });
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;

@@ -25,7 +25,8 @@ TEST(SearchSpace, StagesFitInANodeOrAreWholeNodes) {
   // 3 nodes x 8 GPUs, a small space: used whole (24 GPUs: stages of 1, 2,
   // 4, 8 or 24 — so 3 stages of 8 — but never 3, 6 or 12, which would
   // straddle nodes), by its first 2 nodes (16 GPUs: stages of 1, 2, 4, 8
-  // or 16), its first node, and that node's first 1, 2 and 4 GPUs.
+  // or 16), its first node, and that node's first 1 to 7 GPUs (in stages
+  // that divide the node: 6 GPUs as 6 of 1 or 3 of 2).
   const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 3, 8)});
   const SearchSpace space(p);
   std::set<int> sizes, counts, used;
@@ -35,13 +36,13 @@ TEST(SearchSpace, StagesFitInANodeOrAreWholeNodes) {
     used.insert(l.stages * l.gpus_per_stage);
     EXPECT_EQ(l.tp * l.dp, l.gpus_per_stage);
   }
-  EXPECT_EQ(used, (std::set<int>{1, 2, 4, 8, 16, 24}));
+  EXPECT_EQ(used, (std::set<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 24}));
   EXPECT_EQ(sizes, (std::set<int>{1, 2, 4, 8, 16, 24}));
   EXPECT_TRUE(counts.count(3));
   // Every divisor of the stage size is a tp. 24 GPUs: 1 + 2 + 3 + 4 + 8
   // layouts (sizes 24, 8, 4, 2, 1); 16: 5 + 4 + 3 + 2 + 1; 8: 4 + 3 + 2 +
-  // 1; 4: 3 + 2 + 1; 2: 2 + 1; 1: 1.
-  EXPECT_EQ(space.layouts(0).size(), 18u + 15u + 10u + 6u + 3u + 1u);
+  // 1; 4: 3 + 2 + 1; 2: 2 + 1; 1, 3, 5 and 7: 1 each; 6: 1 + 2.
+  EXPECT_EQ(space.layouts(0).size(), 18u + 15u + 10u + 6u + 3u + 4u * 1u + 3u);
   // Listed by GPUs used, ascending.
   for (std::size_t i = 1; i < space.layouts(0).size(); ++i) {
     const GroupLayout &a = space.layouts(0)[i - 1], &b = space.layouts(0)[i];
@@ -68,8 +69,8 @@ TEST(SearchSpace, GroupsWithNoRunnableLayoutAlsoOfferTheNodesThatHaveOne) {
   std::set<int> used;
   const SearchSpace space(p);
   for (const GroupLayout& l : space.layouts(0)) used.insert(l.stages * l.gpus_per_stage);
-  // (and, the space being small, 1, 2 and 4 GPUs of the first node)
-  EXPECT_EQ(used, (std::set<int>{1, 2, 4, 7, 14}));
+  // (and, the space being small, 1 to 6 GPUs of the first node)
+  EXPECT_EQ(used, (std::set<int>{1, 2, 3, 4, 5, 6, 7, 14}));
   bool one_node_of_single_gpu_stages = false;
   for (const GroupLayout& l : space.layouts(0))
     one_node_of_single_gpu_stages |= l.stages == 7 && l.gpus_per_stage == 1;
@@ -81,22 +82,25 @@ TEST(SearchSpace, GroupsWithNoRunnableLayoutAlsoOfferTheNodesThatHaveOne) {
   std::set<int> four_used;
   const SearchSpace four_space(four);
   for (const GroupLayout& l : four_space.layouts(0)) four_used.insert(l.stages * l.gpus_per_stage);
-  EXPECT_EQ(four_used, (std::set<int>{1, 2, 4, 7, 28}));
+  EXPECT_EQ(four_used, (std::set<int>{1, 2, 3, 4, 5, 6, 7, 28}));
 }
 
 TEST(SearchSpace, GroupsLargerThanAnyPlanOfferWhatAPlanCanUse) {
   // 171 nodes of 8 GPUs (1368 = 2^3 * 3^2 * 19 GPUs) for a model of 8
   // layers and micro-batches of at most 4 sequences: a plan uses at most
   // 8 stages x tp 8 x dp 4 = 256 GPUs, so the group also offers its first
-  // 32 nodes (256 GPUs), and, the space being small, every power-of-two
-  // share below.
+  // 32 nodes (256 GPUs), and, the space being small, every share below
+  // that runs a layout: 1 to 7 GPUs of a node, and the node counts whose
+  // GPUs factor into stages x tp x dp (not 9 nodes: 72 GPUs would need a
+  // dp of 9 or stages past the layers).
   const Problem p = problem_with({make_node_group(catalog_device("a100-80gb"), 171, 8)});
   ASSERT_EQ(p.model.layers, 8);
   ASSERT_EQ(p.training.micro_batch_sizes, (std::vector<int>{1, 2, 4}));
   std::set<int> used;
   const SearchSpace space(p);
   for (const GroupLayout& l : space.layouts(0)) used.insert(l.stages * l.gpus_per_stage);
-  EXPECT_EQ(used, (std::set<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 1368}));
+  EXPECT_EQ(used, (std::set<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224,
+                                 256, 1368}));
 }
 
 TEST(SearchSpace, GroupOrdersAreEveryOrderedSubset) {

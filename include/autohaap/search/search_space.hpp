@@ -90,15 +90,18 @@ struct GroupLayout {
 
 // The most group orders a search space holds (see above).
 inline constexpr std::uint64_t kMaxGroupOrders = 10'000'000;
-// A space of at most this many raw skeletons with every power-of-two share
-// of each group (search_space.cpp, small_space_layouts) takes them all.
+// A space of at most this many raw skeletons with every share of each
+// group (its first node's first 1, 2, 3, ... GPUs, its first 2, 3, ...
+// nodes: search_space.cpp, small_space_layouts) takes them all; past it,
+// the power-of-two shares if those stay within it; past that, a group
+// whole or its fitting prefix alone.
 inline constexpr std::uint64_t kSmallSpaceSkeletons = 200'000;
 
 class SearchSpace {
  public:
-  // every_share: a small space also takes every power-of-two share of each
-  // group (kSmallSpaceSkeletons); false keeps a group whole or its fitting
-  // prefix alone, as the Metis-style baseline does (Metis places every GPU).
+  // every_share: a small space also takes the shares of each group
+  // (kSmallSpaceSkeletons); false keeps a group whole or its fitting prefix
+  // alone, as the Metis-style baseline does (Metis places every GPU).
   explicit SearchSpace(const Problem& problem, bool every_share = true);
   // The space would keep a reference to a Problem about to be destroyed.
   explicit SearchSpace(const Problem&& problem, bool every_share = true) = delete;

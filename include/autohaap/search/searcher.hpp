@@ -125,9 +125,9 @@ struct SearchResult {
   // Cost-model calls below a full plan estimate: stage and layer estimates
   // computed (autohaap: latency-cache misses; metis: its balancer's).
   std::int64_t stage_estimates = 0;
-  // autohaap: the best uniform plan with its own cp and vpp
-  // (uniform_plans), which finish_plans adds to `top`, found by the
-  // driver after its rounds, the participants sharing the group sets.
+  // autohaap: the best kAnswerUniformPlans uniform plans with their own cp
+  // and vpp (uniform_plans), which finish_plans adds to `top`, found by
+  // the driver after its rounds, the participants sharing the group sets.
   // uniform_searched false where it was not (another strategy, or a stop
   // first): finish_plans then looks for it itself.
   std::vector<Plan> uniform;
@@ -270,6 +270,14 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
 // shares-th group set, most GPUs first; merged (merge_top_k), their plans
 // are those of one participant alone.
 inline constexpr int kUniformSubsetGroups = 12;
+// The uniform plans the autohaap answer adds to the search's before the
+// refinement (finish_plans: idle GPUs as replica sets, cp, vpp). More than
+// the best one: the best after refinement need not come from the best
+// before (A10 + V100, GPT-3 125M, ZeRO-3: the best uniform plan, on 4 of 6
+// V100s with cp, stayed at 0.22 s; the second, on 4 V100s without, took
+// the A10s as replicas to 0.19 s, and which came first had depended on
+// the order the cluster file listed its groups).
+inline constexpr int kAnswerUniformPlans = 4;
 std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& evaluated,
                                 bool context_and_interleaving = false, const StopCondition& stop = {},
                                 bool* stopped = nullptr, int share = 0, int shares = 1);
