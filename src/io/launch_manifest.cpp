@@ -14,6 +14,7 @@
 #include "autohaap/io/hostfile.hpp"
 #include "autohaap/io/spec_loader.hpp"  // limits
 #include "autohaap/io/yaml_value.hpp"
+#include "autohaap/specs/parallel_rules.hpp"  // chunk_layers
 #include "document_writer.hpp"
 #include "job_precision.hpp"
 
@@ -121,6 +122,11 @@ void describe(V& v, R& r) {
   v.field("sequences", r.sequences);
 }
 
+template <class V, Of<LaunchChunk> C>
+void describe(V& v, C& c) {
+  v.field("layers", c.layers);
+}
+
 template <class V, Of<LaunchStage> S>
 void describe(V& v, S& s) {
   v.field("index", s.index);
@@ -134,6 +140,8 @@ void describe(V& v, S& s) {
   v.field("sequences_per_replica", s.sequences_per_replica);
   // Only a stage of replica sets on different devices writes it.
   v.optional_list("replica_sets", s.replica_sets, "replica sets {device, group, replicas, sequences}");
+  // Only an interleaved pipeline (vpp > 1, several stages) writes it.
+  v.optional_list("chunks", s.chunks, "chunks {layers}");
 }
 
 template <class V, Of<LaunchRank> R>
@@ -326,6 +334,28 @@ class ManifestReader {
   const YamlObject& o_;
 };
 
+// The layers of each stage's chunks under an interleaved pipeline
+// (LaunchStage::chunks), from the stages' layer counts; none for vpp 1 or
+// one stage.
+std::vector<std::vector<LaunchChunk>> interleaved_chunks(const std::vector<int>& stage_layers, int vpp) {
+  std::vector<std::vector<LaunchChunk>> out(stage_layers.size());
+  if (vpp <= 1 || stage_layers.size() <= 1) return out;
+  int next = 0;
+  for (int v = 0; v < vpp; ++v)
+    for (std::size_t i = 0; i < stage_layers.size(); ++i) {
+      const int n = chunk_layers(stage_layers[i], vpp, v);
+      out[i].push_back({{next, next + n}});
+      next += n;
+    }
+  return out;
+}
+
+std::vector<int> stage_layer_counts(const LaunchManifest& m) {
+  std::vector<int> counts;
+  for (const LaunchStage& s : m.stages) counts.push_back(s.layers.end - s.layers.first);
+  return counts;
+}
+
 // Per stage, the index into m.ranks of each position (-1 while empty).
 std::vector<std::vector<int>> position_index(const LaunchManifest& m) {
   std::vector<std::vector<int>> at;
@@ -393,6 +423,8 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
       st.replica_sets.push_back({s.replicas[k].device, s.replicas[k].group, s.set_replicas(k), s.replicas[k].sequences});
     m.stages.push_back(std::move(st));
   }
+  const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(stage_layer_counts(m), m.vpp);
+  for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].chunks = chunks[i];
   std::vector<std::vector<int>> rank_at = position_index(m);
   for (const HostSlot& slot : host_slots(plan, problem.cluster)) {
     const LaunchStage& s = m.stages.at(slot.stage);
@@ -530,6 +562,19 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
     next_layer = s.layers.end;
     gpus += static_cast<long long>(s.tp) * s.cp * s.dp;
     if (gpus > limits::kMaxClusterGpus) break;  // world_size's check below names it
+  }
+  // An interleaved pipeline's chunks, exactly the rule's; none otherwise.
+  if (gpus <= limits::kMaxClusterGpus) {
+    const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(stage_layer_counts(m), m.vpp);
+    for (std::size_t i = 0; i < m.stages.size(); ++i)
+      if (m.stages[i].chunks != chunks[i]) {
+        std::string want;
+        for (const LaunchChunk& c : chunks[i]) want += (want.empty() ? "" : ", ") + range_text(c.layers);
+        throw InputError(file, stage_key(i, "chunks"), std::to_string(m.stages[i].chunks.size()) + " chunks",
+                         chunks[i].empty() ? std::string("none (vpp 1 or one stage: the stage runs its layers)")
+                                           : "the layers of its " + std::to_string(m.vpp) +
+                                                 " chunks, chunk-major as Megatron-Core places them: " + want);
+      }
   }
   if (gpus != m.world_size)
     throw InputError(file, "world_size", std::to_string(m.world_size),

@@ -7,6 +7,7 @@
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/launch_manifest.hpp"
+#include "autohaap/io/megatron_layout.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "plan_fixtures.hpp"
 
@@ -110,6 +111,28 @@ TEST(LaunchManifest, InterleavedLastStageFeedsTheFirst) {
   EXPECT_EQ(m.ranks[0].recv_from, (Peers{{4, {0, 1}, kAllTokens}, {5, {1, 2}, kAllTokens}}));
   EXPECT_EQ(m.ranks[6].send_to, (Peers{{2, {2, 3}, kAllTokens}}));
   EXPECT_NO_THROW(check_launch_manifest(m, "vpp"));
+  // Each stage's chunks are the layers the Megatron layout of the same
+  // plan gives its pipeline rank, chunk by chunk, in model order (a rank
+  // had been given its stage's plan-order range instead).
+  std::vector<int> stage_layers;
+  for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
+  const MegatronLayout layout = parse_megatron_layout(format_megatron_layout(stage_layers, 2), 2);
+  int next = 0;
+  for (int v = 0; v < 2; ++v)
+    for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+      ASSERT_EQ(m.stages[i].chunks.size(), 2u);
+      EXPECT_EQ(m.stages[i].chunks[v].layers, (IndexRange{next, next + layout.layers[i][v]})) << i << " " << v;
+      next += layout.layers[i][v];
+    }
+  EXPECT_EQ(next, problem().model.layers);
+  // Any other chunks are refused, by stage and key; a plain pipeline has
+  // none.
+  LaunchManifest edited = m;
+  std::swap(edited.stages[0].chunks[0], edited.stages[0].chunks[1]);
+  const InputError e = input_error_of([&] { check_launch_manifest(edited, "vpp"); });
+  EXPECT_EQ(e.key(), "stages[0].chunks");
+  plan.vpp = 1;
+  for (const LaunchStage& st : launch_manifest(plan, problem()).stages) EXPECT_TRUE(st.chunks.empty());
 }
 
 TEST(LaunchManifest, JsonRoundTrip) {

@@ -93,6 +93,12 @@ struct LaunchReplicaSet {
   bool operator==(const LaunchReplicaSet&) const = default;
 };
 
+// One virtual pipeline chunk of a stage (vpp > 1): the model layers it runs.
+struct LaunchChunk {
+  IndexRange layers;
+  bool operator==(const LaunchChunk&) const = default;
+};
+
 struct LaunchStage {
   int index = 0;
   std::string device;
@@ -104,6 +110,14 @@ struct LaunchStage {
   Recompute recompute = Recompute::none;
   int sequences_per_replica = 0;  // B / dp; 0 for a stage of replica sets (each set has its own)
   std::vector<LaunchReplicaSet> replica_sets;  // empty: one device, B split evenly (written only when not)
+  // With vpp > 1 and several stages, the layers each of its vpp chunks runs
+  // (written only then): chunk-major, as Megatron-Core places them (the
+  // layout export --to megatron writes): chunk v of stage i follows chunk v
+  // of stage i-1, and chunk v+1 of the first stage follows chunk v of the
+  // last; a stage of n layers has chunks of n / vpp, the first n % vpp one
+  // larger (chunk_layers). `layers` is then the stage's count of layers,
+  // numbered in plan order, not the layers it runs.
+  std::vector<LaunchChunk> chunks;
   bool operator==(const LaunchStage&) const = default;
 };
 
