@@ -132,7 +132,7 @@ enum class Shares {
 // batch of 3 sequences feeds 3 replicas of 4 GPUs, a 3-layer model 3
 // stages), and with these more GPUs never give a slower answer; past
 // kSmallSpaceSkeletons they multiply the search time by the sizes' count
-// per group, so the space takes fewer (SearchSpace's constructor).
+// per group, so a larger space takes fewer (SearchSpace's constructor).
 std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g, Shares shares) {
   std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
   if (g.parts > 1) return raw;
@@ -212,15 +212,17 @@ SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(pr
   micro_batches_ = searched_micro_batches(problem);
   // Every share of each group where the space stays small, else its
   // power-of-two shares, else raw_layouts' sizes alone.
-  auto take = [&](auto layouts_of) {
+  auto take = [&](auto layouts_of, std::uint64_t budget) {
     layouts_.clear();
     for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(layouts_of(g));
-    return raw_skeletons(orders_, layouts_, micro_batches_.size()) <= kSmallSpaceSkeletons;
+    return raw_skeletons(orders_, layouts_, micro_batches_.size()) <= budget;
   };
   const bool small =
-      every_share && (take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }) ||
-                      take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); }));
-  if (!small) take([&](int g) { return raw_layouts(problem, g, groups[g]); });
+      every_share &&
+      (take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }, kEveryShareSkeletons) ||
+       take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); },
+            kSmallSpaceSkeletons));
+  if (!small) take([&](int g) { return raw_layouts(problem, g, groups[g]); }, kSaturated);
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;
