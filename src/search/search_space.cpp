@@ -155,17 +155,20 @@ std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, 
   return out;
 }
 
-// Raw skeletons of the given layouts: over every ordered subset of groups,
-// the product of its groups' layout counts, times the micro-batch sizes.
-std::uint64_t raw_skeletons(const std::vector<std::vector<int>>& orders,
-                            const std::vector<std::vector<GroupLayout>>& layouts, std::size_t micro_batches) {
+// Whether the raw skeletons of the given layouts (over every ordered subset
+// of groups, the product of its groups' layout counts, times the
+// micro-batch sizes) number at most `budget`; counted until they pass it.
+bool raw_skeletons_within(const std::vector<std::vector<int>>& orders,
+                          const std::vector<std::vector<GroupLayout>>& layouts, std::size_t micro_batches,
+                          std::uint64_t budget) {
   std::uint64_t total = 0;
   for (const auto& order : orders) {
     std::uint64_t combos = 1;
     for (int g : order) combos = saturating_mul(combos, layouts[g].size());
     total = saturating_add(total, saturating_mul(combos, micro_batches));
+    if (total > budget) return false;
   }
-  return total;
+  return true;
 }
 
 // All sequences of distinct group indices, by length, then lexicographic.
@@ -215,7 +218,7 @@ SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(pr
   auto take = [&](auto layouts_of, std::uint64_t budget) {
     layouts_.clear();
     for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(layouts_of(g));
-    return raw_skeletons(orders_, layouts_, micro_batches_.size()) <= budget;
+    return raw_skeletons_within(orders_, layouts_, micro_batches_.size(), budget);
   };
   const bool small =
       every_share &&

@@ -6,7 +6,8 @@
 // each group cut into k equal stages (a used group contributes all its GPUs,
 // or, when its node count is not a power of two or exceeds what any plan
 // can use, its first 2^j nodes for the largest such count a plan can fill:
-// search_space.cpp raw_layouts), each group's (tp, dp) for its stages, and
+// search_space.cpp raw_layouts; in a small space also shares of it,
+// kEveryShareSkeletons below), each group's (tp, dp) for its stages, and
 // the micro-batch size B; a stage's context parallelism follows from its dp
 // and B (stage_degrees). The raw space is
 //   ordered non-empty subsets of groups
