@@ -77,6 +77,18 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     table.add(key, ms * 1e-3);
   }
   if (row_of.empty()) throw InputError(path, "rows", "(none)", "at least one measurement row after the header");
+  // A whole layer's backward is read beside its forward (cost_model.cpp,
+  // work_time): alone, it was left out without a word while its ratio
+  // to the analytic time was printed as a correction.
+  for (const auto& [key, row] : row_of) {
+    if (key.op != "layer_backward") continue;
+    ProfileKey forward = key;
+    forward.op = "layer";
+    if (!row_of.count(forward))
+      throw InputError(path, "row " + std::to_string(row) + ".op", key.op,
+                       "a layer_backward row beside the layer row of its device, tp, micro_batch, seq_len and layer "
+                       "(the forward it is the backward of)");
+  }
 }
 
 void check_profile_fits(const ProfileTable& table, const Problem& problem, const std::string& path) {

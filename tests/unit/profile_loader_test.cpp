@@ -96,6 +96,27 @@ TEST_F(ProfileLoader, ASecondRowForOneMeasurementAndAnEmptyTableAreRefused) {
   EXPECT_THROW(load_profile_csv(empty.string()), InputError);
 }
 
+// A whole layer's backward is read beside its forward; alone it had been
+// left out while its ratio was printed as a correction.
+TEST_F(ProfileLoader, ALayerBackwardNeedsItsForward) {
+  const fs::path alone = dir_ / "alone.csv";
+  std::ofstream(alone) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                       << "a100-40gb,layer,1,1,2048,1\n"
+                       << "a100-40gb,layer_backward,1,2,2048,3\n";
+  try {
+    load_profile_csv(alone.string());
+    ADD_FAILURE() << "a layer_backward row without its layer row accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "row 3.op");
+    EXPECT_NE(e.allowed().find("beside the layer row"), std::string::npos) << e.allowed();
+  }
+  const fs::path paired = dir_ / "paired.csv";
+  std::ofstream(paired) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                        << "a100-40gb,layer,1,2,2048,1\n"
+                        << "a100-40gb,layer_backward,1,2,2048,3\n";
+  EXPECT_EQ(load_profile_csv(paired.string()).entries().size(), 2u);
+}
+
 TEST_F(ProfileLoader, ATableMustTimeTheModelItIsGivenWith) {
   Problem p;
   p.model.name = "m";
