@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include "autohaap/error.hpp"
+#include "plan_fixtures.hpp"  // input_error_of
 
 namespace autohaap {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_fixtures::input_error_of;
 
 class ProfileLoader : public ::testing::Test {
  protected:
@@ -78,42 +80,33 @@ TEST_F(ProfileLoader, LatenciesTheCostModelCannotAddUpAreRefused) {
   }
 }
 
+constexpr const char* kHeader = "device,op,tp,micro_batch,seq_len,latency_ms\n";
+
+// The error loading `rows` under the table's header gives (a test failure
+// when it loads).
+InputError error_loading(const fs::path& file, const std::string& rows) {
+  std::ofstream(file) << kHeader << rows;
+  return input_error_of([&] { load_profile_csv(file.string()); });
+}
+
 TEST_F(ProfileLoader, ASecondRowForOneMeasurementAndAnEmptyTableAreRefused) {
   // A repeated key once loaded with the last row's latency winning.
-  const fs::path twice = dir_ / "twice.csv";
-  std::ofstream(twice) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
-                       << "a100-40gb,layer,1,2,2048,1\n"
-                       << "a100-40gb,layer,1,2,2048,5\n";
-  try {
-    load_profile_csv(twice.string());
-    ADD_FAILURE() << "a repeated row accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "row 3");
-    EXPECT_NE(e.allowed().find("row 2 already gave this one"), std::string::npos) << e.allowed();
-  }
-  const fs::path empty = dir_ / "empty.csv";
-  std::ofstream(empty) << "device,op,tp,micro_batch,seq_len,latency_ms\n";
-  EXPECT_THROW(load_profile_csv(empty.string()), InputError);
+  const InputError repeated =
+      error_loading(dir_ / "twice.csv", "a100-40gb,layer,1,2,2048,1\na100-40gb,layer,1,2,2048,5\n");
+  EXPECT_EQ(repeated.key(), "row 3");
+  EXPECT_NE(repeated.allowed().find("row 2 already gave this one"), std::string::npos) << repeated.allowed();
+  EXPECT_EQ(error_loading(dir_ / "empty.csv", "").key(), "rows");
 }
 
 // A whole layer's backward is read beside its forward; alone it had been
 // left out while its ratio was printed as a correction.
 TEST_F(ProfileLoader, ALayerBackwardNeedsItsForward) {
-  const fs::path alone = dir_ / "alone.csv";
-  std::ofstream(alone) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
-                       << "a100-40gb,layer,1,1,2048,1\n"
-                       << "a100-40gb,layer_backward,1,2,2048,3\n";
-  try {
-    load_profile_csv(alone.string());
-    ADD_FAILURE() << "a layer_backward row without its layer row accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.key(), "row 3.op");
-    EXPECT_NE(e.allowed().find("beside the layer row"), std::string::npos) << e.allowed();
-  }
+  const InputError e =
+      error_loading(dir_ / "alone.csv", "a100-40gb,layer,1,1,2048,1\na100-40gb,layer_backward,1,2,2048,3\n");
+  EXPECT_EQ(e.key(), "row 3.op");
+  EXPECT_NE(e.allowed().find("beside the layer row"), std::string::npos) << e.allowed();
   const fs::path paired = dir_ / "paired.csv";
-  std::ofstream(paired) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
-                        << "a100-40gb,layer,1,2,2048,1\n"
-                        << "a100-40gb,layer_backward,1,2,2048,3\n";
+  std::ofstream(paired) << kHeader << "a100-40gb,layer,1,2,2048,1\na100-40gb,layer_backward,1,2,2048,3\n";
   EXPECT_EQ(load_profile_csv(paired.string()).entries().size(), 2u);
 }
 
