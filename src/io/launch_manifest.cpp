@@ -418,7 +418,7 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan& s = plan.stages[i];
     LaunchStage st{static_cast<int>(i), s.device, s.group, s.tp, s.cp, s.dp, {s.layer_begin, s.layer_end},
-                   s.recompute, s.has_replica_sets() ? 0 : plan.micro_batch_size / s.dp, {}};
+                   s.recompute, s.has_replica_sets() ? 0 : plan.micro_batch_size / s.dp, {}, {}};
     for (std::size_t k = 0; k < s.replicas.size(); ++k)
       st.replica_sets.push_back({s.replicas[k].device, s.replicas[k].group, s.set_replicas(k), s.replicas[k].sequences});
     m.stages.push_back(std::move(st));
