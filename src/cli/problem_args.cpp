@@ -42,15 +42,15 @@ std::string device_notes(const Problem& p, const Plan* plan) {
   // The model's heads where the fused kernels run them otherwise than
   // their FLOPs say (layer_work.hpp, fused_attention_head_dim;
   // specs/parallel_rules.hpp, kMaxFusedHeadDim).
-  const int head_dim = p.model.head_dim();
+  const int head_dim = p.model.head_dim(), kernel_dim = fused_attention_head_dim(head_dim);
   if (p.model.flash_attention && p.model.family != ModelFamily::generic) {
     if (head_dim > kMaxFusedHeadDim && p.training.runtime != Runtime::fsdp)
-      notes += "note: " + p.model.name + "'s heads are " + std::to_string(head_dim) +
-               " wide, past the " + std::to_string(kMaxFusedHeadDim) +
+      notes += "note: " + p.model.name + "'s heads are " + std::to_string(head_dim) + " wide, past the " +
+               std::to_string(kMaxFusedHeadDim) +
                " the fused attention kernels take: its attention runs unfused, its scores through memory\n";
-    else if (head_dim <= kMaxFusedHeadDim && fused_attention_head_dim(head_dim) != head_dim)
+    else if (head_dim <= kMaxFusedHeadDim && kernel_dim != head_dim)
       notes += "note: " + p.model.name + "'s heads are " + std::to_string(head_dim) +
-               " wide; fused attention runs them in its kernel for " + std::to_string(fused_attention_head_dim(head_dim)) +
+               " wide; fused attention runs them in its kernel for " + std::to_string(kernel_dim) +
                ", at the cost of that width\n";
   }
   std::set<std::string> seen;

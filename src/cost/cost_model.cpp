@@ -872,23 +872,22 @@ std::size_t CostModel::pacing_set(const std::vector<StageEstimate>& sets) {
       sets.begin());
 }
 
-StageEstimate CostModel::stage(const Plan& plan, int i) const {
-  // A one-device stage (the search's every estimate) is priced directly,
-  // without the list of sets.
-  const StagePlan& s = plan.stages.at(i);
-  if (!s.has_replica_sets()) return stage_part(plan, i, s, plan.micro_batch_size, nullptr);
-  const std::vector<StageEstimate> sets = replica_set_estimates(plan, i);
-  // A stage of replica sets finishes a micro-batch when its slowest set
-  // does (each set's pipeline sends included): its times are that set's.
-  // Its gradients are final when that set's backward ends, so the sync's
-  // exposure is measured against that backward (the slowest set's
-  // estimate already does). The optimizer steps run in parallel: the
-  // slowest. Memory: the set nearest its device's capacity, so the stage
-  // fits exactly when every set does.
+namespace {
+
+// A stage of its replica sets' estimates (one for a one-device stage).
+// A stage of replica sets finishes a micro-batch when its slowest set does
+// (each set's pipeline sends included): its times are that set's. Its
+// gradients are final when that set's backward ends, so the sync's
+// exposure is measured against that backward (the slowest set's estimate
+// already does). The optimizer steps run in parallel: the slowest.
+// Memory: the set nearest its device's capacity, so the stage fits
+// exactly when every set does.
+StageEstimate stage_of_sets(const std::vector<StageEstimate>& sets) {
+  if (sets.size() == 1) return sets.front();
   auto load = [](const StageEstimate& e) { return e.memory.total() / e.capacity_bytes; };
-  StageEstimate e = sets[pacing_set(sets)];
-  const StageEstimate& fullest =
-      *std::max_element(sets.begin(), sets.end(), [&](const StageEstimate& a, const StageEstimate& b) { return load(a) < load(b); });
+  StageEstimate e = sets[CostModel::pacing_set(sets)];
+  const StageEstimate& fullest = *std::max_element(
+      sets.begin(), sets.end(), [&](const StageEstimate& a, const StageEstimate& b) { return load(a) < load(b); });
   e.memory = fullest.memory;
   e.capacity_bytes = fullest.capacity_bytes;
   for (const StageEstimate& x : sets) {
@@ -896,6 +895,16 @@ StageEstimate CostModel::stage(const Plan& plan, int i) const {
     e.time_source = worse(e.time_source, x.time_source);
   }
   return e;
+}
+
+}  // namespace
+
+StageEstimate CostModel::stage(const Plan& plan, int i) const {
+  // A one-device stage (the search's every estimate) is priced directly,
+  // without the list of sets.
+  const StagePlan& s = plan.stages.at(i);
+  if (!s.has_replica_sets()) return stage_part(plan, i, s, plan.micro_batch_size, nullptr);
+  return stage_of_sets(replica_set_estimates(plan, i));
 }
 
 StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s, int B, const Link* dp_link_of_sets) const {
@@ -1148,15 +1157,15 @@ PredictedPerformance CostModel::estimate(const Plan& plan) const {
   out.fits = true;
   double peak = 0, max_time = 0, sum_time = 0;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-    stages.push_back(stage(plan, i));
+    const std::vector<StageEstimate> sets = replica_set_estimates(plan, i);
+    stages.push_back(stage_of_sets(sets));
     const StageEstimate& e = stages.back();
     out.stage_time_s.push_back(e.time_s());
     // The most any of the stage's GPUs holds: a stage of replica sets is
-    // estimated by its set nearest capacity (stage()), which need not hold
-    // the most GiB (an A100 set above a V100 one that is nearer its 32).
-    double most = e.memory.total();
-    if (plan.stages[i].has_replica_sets())
-      for (const StageEstimate& set : replica_set_estimates(plan, i)) most = std::max(most, set.memory.total());
+    // estimated by its set nearest capacity (stage_of_sets), which need not
+    // hold the most GiB (an A100 set above a V100 one that is nearer its 32).
+    double most = 0;
+    for (const StageEstimate& set : sets) most = std::max(most, set.memory.total());
     out.stage_memory_GiB.push_back(most / kGiB);
     out.fits = out.fits && e.fits();
     out.time_source = i == 0 ? e.time_source : worse(out.time_source, e.time_source);

@@ -147,9 +147,6 @@ struct MetisFile {
   double optimizer_ms = -1;  // execution_time.optimizer_time_ms; -1: not given
 };
 
-// A profile times layers of one shape: its layers must have the model's
-// parameters (Metis records each whole layer's 16-bit weights, whatever the
-// tp), or the timings belong to another hidden or ffn size.
 // Whether `bytes` are `params` parameters at 2 or 4 bytes each, within
 // `tolerance` of either.
 bool bytes_of(double bytes, double params, double tolerance) {
@@ -157,7 +154,8 @@ bool bytes_of(double bytes, double params, double tolerance) {
   return std::abs(per_param - 2) <= 2 * tolerance || std::abs(per_param - 4) <= 4 * tolerance;
 }
 
-// A profile times the model whose parameter bytes it records: each layer's
+// A profile times the model whose parameter bytes it records (Metis records
+// each whole layer's 16-bit weights, whatever the tp): each layer's
 // within 2% of this model's layer at 2 or 4 bytes a parameter (Metis's
 // GPT files record 12h^2 + 13h exactly), and the word embedding and the
 // output head within 10% of its vocab x hidden (Metis leaves the learned
@@ -166,15 +164,16 @@ bool bytes_of(double bytes, double params, double tolerance) {
 // edges were not checked: a vocabulary of 32,000 took 50,257's times.
 void check_layer_shape(const MetisFile& f, const ModelSpec& model) {
   auto refuse = [&](std::size_t index, const std::string& what, double params) {
-    char got[96], want[224];
+    char got[96], count[32];
     const double bytes = f.param_bytes.at(index);
     std::snprintf(got, sizeof got, "%.0f bytes (%.3g parameters at 2 bytes)", bytes, bytes / 2);
-    std::snprintf(want, sizeof want,
-                  "the bytes of %s of %s: %.3g parameters (hidden %d, ffn %d, vocab %d) at 2 or 4 bytes each; "
-                  "a profile of another model shape cannot time this one",
-                  what.c_str(), model.name.c_str(), params, model.hidden, model.ffn_hidden, model.vocab);
+    std::snprintf(count, sizeof count, "%.3g", params);
+    // Built whole: the model's name has no bound a fixed buffer could keep.
     throw InputError(f.path, "model.parameters.parameters_per_layer_bytes[" + std::to_string(index) + "]", got,
-                     want);
+                     "the bytes of " + what + " of " + model.name + ": " + count + " parameters (hidden " +
+                         std::to_string(model.hidden) + ", ffn " + std::to_string(model.ffn_hidden) + ", vocab " +
+                         std::to_string(model.vocab) +
+                         ") at 2 or 4 bytes each; a profile of another model shape cannot time this one");
   };
   for (int l = 0; l < model.layers; ++l) {
     const std::size_t index = static_cast<std::size_t>(l) + 1;

@@ -144,7 +144,8 @@ std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, 
     totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
   std::vector<GroupLayout> out;
   for (const int total : totals) {
-    const bool listed = std::any_of(raw.begin(), raw.end(), [&](const GroupLayout& l) { return l.stages * l.gpus_per_stage == total; });
+    const bool listed =
+        std::any_of(raw.begin(), raw.end(), [&](const GroupLayout& l) { return l.stages * l.gpus_per_stage == total; });
     if (!listed && offers_a_runnable_layout(problem, group, g, total)) append_layouts(group, g, total, out);
   }
   // By GPUs used, then k, then tp, as raw_layouts lists them.
