@@ -51,6 +51,10 @@ struct StagePlan {
   int layer_end = 0;
   Recompute recompute = Recompute::none;
   int cp = 1;                 // context parallel: each sequence split over cp GPUs (ring attention)
+  // The nodes a plan file says the stage's GPUs touch (0: not said, as in
+  // plans built in code): written for people reading the file, checked
+  // against first_gpu and gpus on load, never used to place anything.
+  int stated_nodes = 0;
   // Empty: every replica on `device`, each B / dp sequences. Otherwise the
   // stage's replicas in sets of their own device and share; dp is their
   // total replica count and gpus their total GPUs.

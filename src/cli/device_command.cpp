@@ -65,6 +65,9 @@ CLI::App* register_device_command(CLI::App& app, CommandAction& action) {
       if (ext != ".yaml" && ext != ".yml")
         throw InputError("command line", "--out", a->out, "a device file name ending .yaml or .yml");
       check_outputs_apart({{"--out", a->out}}, {{"--base", a->base}});
+      // Only a new file or an earlier device file: a cluster, model or
+      // plan file named by mistake had been overwritten.
+      check_overwrites_only(a->out, "--out", "device");
       check_writable(a->out);
     }
     // The base is named on the command line: a name that is neither a

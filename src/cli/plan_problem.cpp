@@ -80,6 +80,14 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     if (!args.train.empty())
       out.notes += differs("training", "--train " + args.train, p.training, embedded->training, plan_file);
   }
+  // A plan priced on measured profiles and read back without them is
+  // priced by the analytic model: a different figure, said so (the plan
+  // file records where its times came from, not which profiles).
+  if (out.plan.predicted.time_source != TimeSource::analytic && args.profiles.empty())
+    out.notes += std::string("note: ") + plan_file + " was priced on measured profiles (time_source: " +
+                 to_string(out.plan.predicted.time_source) +
+                 "); without --profiles it is priced by the analytic model here: give the same --profiles to "
+                 "price it as it was written\n";
   check_plan_against(out.plan, out.problem, plan_file);
   // What the training's runtime runs (specs/parallel_rules.hpp); the plan
   // file's own checks are Megatron-LM's.

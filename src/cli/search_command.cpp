@@ -30,8 +30,10 @@
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
 #include "autohaap/io/plan_printer.hpp"
+#include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/runtime_price.hpp"
+#include "autohaap/search/search_space.hpp"
 #include "autohaap/search/searcher.hpp"
 #include "commands.hpp"
 #include "problem_args.hpp"
@@ -133,6 +135,15 @@ Problem load_search_problem(const SearchArgs& a) {
   if (pa.model.empty()) pa.model = "llama3-8b";
   if (pa.cluster.empty()) pa.cluster = kDefaultClusterName;
   Problem problem = load_problem_args(pa);
+  // More node groups than one search takes, once identical ones are one
+  // (cluster_merge.hpp, as the search merges them): said of the cluster's
+  // file (the search itself knows the cluster by its name alone).
+  const std::size_t distinct_groups = merge_identical_groups(problem.cluster).cluster.groups.size();
+  if (const std::string why = group_count_violation(distinct_groups); !why.empty())
+    throw InputError(pa.cluster, "groups",
+                     std::to_string(distinct_groups) +
+                         (distinct_groups < problem.cluster.groups.size() ? " distinct node groups" : " node groups"),
+                     why);
   // The option table's checks, an error naming the flag. NaN and infinity
   // fail them (a NaN time limit once meant no limit).
   validate_flags(a.settings);

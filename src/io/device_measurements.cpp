@@ -110,11 +110,14 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
       throw InputError(path, t.where(r, "dtype"), row_dtype,
                        "one of the types scripts/device/gemm_sweep.cu times: " +
                            detail::names_with_hint({kDtypes.begin(), kDtypes.end()}, row_dtype));
+    // Every row's size and time are checked, of the types not priced too:
+    // a NaN or negative time is a broken file wherever it sits.
+    const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");
+    const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
     if (row_dtype != dtype) {
       other_dtypes.insert(row_dtype);
       continue;
     }
-    const double gflop = t.number(r, "gflop", 0, kMaxGflop, "a GFLOP count above 0 and at most 1e12");
     if (shaped) {
       // A product's FLOPs are 2·m·n·k: a row whose gflop says otherwise
       // has one of them wrong, and its efficiency with it. The sweep
@@ -135,7 +138,6 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
       throw InputError(path, t.where(r, "role"), detail::shown_line(t.text(r, "role")),
                        "a name of 1 to 64 letters, digits, '_', '.' or '-': square, or the linear it times "
                        "(qkv_h4096_t1024_fwd)");
-    const double ms = t.number(r, "ms", 0, kMaxMs, kPositiveMs);
     const double efficiency = gflop * 1e9 / (ms * 1e-3) / (d.peak_tflops * 1e12);
     out.largest = std::max(out.largest, efficiency);
     if (gflop < 10 || t.text(r, "role") == "square") continue;
@@ -189,16 +191,18 @@ void read_attention(const std::string& path, const DeviceSpec& d, DeviceMeasurem
       throw InputError(path, t.where(r, "backend"), backend,
                        "one of the backends scripts/device/kernel_sweep.py times: " +
                            detail::names_with_hint({kBackends.begin(), kBackends.end()}, backend));
-    if (backend == "efficient") continue;
-    ++priced_rows;
+    // Every row's shape and times are checked, of kernels or shapes not
+    // priced too: a NaN or negative time is a broken file wherever it sits.
     auto count = [&](const char* c) { return t.number(r, c, 0, kMaxCount, "a count above 0 and at most 1e9"); };
     const double batch = count("batch"), heads = count("heads"), kv = count("kv_heads"), seq = count("seq"),
                  head_dim = count("head_dim");
     const std::string& causal = t.text(r, "causal");
     if (causal != "0" && causal != "1") throw InputError(path, t.where(r, "causal"), causal, "0 or 1");
-    if (causal != "1" || head_dim != 128 || seq < 2048 || kv != heads) continue;
     const double fwd = t.number(r, "forward_ms", 0, kMaxMs, kPositiveMs);
     const double bwd = t.number(r, "backward_ms", 0, kMaxMs, kPositiveMs);
+    if (backend == "efficient") continue;
+    ++priced_rows;
+    if (causal != "1" || head_dim != 128 || seq < 2048 || kv != heads) continue;
     const double executed = 0.5 * 4 * batch * seq * seq * heads * head_dim;  // causal: half the dense count
     auto& [f, b] = by_backend[backend];
     f.push_back(executed / (fwd * 1e-3) / (d.peak_tflops * 1e12));

@@ -41,8 +41,10 @@ std::string closest_name(const std::vector<std::string>& candidates, const std::
   std::string best;
   std::size_t best_distance = kMaxEdits + 1;
   for (const auto& c : candidates) {
-    if (c.size() <= kMaxEdits + 1) continue;
+    // Two edits turn any name of three letters into many others: a short
+    // name is hinted one edit away only (`vp` for `vpp`).
     const std::size_t d = edit_distance(c, typo);
+    if (c.size() <= kMaxEdits + 1 && (c.size() < 2 || d > 1)) continue;
     if (d < best_distance) {
       best = c;
       best_distance = d;

@@ -13,8 +13,8 @@ namespace autohaap::detail {
 std::string join_names(const std::vector<std::string>& names);
 
 // The candidate within edit distance 2 of `typo` (the closest, the first on
-// ties), or "" when none is that close: short names stay unhinted, since
-// two edits turn any three-letter name into many others.
+// ties), or "" when none is that close: a name of two or three letters
+// within one edit only, since two edits turn it into many others.
 std::string closest_name(const std::vector<std::string>& candidates, const std::string& typo);
 
 // join_names(names), followed by " (did you mean 'x'?)" when `given`

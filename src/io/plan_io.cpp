@@ -171,7 +171,7 @@ class FileWriter {
     plan_schema::describe(*this, v);
     out_.end_map();
   }
-  void informational(const char* key) {
+  void informational(const char* key, const int& /*stated*/) {
     if (item_ >= nodes_.size() || nodes_[item_] <= 0) return;
     out_.key(key);
     out_.value(nodes_[item_]);
@@ -307,9 +307,12 @@ class FileReader {
   }
   // Not read back (the writer derives it), but a value of it must still be
   // what the writer writes: a positive count.
-  void informational(const char* key) {
+  void informational(const char* key, int& stated) {
     if (refused_by_) return refuse(key);
-    if (const auto v = find(key); v && get<int>(*v) < 1) fail(*v, "a positive count (nodes the stage touches)");
+    const auto v = find(key);
+    if (!v) return;
+    stated = get<int>(*v);
+    if (stated < 1) fail(*v, "a positive count (nodes the stage touches)");
   }
   // The list where the mapping has its key (then the other keys are
   // refused: the list says where the stage runs), else the other keys.
@@ -397,7 +400,18 @@ class FileReader {
       throw InputError(file_, here().key_path("<<"), shorten(here().find("<<")->text()),
                        "the keys written out: merge keys (<<) are not read, so '" + std::string(key) +
                            "' is missing here");
-    if (!v) throw InputError(file_, here().key_path(key), kMissing, "a value for this required key: " + kind);
+    if (!v) {
+      // A required key written with a typo is the likelier fault than one
+      // left out: named as written (`num_micro_batchs`), not as missing.
+      // Not for keys of two or three letters: tp, cp, dp and pp are one
+      // edit apart, and the schema's keys are not all known here yet.
+      const bool short_key = std::string_view(key).size() <= 3;
+      for (const std::string& written : short_key ? std::vector<std::string>{} : here().keys())
+        if (written != key && !detail::closest_name({key}, written).empty())
+          throw InputError(file_, here().key_path(written), written,
+                           std::string("the required key '") + key + "' (did you mean '" + key + "'?)");
+      throw InputError(file_, here().key_path(key), kMissing, "a value for this required key: " + kind);
+    }
     return *v;
   }
 
@@ -451,8 +465,7 @@ class FileReader {
   void check_keys(const Mapping& m) const {
     for (const std::string& key : m.object.keys()) {
       if (std::find(m.keys.begin(), m.keys.end(), key) != m.keys.end()) continue;
-      throw InputError(file_, m.object.key_path(key), shorten(m.object.find(key)->text()),
-                       "one of " + detail::names_with_hint(m.keys, key));
+      throw InputError(file_, m.object.key_path(key), key, "keys " + detail::names_with_hint(m.keys, key));
     }
   }
 
@@ -796,15 +809,20 @@ void check_plan_for(const Plan& plan, const ModelSpec& model, const ClusterSpec&
                          "a first GPU that keeps each group of tp=" + tp + " GPUs inside one node of " +
                              std::to_string(per_node) + " GPUs");
     }
-    // A stage of its own GPUs (not a replica set, which fills idle ranges)
-    // lies inside one node or on whole nodes from a node's first GPU, as
-    // the search lays stages out and the cost model prices their rings
-    // (cost_model.cpp, cp_link): GPUs 1..2 on nodes of 2 had a cp ring across
-    // two nodes priced as inside one.
+    // A stage of its own GPUs lies inside one node or on whole nodes
+    // (own_gpus_placement_allowed): GPUs 1..2 on nodes of 2 had a cp ring
+    // across two nodes priced as inside one.
+    // The nodes a file states, for its readers, are the ones it uses: a
+    // hand-edited count had been read and silently rewritten.
+    if (!s.has_replica_sets() && s.stated_nodes > 0) {
+      const int spans = static_cast<int>((end_gpu - 1) / per_node - first_gpu / per_node + 1);
+      if (s.stated_nodes != spans)
+        throw InputError(file, key("nodes"), std::to_string(s.stated_nodes),
+                         std::to_string(spans) + " (the nodes of " + std::to_string(per_node) + " GPUs that " +
+                             gpu_text + " of " + group_name + " touch), or no nodes key");
+    }
     if (!s.has_replica_sets()) {
-      const bool inside_one = first_gpu / per_node == (end_gpu - 1) / per_node;
-      const bool whole_nodes = first_gpu % per_node == 0 && gpus % per_node == 0;
-      if (!inside_one && !whole_nodes)
+      if (!own_gpus_placement_allowed(first_gpu, gpus, per_node))
         throw InputError(file, key("first_gpu"), std::to_string(first_gpu),
                          "a first GPU that keeps the stage's " + std::to_string(gpus) +
                              " GPUs inside one node of " + std::to_string(per_node) +

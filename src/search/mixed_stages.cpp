@@ -120,10 +120,35 @@ std::vector<int> micro_batches_to_try(const Problem& problem, const Plan& plan, 
   return out;
 }
 
+// Under --profiles-only, whether every stage and replica set runs a layer
+// the profiles measure: its device, tp and sequences per replica (what the
+// search's layout_rule asks of a stage of one device). A set of another
+// device, or a B that changes a replica's share, can leave the measured
+// points the search kept to.
+bool on_profiled_points(const Problem& problem, const Plan& plan) {
+  if (!problem.profiles_only) return true;
+  const int seq_len = problem.seq_len();
+  for (const StagePlan& s : plan.stages) {
+    if (!s.has_replica_sets()) {
+      if (!problem.profiles.measures_layer(s.device, s.tp, plan.micro_batch_size / s.dp, seq_len)) return false;
+      continue;
+    }
+    for (std::size_t k = 0; k < s.replicas.size(); ++k) {
+      const ReplicaSet& r = s.replicas[k];
+      const int replicas = s.set_replicas(k);
+      if (r.sequences % replicas != 0 ||
+          !problem.profiles.measures_layer(r.device, s.tp, r.sequences / replicas, seq_len))
+        return false;
+    }
+  }
+  return true;
+}
+
 // `plan` at micro-batch B with every mixed stage at its best shares, scored
 // by candidate_time (search/refinement.hpp) against `least`, the plan
 // given's time source; kNoPlan also when a one-device stage cannot share B
-// evenly, a mixed stage has no split that fits or `stop` says so.
+// evenly, a mixed stage has no split that fits, a stage leaves the measured
+// points under --profiles-only (on_profiled_points) or `stop` says so.
 double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least, const StopCondition& stop) {
   plan.micro_batch_size = B;
   plan.num_micro_batches = plan.global_batch / B;
@@ -143,6 +168,7 @@ double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least, co
     if (!shares.found()) return kNoPlan;
     for (std::size_t k = 0; k < s.replicas.size(); ++k) s.replicas[k].sequences = shares.sequences[k];
   }
+  if (!on_profiled_points(problem, plan)) return kNoPlan;
   return candidate_time(model, plan, least);
 }
 
@@ -178,6 +204,39 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
 int most_replicas(const Problem& problem, const StagePlan& s, const FreeRange& range) {
   const int first = set_start(problem, s, range);
   return first < 0 ? 0 : std::max(0, (range.end - first) / (s.tp * s.cp));
+}
+
+// A stage whose replica sets are one run of GPUs of one group, every
+// replica with the same share of the micro-batch, laid out as a stage of
+// its own GPUs may lie (own_gpus_placement_allowed, within one part of a
+// merged group): that stage, with the sets' replicas as its dp. The same
+// GPUs and work; the answer lists it as the plain stage the search's own
+// space holds (a100-80gb:1x2, not a100-80gb+a100-80gb:1x(1+1)), so the two
+// are one plan, not two.
+void own_gpus_where_one_run(const Problem& problem, StagePlan& s) {
+  if (!s.has_replica_sets()) return;
+  std::vector<ReplicaSet> sets = s.replicas;
+  std::sort(sets.begin(), sets.end(), [](const ReplicaSet& a, const ReplicaSet& b) { return a.first_gpu < b.first_gpu; });
+  const int width = s.tp * s.cp;
+  const ReplicaSet& first = sets.front();
+  int end = first.first_gpu;
+  for (const ReplicaSet& r : sets) {
+    const bool same_share = static_cast<long long>(r.sequences) * (first.gpus / width) ==
+                            static_cast<long long>(first.sequences) * (r.gpus / width);
+    if (r.group != first.group || r.first_gpu != end || !same_share) return;
+    end += r.gpus;
+  }
+  const NodeGroup& g = problem.cluster.groups.at(first.group);
+  const int part = g.part_gpus();
+  if (!own_gpus_placement_allowed(first.first_gpu, end - first.first_gpu, g.gpus_per_node) ||
+      first.first_gpu / part != (end - 1) / part)
+    return;
+  s.replicas.clear();
+  s.group = first.group;
+  s.device = g.device.name;
+  s.first_gpu = first.first_gpu;
+  s.gpus = end - first.first_gpu;
+  s.dp = s.gpus / width;
 }
 
 }  // namespace
@@ -222,6 +281,14 @@ Plan add_idle_replica_sets(const CostModel& model, const Plan& plan, const StopC
       best = std::move(round_best);
       improved = true;
     }
+  }
+  // Sets that are a plain stage, as one: kept only where the price is the
+  // same (it is the same work on the same GPUs).
+  Plan plain = best;
+  for (StagePlan& s : plain.stages) own_gpus_where_one_run(problem, s);
+  if (candidate_time(model, plain, least) == best_time) {
+    plain.search = best.search;
+    return plain;
   }
   return best;
 }

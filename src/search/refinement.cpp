@@ -226,9 +226,28 @@ std::vector<Plan> finish_plans_here(const CostModel& model, const SearchResult& 
     }
   }
   refine_plans(model, top, settings.mixed_stages, stop);
-  for (std::size_t i = 1; i < top.size();)
-    if (same_plan(top[i], top[i - 1])) top.erase(top.begin() + static_cast<std::ptrdiff_t>(i));
-    else ++i;
+  // One plan per skeleton, its best, as the search's own top K keeps them
+  // (incumbent.hpp): the refinement can bring two splits or vpps of one
+  // skeleton (a uniform plan's even split beside the search's), which are
+  // not two layouts to choose between.
+  // Replica sets count as the skeleton's: the same first set and GPUs
+  // with another device's set beside it is another layout.
+  auto same_layout = [](const Plan& a, const Plan& b) {
+    if (!same_skeleton(a, b)) return false;
+    for (std::size_t i = 0; i < a.stages.size(); ++i) {
+      const auto &x = a.stages[i].replicas, &y = b.stages[i].replicas;
+      const bool same_sets = std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& r, const auto& t) {
+        return r.group == t.group && r.first_gpu == t.first_gpu && r.gpus == t.gpus;
+      });
+      if (!same_sets) return false;
+    }
+    return true;
+  };
+  std::vector<Plan> distinct;
+  for (Plan& p : top)
+    if (std::none_of(distinct.begin(), distinct.end(), [&](const Plan& q) { return same_layout(p, q); }))
+      distinct.push_back(std::move(p));
+  top = std::move(distinct);
   if (static_cast<int>(top.size()) > settings.top_k) top.resize(static_cast<std::size_t>(settings.top_k));
   // The time a plan took is the search's and its refinement's. A plan
   // the refinement made faster than the search's bound (mixed stages lie

@@ -197,21 +197,25 @@ std::vector<std::vector<int>> ordered_subsets(int groups) {
 
 }  // namespace
 
-SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(problem) {
-  const auto& groups = problem.cluster.groups;
+std::string group_count_violation(std::size_t groups) {
   // Ordered non-empty subsets of n groups: sum over k of n! / (n - k)!.
   std::uint64_t orders = 0, run = 1;
-  for (std::uint64_t k = 0; k < groups.size(); ++k) {
-    run = saturating_mul(run, groups.size() - k);
+  for (std::uint64_t k = 0; k < groups; ++k) {
+    run = saturating_mul(run, groups - k);
     orders = saturating_add(orders, run);
   }
-  if (orders > kMaxGroupOrders)
-    throw InputError(problem.cluster.name, "groups", std::to_string(groups.size()) + " node groups",
-                     "at most 10 node groups in one search: the orders of the pipeline's groups grow as n! (10 groups: "
-                     "9,864,100 orders; " + std::to_string(groups.size()) + ": " +
-                         (orders == std::numeric_limits<std::uint64_t>::max() ? std::string("more than 1.8e19")
-                                                                             : std::to_string(orders)) +
-                         "); merge groups of one device type");
+  if (orders <= kMaxGroupOrders) return "";
+  return "at most 10 node groups in one search: the orders of the pipeline's groups grow as n! (10 groups: "
+         "9,864,100 orders; " + std::to_string(groups) + ": " +
+         (orders == std::numeric_limits<std::uint64_t>::max() ? std::string("more than 1.8e19")
+                                                             : std::to_string(orders)) +
+         "); merge groups of one device type";
+}
+
+SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(problem) {
+  const auto& groups = problem.cluster.groups;
+  if (const std::string why = group_count_violation(groups.size()); !why.empty())
+    throw InputError(problem.cluster.name, "groups", std::to_string(groups.size()) + " node groups", why);
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
   micro_batches_ = searched_micro_batches(problem);
   // Every share of each group where the space stays small, else its

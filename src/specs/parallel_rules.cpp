@@ -50,6 +50,13 @@ std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
   return "";
 }
 
+bool own_gpus_placement_allowed(int first_gpu, int gpus, int gpus_per_node) {
+  if (gpus <= 0 || gpus_per_node <= 0) return false;
+  const bool inside_one = first_gpu / gpus_per_node == (first_gpu + gpus - 1) / gpus_per_node;
+  const bool whole_nodes = first_gpu % gpus_per_node == 0 && gpus % gpus_per_node == 0;
+  return inside_one || whole_nodes;
+}
+
 bool fused_attention_kernel(Architecture architecture, Runtime runtime, int head_dim) {
   if (runtime == Runtime::fsdp) return true;
   return head_dim <= kMaxFusedHeadDim && architecture != Architecture::volta && architecture != Architecture::turing;

@@ -142,6 +142,12 @@ string(CONCAT _oom_plan "format: autohaap-plan/1\nmodel: llama3-70b\ncluster: a1
 file(WRITE ${_hostile}/oom_plan.yaml "${_oom_plan}")
 file(WRITE ${_hostile}/earlier_plan.yaml "${_oom_plan}")
 unset(_oom_plan)
+# --profiles-only with the A100s measured (slowly) and the V100s not: the
+# answer had joined V100 replica sets to the A100 stages (the analytic
+# V100s were the faster), leaving the measured points it was asked to keep.
+file(WRITE ${_hostile}/a100_v100_pair.yaml
+     "groups:\n  - {device: a100-80gb, nodes: 1, gpus_per_node: 4}\n  - {device: v100-32gb, nodes: 1, gpus_per_node: 2}\n")
+file(WRITE ${_hostile}/batch_32.yaml "global_batch: 32\nmicro_batch_sizes: [1, 2, 4]\nrecompute: [none, full]\n")
 # One file under two names, each with its output's extension.
 file(WRITE ${_hostile}/same.html "")
 file(CREATE_LINK same.html ${_hostile}/same.json SYMBOLIC)
@@ -205,7 +211,7 @@ set(_hostile_cases
   "hostile_batch_threads_negative|2|command line: --threads: got '-1'. allowed: 0 .all cores. to 4096|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_negative|-j|-1"
   "hostile_profile_repeated_row|2|repeated_row.csv: row 3: got 'a100-40gb,layer,1,1,2048,5'. allowed: one row per device, op, tp, micro_batch, seq_len and layer .row 2 already gave this one.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/repeated_row.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
   "hostile_profile_far_layer|2|far_layer.csv: layer: got '99999'. allowed: a layer index of gpt3-125m: 0 to 11, or -1|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/far_layer.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
-  "hostile_eleven_groups|2|eleven_groups: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
+  "hostile_eleven_groups|2|eleven_groups.yaml: groups: got '11 node groups'. allowed: at most 10 node groups in one search|search|-m|llama3-8b|-c|${_hostile}/eleven_groups.yaml"
   "hostile_million_gpu_launch_manifest|2|million_gpu_plan.yaml: stages: got '4194304 GPUs'. allowed: at most 262144 GPUs for --to launch-json|export|${_hostile}/million_gpu_plan.yaml|--to|launch-json|-m|gpt3-1.3b|-c|${_hostile}/million_nodes.yaml"
   "hostile_million_nodes_time_limit|4|status +: time-limit-best-so-far.*stopped_by +: time-limit|search|-m|gpt3-125m|-c|${_hostile}/million_nodes.yaml|-t|${_hostile}/sixteen_million_batch.yaml|--time-limit|2"
   "hostile_profile_impossible_tp|2|impossible_tp.csv: tp: got '3 .a100-80gb, layer.'. allowed: a tensor-parallel degree gpt3-1.3b can run|estimate|-m|gpt3-1.3b|-c|a100x8|--profiles|${_hostile}/impossible_tp.csv|--tp|1|--pp|1|--dp|8|--micro-batch|1"
@@ -231,6 +237,8 @@ set(_hostile_cases
   "hostile_export_does_not_fit|3|warning: .*oom_plan.yaml does not fit in memory: stage 0 needs [0-9.]+ GiB per GPU of its 80.0 GiB .1 of 1 stages overflow, this one the most.|export|${_hostile}/oom_plan.yaml|--to|hostfile"
   "hostile_report_does_not_fit|3|report written to .*oom.svg .*does not fit in memory.*warning: .*oom_plan.yaml does not fit in memory: stage 0 needs [0-9.]+ GiB per GPU|report|${_hostile}/oom_plan.yaml|-o|${_hostile}/oom.svg"
   "hostile_export_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier export, not a device file .the export would overwrite it.|export|${_hostile}/oom_plan.yaml|--to|hostfile|-o|${_hostile}/own_device.yaml"
+  "hostile_profiles_only_no_unmeasured_replica_sets|0|pipeline.1 +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+  a100-80gb:1x[0-9]+.[0-9]+.|search|-m|gpt3-125m|-c|${_hostile}/a100_v100_pair.yaml|-t|${_hostile}/batch_32.yaml|--profiles|${PROJECT_SOURCE_DIR}/tests/data/profile_microseconds.csv|--profiles-only"
+  "hostile_device_over_a_cluster_file|2|command line: --out: got '.*own_device_cluster.yaml'. allowed: a new file or an earlier device, not a cluster file|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200|-o|${_hostile}/own_device_cluster.yaml"
   "hostile_export_json_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|export|${_hostile}/oom_plan.yaml|--to|json|-o|${_hostile}/own_device.yaml"
   "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"
@@ -290,3 +298,10 @@ autohaap_cli_cases("cli"
 file(WRITE ${_hostile}/cache_is_a_file "not a folder\n")
 autohaap_cli_cases("cli"
   "hostile_batch_cache_is_a_file|2|command line: --cache: got '.*cache_is_a_file'. allowed: a folder that can be created|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch_cache_file|--cache|${_hostile}/cache_is_a_file|--index|0")
+# A plan priced on measured profiles, read back without them: priced by the
+# analytic model, which had been a different figure without a word.
+autohaap_cli_cases("cli"
+  "hostile_measured_plan_written|0|status +: found|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${PROJECT_SOURCE_DIR}/tests/data/metis/gpt3-125m|-o|${_hostile}/measured_plan.json"
+  "hostile_measured_plan_without_profiles|0|note: .*measured_plan.json was priced on measured profiles .time_source: measured.. without --profiles it is priced by the analytic model here|estimate|--plan|${_hostile}/measured_plan.json")
+set_tests_properties(cli_hostile_measured_plan_written PROPERTIES FIXTURES_SETUP hostile_measured_plan)
+set_tests_properties(cli_hostile_measured_plan_without_profiles PROPERTIES FIXTURES_REQUIRED hostile_measured_plan)

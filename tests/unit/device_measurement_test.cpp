@@ -594,7 +594,19 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
                                           "flash,2,32,32,4096,64,1,1.0,3.0\n";
   refused(dir.string(), h200, "attention.csv: rows: got '1 flash/cudnn rows, none of that shape'");
+  // Every row's times are checked, of types, kernels and shapes the device
+  // file does not price too: NaN and negative times there had been read.
+  std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
+                                          "flash,2,32,32,4096,128,1,1.0,3.0\n"
+                                          "flash,16,64,64,1024,64,1,nan,-5\n";
+  refused(dir.string(), h200, "attention.csv: row 3.forward_ms: got 'nan'");
+  std::ofstream(dir / "attention.csv") << "backend,batch,heads,kv_heads,seq,head_dim,causal,forward_ms,backward_ms\n"
+                                          "flash,2,32,32,4096,128,1,1.0,3.0\n"
+                                          "efficient,2,32,32,4096,128,1,1.0,-3\n";
+  refused(dir.string(), h200, "attention.csv: row 3.backward_ms: got '-3'");
   fs::remove(dir / "attention.csv");
+  write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc2,100,0.2\nbf16,qkv,100,0.2\nfp8,fc1,100,-3\n");
+  refused(dir.string(), h200, "gemm.csv: row 5.ms: got '-3'");
   // A column named twice (the last one had silently won) and a role that
   // is no name.
   write("dtype,role,gflop,ms,ms\nbf16,fc1,100,0.2,0.3\n");

@@ -186,5 +186,50 @@ TEST(MixedStages, NeverTakeAMicroBatchThatDoesNotDivideTheBatch) {
   }
 }
 
+// A stage of one GPU with its node's other GPU joined as a replica set is
+// the stage of both GPUs with dp 2: the answer gives it as that stage (as
+// the search's own space holds it), at the hand-built plan's time, so a
+// top-K list cannot hold it twice (a100-80gb:1x2 beside
+// a100-80gb+a100-80gb:1x(1+1), both 2.7761 s, on GPT-3 1.3B).
+TEST(MixedStages, ARunOfOneGroupsGpusIsItsPlainStage) {
+  Problem p;
+  p.model = catalog_model("gpt3-1.3b");
+  p.cluster.name = "a100-80gb-pair";
+  NodeGroup g = make_node_group(catalog_device("a100-80gb"), 1, 2);
+  g.name = "pair";
+  p.cluster.groups = {g};
+  p.training.global_batch = 32;
+  p.training.micro_batch_sizes = {1, 4};
+  p.training.recompute_modes = {Recompute::full};
+  p.training.zero = 3;
+  const CostModel model(p);
+  Plan one;
+  one.model = p.model.name;
+  one.cluster = p.cluster.name;
+  one.global_batch = 32;
+  one.micro_batch_size = 4;
+  one.num_micro_batches = 8;
+  one.zero = 3;
+  one.stages = {make_stage(0, "a100-80gb", 0, 1, 1, 0, p.model.layers, Recompute::full)};
+  one.predicted = model.estimate(one);
+  ASSERT_TRUE(one.predicted.fits);
+
+  const Plan joined = add_idle_replica_sets(model, one);
+  ASSERT_EQ(joined.stages.size(), 1u);
+  const StagePlan& s = joined.stages[0];
+  EXPECT_FALSE(s.has_replica_sets());
+  EXPECT_EQ(s.first_gpu, 0);
+  EXPECT_EQ(s.gpus, 2);
+  EXPECT_EQ(s.dp, 2);
+  Plan both = one;
+  both.micro_batch_size = joined.micro_batch_size;
+  both.num_micro_batches = 32 / both.micro_batch_size;
+  both.vpp = joined.vpp;
+  both.stages = {make_stage(0, "a100-80gb", 0, 1, 2, 0, p.model.layers, Recompute::full)};
+  EXPECT_EQ(joined.predicted.iteration_time_s, model.estimate(both).iteration_time_s);
+  EXPECT_LT(joined.predicted.iteration_time_s, one.predicted.iteration_time_s);
+  EXPECT_NO_THROW(check_plan_against(joined, p.model, p.cluster, p.seq_len(), "plan"));
+}
+
 }  // namespace
 }  // namespace autohaap

@@ -419,7 +419,7 @@ TEST(PlanIo, BadYamlNamesTheKeyAndValue) {
       {"global_batch: 512", "global_batch: lots", "global_batch", "lots"},
       {"global_batch: 512", "global_batch: 0", "global_batch", "0"},
       {"zero: 1", "zero: 4", "zero", "4"},
-      {"zero: 1\n", "zero: 1\nextra: 3\n", "extra", "3"},
+      {"zero: 1\n", "zero: 1\nextra: 3\n", "extra", "extra"},
       {"stages:\n", "stages: 3\nignored:\n", "stages", "3"},
       {"tp: 4\n    dp: 4", "tp: four\n    dp: 4", "stages[1].tp", "four"},
       {"tp: 4\n    dp: 4", "tp: \"4\"\n    dp: 4", "stages[1].tp", "4"},
@@ -434,7 +434,7 @@ TEST(PlanIo, BadYamlNamesTheKeyAndValue) {
       {"layers: [0, 12]", "layers: 12", "stages[0].layers", "12"},
       {"layers: [0, 12]", "layers: [0, x]", "stages[0].layers[1]", "x"},
       {"recompute: full", "recompute: partial", "stages[1].recompute", "partial"},
-      {"    recompute: none\n", "    recompute: none\n    pp: 2\n", "stages[0].pp", "2"},
+      {"    recompute: none\n", "    recompute: none\n    pp: 2\n", "stages[0].pp", "pp"},
   };
   for (const auto& c : cases) expect_rejected(kHandWrittenYaml, false, c);
 }
@@ -452,8 +452,8 @@ TEST(PlanIo, BadJsonNamesTheKeyAndValue) {
       {R"("layers": [0, 12])", R"("layers": [12, 0])", "stages[0].layers", "[12, 0]"},
       {R"("layers": [0, 12])", R"("layers": "0-12")", "stages[0].layers", "0-12"},
       {R"("recompute": "full")", R"("recompute": "some")", "stages[1].recompute", "some"},
-      {R"("recompute": "none")", R"("recompute": "none", "pp": 2)", "stages[0].pp", "2"},
-      {R"("zero": 1,)", R"("zero": 1, "extra": true,)", "extra", "true"},
+      {R"("recompute": "none")", R"("recompute": "none", "pp": 2)", "stages[0].pp", "pp"},
+      {R"("zero": 1,)", R"("zero": 1, "extra": true,)", "extra", "extra"},
       {R"("zero": 1,)", R"("zero": 1, "predicted": 5,)", "predicted", "5"},
       {R"("zero": 1,)", R"("zero": 1, "search": {"strategy": "x"},)", "search.evaluated", "<missing>"},
   };
@@ -672,13 +672,42 @@ TEST(PlanIo, EmbeddedFingerprintsAreCheckedAsWritten) {
   EXPECT_EQ(not_hex.allowed(), "16 hex digits (0-9, a-f), as the plan was written");
 }
 
+// A file's node count is the one its GPUs touch: a hand-edited `nodes:
+// 100` on one node's GPUs was read, ignored and written back as 1.
+TEST(PlanIo, AStatedNodeCountIsTheOneTheGpusTouch) {
+  ClusterSpec cluster = catalog_cluster("mixed-a100-v100");
+  cluster.groups[0].device = catalog_device("a100-80gb");  // as the plan has it
+  const ModelSpec model = catalog_model("gpt3-1.3b");
+  const std::string right = replaced(kHandWrittenYaml, "    gpus: 16\n", "    nodes: 2\n    gpus: 16\n");
+  EXPECT_NO_THROW(check_plan_against(plan_from_string(right, false, "p.yaml"), model, cluster, model.seq_len, "p.yaml"));
+  const std::string wrong = replaced(kHandWrittenYaml, "    gpus: 16\n", "    nodes: 100\n    gpus: 16\n");
+  const InputError e = input_error_of(
+      [&] { check_plan_against(plan_from_string(wrong, false, "p.yaml"), model, cluster, model.seq_len, "p.yaml"); });
+  EXPECT_EQ(e.key(), "stages[1].nodes");
+  EXPECT_EQ(e.value(), "100");
+  EXPECT_NE(e.allowed().find("2 (the nodes of 8 GPUs that GPUs 0..15 of group 1 touch)"), std::string::npos)
+      << e.allowed();
+}
+
 TEST(PlanIo, UnknownKeysAreRefusedWithAHint) {
   // The keys allowed are the schema's, the file-only `nodes` included.
   const auto e = input_error_of(
       [&] { plan_from_string(replaced(kHandWrittenYaml, "    gpus: 16\n", "    node: 4\n    gpus: 16\n"), false, "p"); });
   EXPECT_EQ(e.key(), "stages[1].node");
-  EXPECT_EQ(e.value(), "4");
+  EXPECT_EQ(e.value(), "node");  // the key, as model and cluster files say it
   EXPECT_NE(e.allowed().find("did you mean 'nodes'?"), std::string::npos) << e.what();
+  // A key of three letters is hinted one edit away (`vp` had no hint).
+  const auto short_key =
+      input_error_of([&] { plan_from_string(replaced(kHandWrittenYaml, "zero: 1\n", "zero: 1\nvp: 4\n"), false, "p"); });
+  EXPECT_EQ(short_key.key(), "vp");
+  EXPECT_NE(short_key.allowed().find("did you mean 'vpp'?"), std::string::npos) << short_key.what();
+  // A required key written with a typo is named as written, not as a
+  // missing key.
+  const auto required = input_error_of([&] {
+    plan_from_string(replaced(kHandWrittenYaml, "num_micro_batches:", "num_micro_batchs:"), false, "p");
+  });
+  EXPECT_EQ(required.key(), "num_micro_batchs");
+  EXPECT_NE(required.allowed().find("did you mean 'num_micro_batches'?"), std::string::npos) << required.what();
   const auto root = input_error_of(
       [&] { plan_from_string(replaced(kHandWrittenJson, R"("zero": 1,)", R"("zero": 1, "spec": {},)"), true, "p"); });
   EXPECT_EQ(root.key(), "spec");

@@ -784,6 +784,42 @@ TEST(Search, MoreNodesNeverGiveASlowerAnswer) {
   }
 }
 
+// The answer's top K are K layouts, each at its best split, vpp and
+// recompute, as the search keeps them (incumbent.hpp), and every strategy
+// lists the same: GPT-3 1.3B on two A100-80GBs, top 8. The refinement had
+// brought a second split of one skeleton (the uniform plan's even 12/12 at
+// vpp 12 beside the search's 13/11 at vpp 11) into AutoHAAP's list and not
+// into exhaustive's, and a replica set of the stage's own group that was
+// the plain stage of both GPUs into both lists, as two plans.
+TEST(Search, AnswersListOnePlanPerLayoutWhateverTheStrategy) {
+  Problem problem = catalog_problem("gpt3-1.3b", "a100x8");
+  problem.cluster.groups = {make_node_group(catalog_device("a100-80gb"), 1, 2)};
+  problem.training.global_batch = 32;
+  problem.training.micro_batch_sizes = {1, 4};
+  problem.training.recompute_modes = {Recompute::full};
+  problem.training.zero = 3;
+  std::vector<std::vector<Plan>> answers;
+  for (const char* strategy : {"autohaap", "exhaustive"}) {
+    SCOPED_TRACE(strategy);
+    SearchOptions options;
+    options.threads = 2;
+    options.top_k = 8;
+    options.strategy = strategy;
+    const SearchResult r = run_search(problem, options);
+    ASSERT_FALSE(r.top.empty()) << r.infeasible_reason;
+    answers.push_back(finish_plans(CostModel(problem), r, options));
+    const std::vector<Plan>& answer = answers.back();
+    ASSERT_GE(answer.size(), 5u);
+    for (std::size_t i = 0; i < answer.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(same_skeleton(answer[i], answer[j])) << j << " and " << i;
+      for (const StagePlan& s : answer[i].stages) EXPECT_FALSE(s.has_replica_sets()) << "plan " << i;
+    }
+  }
+  ASSERT_EQ(answers[0].size(), answers[1].size());
+  for (std::size_t i = 0; i < answers[0].size(); ++i)
+    EXPECT_EQ(answers[0][i].predicted.iteration_time_s, answers[1][i].predicted.iteration_time_s) << "plan " << i;
+}
+
 // Each problem has the GPUs of the one before and more: each finds a plan,
 // none slower than the one before's.
 void expect_no_slower_with_more(const std::vector<Problem>& problems) {

@@ -29,9 +29,9 @@
 //                                   both (keys first)
 //   section(key, member, written)   a described struct that a file leaves
 //                                   out while written(member) is false
-//   informational(key)              a value the writer knows from context
-//                                   (a stage's node count); files only,
-//                                   ignored on reading
+//   informational(key, member)      a value the writer knows from context
+//                                   (a stage's node count); files only:
+//                                   read into member to be checked
 //   specs(key, member)              the embedded specs (files only)
 // Values are int, std::int64_t, double, bool, std::string, a list of
 // doubles, or an enum spelt by EnumNames. Each describe() takes the struct
@@ -99,7 +99,7 @@ void describe(V& v, S& s) {
     v.field("device", s.device);
     v.field("group", s.group);
     v.field("first_gpu", s.first_gpu);
-    v.informational("nodes");  // nodes the stage's GPUs touch, for people reading the file
+    v.informational("nodes", s.stated_nodes);  // nodes the stage's GPUs touch, for people reading the file
   });
   v.field("gpus", s.gpus);
   v.field("tp", s.tp);

@@ -199,7 +199,8 @@ class CerealVisitor {
   template <class T, class Written>
   void section(const char* key, T& member, Written) { io(key, member, expected_kind<std::remove_const_t<T>>()); }
 
-  void informational(const char*) {}
+  template <class Count>
+  void informational(const char*, Count&) {}  // a file's, for its readers
   template <class S>
   void specs(const char*, S&) {}
 

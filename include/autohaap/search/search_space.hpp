@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "autohaap/plan.hpp"
@@ -91,6 +92,10 @@ struct GroupLayout {
 
 // The most group orders a search space holds (see above).
 inline constexpr std::uint64_t kMaxGroupOrders = 10'000'000;
+// What a search allows where a cluster of `groups` node groups has more
+// group orders than kMaxGroupOrders, else "": the rule SearchSpace's
+// construction applies, for a caller to name the cluster's file.
+std::string group_count_violation(std::size_t groups);
 // A space of at most kEveryShareSkeletons raw skeletons with every share
 // of each group (its first node's first 1, 2, 3, ... GPUs, its first 2,
 // 3, ... nodes: search_space.cpp, small_space_layouts) takes them all;

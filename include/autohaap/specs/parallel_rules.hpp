@@ -104,6 +104,13 @@ std::string device_context_parallel_violation(const DeviceSpec& device, Runtime 
 std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime runtime, int head_dim,
                                              const StagePlan& stage, int cp);
 
+// ------------------------------------------------------ a stage's own GPUs
+// Where a stage of its own GPUs (not replica sets, which fill idle ranges)
+// lies in its node group: inside one node, or on whole nodes from a node's
+// first GPU, as the search lays stages out (search_space.hpp) and the cost
+// model prices their rings (cost_model.cpp, cp_link).
+bool own_gpus_placement_allowed(int first_gpu, int gpus, int gpus_per_node);
+
 // ---------------------------------------------------------------- stage rule
 // Whether one pipeline stage's parallel degrees can run, as Megatron-LM
 // allows them: the one rule the search's pruning, the plan loader, the plan
