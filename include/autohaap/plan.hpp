@@ -153,6 +153,10 @@ struct StageEstimate {
   MemoryBreakdown memory;
   double capacity_bytes = 0;  // device memory
   TimeSource time_source = TimeSource::analytic;  // the least measured of its layers and edges
+  // Of its transformer layers alone: a profile of layers (no embedding or
+  // output-layer rows) leaves a stage holding either end analytic by
+  // time_source, its layers corrected; reports say both.
+  TimeSource layers_source = TimeSource::analytic;
   double time_s() const { return forward_s + backward_s; }
   // What paces the 1F1B steady state: compute plus the stage's own sends
   // (CostModel::iteration_time_1f1b).

@@ -893,6 +893,7 @@ StageEstimate stage_of_sets(const std::vector<StageEstimate>& sets) {
   for (const StageEstimate& x : sets) {
     e.optimizer_s = std::max(e.optimizer_s, x.optimizer_s);
     e.time_source = worse(e.time_source, x.time_source);
+    e.layers_source = worse(e.layers_source, x.layers_source);
   }
   return e;
 }
@@ -940,6 +941,7 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   const Timing edge = edge_timing(shape, B, first, last);
   e.forward_s += edge.forward_s;
   e.backward_s += edge.backward_s;
+  e.layers_source = source;
   e.time_source = worse(source, edge.source);
   params = rank_params(problem_.model, params, first, last, s.tp);
   e.backward_s += gradient_accumulation_s(params, tr, zero, g.device);

@@ -87,9 +87,19 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
   // factors that scaled the unmeasured ones (cost/profile_correction.hpp).
   if (!model.problem().profiles.empty()) {
     out += "stage times:";
-    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i)
-      out += printf_string(" %d %s", i, to_string(model.stage(plan, i).time_source));
+    bool edges_apart = false;
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
+      const StageEstimate e = model.stage(plan, i);
+      out += printf_string(" %d %s", i, to_string(e.time_source));
+      if (e.layers_source != e.time_source) {
+        out += printf_string(" (layers %s)", to_string(e.layers_source));
+        edges_apart = true;
+      }
+    }
     out += " (measured: every op profiled; corrected: the roofline times a profile's measured / analytic factor)\n";
+    if (edges_apart)
+      out += "a stage's source is its least measured part's; '(layers ...)' names its transformer layers' where its "
+             "embedding or output layer, which the profiles do not measure, is less measured\n";
     for (const CorrectionFactor& c : model.profile_correction().factors())
       out += printf_string("profile correction %s %s: x%.3f, median of %d measured points (x%.3f..x%.3f)\n",
                            c.device.c_str(), c.op.c_str(), c.factor, c.points, c.min_ratio, c.max_ratio);
