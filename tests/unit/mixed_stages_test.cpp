@@ -42,18 +42,36 @@ Problem twin_groups() {
   return p;
 }
 
-// One stage on rack-a, 4 replicas of 1 sequence each (B = 4, 16
-// micro-batches).
-Plan rack_a_only(const Problem& p) {
+// `model` on one group of `nodes` x `per_node` `device`s, with the global
+// batch and micro-batch sizes given.
+Problem one_group(const char* model, const char* device, int nodes, int per_node, int global_batch,
+                  std::vector<int> sizes) {
+  Problem p;
+  p.model = catalog_model(model);
+  p.cluster.name = std::string(device) + "-group";
+  p.cluster.groups = {make_node_group(catalog_device(device), nodes, per_node)};
+  p.training.global_batch = global_batch;
+  p.training.micro_batch_sizes = std::move(sizes);
+  return p;
+}
+
+// A plan of `p` at micro-batch B holding `stage` alone.
+Plan one_stage_plan(const Problem& p, int B, const StagePlan& stage) {
   Plan plan;
   plan.model = p.model.name;
   plan.cluster = p.cluster.name;
-  plan.global_batch = 64;
-  plan.micro_batch_size = 4;
-  plan.num_micro_batches = 16;
+  plan.global_batch = p.training.global_batch;
+  plan.micro_batch_size = B;
+  plan.num_micro_batches = p.training.global_batch / B;
   plan.zero = p.training.zero;
-  plan.stages = {make_stage(0, "a100-40gb", 0, 1, 4, 0, p.model.layers, Recompute::none)};
+  plan.stages = {stage};
   return plan;
+}
+
+// One stage on rack-a, 4 replicas of 1 sequence each (B = 4, 16
+// micro-batches).
+Plan rack_a_only(const Problem& p) {
+  return one_stage_plan(p, 4, make_stage(0, "a100-40gb", 0, 1, 4, 0, p.model.layers, Recompute::none));
 }
 
 // rack-b is rack-a's twin: its 4 GPUs join the one stage as a second set
@@ -161,14 +179,7 @@ TEST(MixedStages, FinishedSearchNeverSlowerThanWithout) {
 // plan of B = 3 x 2 micro-batches (6 sequences, priced as 8), which every
 // reader of the plan file then refused.
 TEST(MixedStages, NeverTakeAMicroBatchThatDoesNotDivideTheBatch) {
-  Problem p;
-  p.model = catalog_model("gpt3-1.3b");
-  p.cluster.name = "h100-4nodes";
-  NodeGroup g = make_node_group(catalog_device("h100-sxm"), 4, 8);
-  g.name = "h100";
-  p.cluster.groups = {g};
-  p.training.global_batch = 8;
-  p.training.micro_batch_sizes = {1, 3};
+  Problem p = one_group("gpt3-1.3b", "h100-sxm", 4, 8, 8, {1, 3});
   p.training.runtime = Runtime::deepspeed;
   p.training.zero = 2;
   const CostModel model(p);
@@ -192,25 +203,11 @@ TEST(MixedStages, NeverTakeAMicroBatchThatDoesNotDivideTheBatch) {
 // top-K list cannot hold it twice (a100-80gb:1x2 beside
 // a100-80gb+a100-80gb:1x(1+1), both 2.7761 s, on GPT-3 1.3B).
 TEST(MixedStages, ARunOfOneGroupsGpusIsItsPlainStage) {
-  Problem p;
-  p.model = catalog_model("gpt3-1.3b");
-  p.cluster.name = "a100-80gb-pair";
-  NodeGroup g = make_node_group(catalog_device("a100-80gb"), 1, 2);
-  g.name = "pair";
-  p.cluster.groups = {g};
-  p.training.global_batch = 32;
-  p.training.micro_batch_sizes = {1, 4};
+  Problem p = one_group("gpt3-1.3b", "a100-80gb", 1, 2, 32, {1, 4});
   p.training.recompute_modes = {Recompute::full};
   p.training.zero = 3;
   const CostModel model(p);
-  Plan one;
-  one.model = p.model.name;
-  one.cluster = p.cluster.name;
-  one.global_batch = 32;
-  one.micro_batch_size = 4;
-  one.num_micro_batches = 8;
-  one.zero = 3;
-  one.stages = {make_stage(0, "a100-80gb", 0, 1, 1, 0, p.model.layers, Recompute::full)};
+  Plan one = one_stage_plan(p, 4, make_stage(0, "a100-80gb", 0, 1, 1, 0, p.model.layers, Recompute::full));
   one.predicted = model.estimate(one);
   ASSERT_TRUE(one.predicted.fits);
 
