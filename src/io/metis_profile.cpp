@@ -247,13 +247,25 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
     // once dropped without a word and the analytic step kept).
     f.optimizer_ms = bounded(r.number(*v, "execution_time.optimizer_time_ms", true), "execution_time.optimizer_time_ms");
   if (const rj::Value* mem = r.optional(doc, "execution_memory")) {
+    // Not used (the cost model's memory is calibrated on published peaks),
+    // but read as what it is: megabytes one GPU held, no more than a GPU
+    // can have (limits::kMaxMemoryGiB); 1e300 had passed.
+    auto held = [&](double mb, const std::string& key) {
+      if (mb > limits::kMaxMemoryGiB * 1024)
+        throw InputError(f.path, key, (std::ostringstream() << mb).str(),
+                         "at most " + std::to_string(static_cast<long long>(limits::kMaxMemoryGiB * 1024)) +
+                             " MB (memory one GPU held)");
+    };
     for (const char* key : {"total_memory", "total_memory_mb"}) {
-      if (const rj::Value* v = r.optional(*mem, key, "execution_memory")) r.number(*v, ProfileReader::join("execution_memory", key), false);
+      const std::string where = ProfileReader::join("execution_memory", key);
+      if (const rj::Value* v = r.optional(*mem, key, "execution_memory")) held(r.number(*v, where, false), where);
     }
-    // Not used, so its length is not held against the file: Metis's own
-    // sample profiles list one entry fewer than num_layers here.
+    // Its length is not held against the file: Metis's own sample profiles
+    // list one entry fewer than num_layers here.
     if (const rj::Value* v = r.optional(*mem, "layer_memory_total_mb", "execution_memory")) {
-      r.numbers(*v, "execution_memory.layer_memory_total_mb", false);
+      const std::vector<double> mbs = r.numbers(*v, "execution_memory.layer_memory_total_mb", false);
+      for (std::size_t l = 0; l < mbs.size(); ++l)
+        held(mbs[l], "execution_memory.layer_memory_total_mb[" + std::to_string(l) + "]");
     }
   }
 

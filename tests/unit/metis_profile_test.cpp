@@ -263,6 +263,16 @@ TEST_F(MetisProfileErrors, TimesPastTheBoundAreRefused) {
   EXPECT_EQ(e.allowed(), "at most 1000000000 ms");
 }
 
+// Memory figures, read though unused, are what one GPU can hold: 1e300 MB
+// had passed.
+TEST_F(MetisProfileErrors, MemoryPastWhatAGpuHoldsIsRefused) {
+  write_edited("DeviceType.A100_tp1_bs1.json", "\"total_memory_mb\": 7920.0", "\"total_memory_mb\": 1e300");
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "execution_memory.total_memory_mb");
+  EXPECT_EQ(e.value(), "1e+300");
+  EXPECT_EQ(e.allowed(), "at most 1073741824 MB (memory one GPU held)");
+}
+
 TEST_F(MetisProfileErrors, ListShorterThanNumLayers) {
   write_edited("DeviceType.A100_tp1_bs1.json", "\"layer_compute_total_ms\": [\n      0.3,",
                "\"layer_compute_total_ms\": [\n");
