@@ -263,6 +263,10 @@ BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& 
   make_folder((fs::path(options.out_dir) / "results").string(), "--out");
   make_folder(cache_dir_of(options), options.cache_dir.empty() ? "--out" : "--cache");
 
+  // The entries this run starts are pending until it ends: a kill that
+  // writes nothing more (SIGKILL) had left the last run's summary saying
+  // `found` beside plan files this run had replaced.
+  rebuild_summary(manifest, options.out_dir, selected);
   BatchReport report;
   for (std::size_t k = 0; k < selected.size(); ++k) {
     if (cancelled(options)) {

@@ -50,15 +50,19 @@ std::string result_path(const std::string& out_dir, const std::string& entry) {
   return (fs::path(out_dir) / "results" / (entry + ".json")).string();
 }
 
-BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_dir) {
+BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_dir,
+                             const std::vector<std::size_t>& running) {
   BatchSummary s;
   s.manifest_name = manifest.name;
   s.manifest_path = manifest.path;
+  std::vector<bool> runs_now(manifest.entries.size(), false);
+  for (std::size_t i : running) runs_now.at(i) = true;
   FileLock lock((fs::path(out_dir) / ".summary.lock").string(), FileLock::Mode::exclusive);
-  for (const BatchEntry& e : manifest.entries) {
+  for (std::size_t i = 0; i < manifest.entries.size(); ++i) {
+    const BatchEntry& e = manifest.entries[i];
     const std::string path = result_path(out_dir, e.name);
     std::string refused;
-    auto r = read_entry_result(path, &refused);
+    auto r = runs_now[i] ? std::nullopt : read_entry_result(path, &refused);
     if (!r || r->name != e.name) {
       r = EntryResult{};
       r->name = e.name;

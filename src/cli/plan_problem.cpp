@@ -61,6 +61,17 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
       if (!e.file().empty()) throw;
       throw InputError(plan_file, e.key(), e.value(), e.allowed());
     }
+    // The plan states its global batch, which its micro-batches make up;
+    // the training's (the built-in 512, or a file's) is taken as the plan's,
+    // so what the plan is written with again (export --to json embeds the
+    // training) reads back: it had embedded 512 beside the plan's 64 and
+    // was refused. A training file that says otherwise is told.
+    TrainingSpec& training = out.problem.training;
+    if (!args.train.empty() && training.global_batch != out.plan.global_batch)
+      out.notes += "note: " + plan_file + " is priced at its own global batch of " +
+                   std::to_string(out.plan.global_batch) + " sequences, not the " +
+                   std::to_string(training.global_batch) + " of " + args.train + "\n";
+    training.global_batch = out.plan.global_batch;
   } else {
     // Only what was given is loaded; the rest is the plan's own.
     Problem& p = out.problem;

@@ -487,11 +487,15 @@ namespace {
 // Characters that print as nothing or change how the line around them
 // reads (Unicode general category Cf and the C1 controls): soft hyphen,
 // zero-width spaces and joiners, bidirectional marks and overrides, word
-// joiner and invisible operators, byte-order mark, annotation marks.
+// joiner and invisible operators, byte-order mark, annotation marks. And
+// Unicode's noncharacters (U+FDD0..U+FDEF, the last two of every plane),
+// which are no text to print and which XML 1.0 forbids (U+FFFE and U+FFFF
+// in a name had made the report's SVG ill-formed).
 bool invisible(long cp) {
+  const bool noncharacter = (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe;
   return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
          (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff ||
-         (cp >= 0xfff9 && cp <= 0xfffb);
+         (cp >= 0xfff9 && cp <= 0xfffb) || noncharacter;
 }
 
 }  // namespace

@@ -312,3 +312,16 @@ file(WRITE ${_hostile}/layers_only.csv
      "device,op,tp,micro_batch,seq_len,latency_ms\na100-80gb,layer,1,1,2048,3.1\na100-80gb,layer_backward,1,1,2048,6.3\n")
 autohaap_cli_cases("cli"
   "hostile_layers_only_profile_source|0|stage times: 0 analytic .layers measured. 1 analytic .layers measured.|estimate|-m|gpt3-125m|-c|a100x8|--profiles|${_hostile}/layers_only.csv|--tp|1|--pp|2|--dp|4|--micro-batch|1")
+# A plan file without specs, of another global batch than the built-in
+# training's 512: its JSON export embedded 512 beside the plan's 64, and
+# every reader then refused it.
+string(CONCAT _gb64_plan "format: autohaap-plan/1\nmodel: gpt3-1.3b\ncluster: a100x8\nglobal_batch: 64\n"
+       "micro_batch_size: 8\nnum_micro_batches: 8\nvpp: 1\nzero: 1\nstages:\n"
+       "  - {device: a100-80gb, group: 0, first_gpu: 0, gpus: 8, tp: 1, cp: 1, dp: 8, layers: [0, 24], recompute: none}\n")
+file(WRITE ${_hostile}/batch64_plan.yaml "${_gb64_plan}")
+unset(_gb64_plan)
+autohaap_cli_cases("cli"
+  "hostile_export_json_of_its_own_batch|0|json export written|export|${_hostile}/batch64_plan.yaml|--to|json|-o|${_hostile}/batch64_plan.json"
+  "hostile_export_json_reads_back|0|valid plan|validate|${_hostile}/batch64_plan.json")
+set_tests_properties(cli_hostile_export_json_of_its_own_batch PROPERTIES FIXTURES_SETUP hostile_batch64)
+set_tests_properties(cli_hostile_export_json_reads_back PROPERTIES FIXTURES_REQUIRED hostile_batch64)

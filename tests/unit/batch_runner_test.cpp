@@ -195,6 +195,37 @@ TEST_F(Batch, ConcurrentSelectionsLeaveOneCompleteSummary) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
 }
 
+// While a run goes on, the entries it runs are pending in the summary on
+// disk: a run killed with SIGKILL (which writes nothing more) had left the
+// previous run's summary saying `found`, with the old times, beside plan
+// files it had already replaced.
+TEST_F(Batch, EntriesARunStartsArePendingOnDiskUntilItEnds) {
+  run();
+  ASSERT_NE(read_file(path("out/summary.csv")).find(std::string(kSmall) + ",gpt3-125m,a100x8,default,found"),
+            std::string::npos);
+  std::vector<std::string> seen;
+  options_.on_entry = [&](const EntryResult&, std::size_t, std::size_t) {
+    seen.push_back(read_file(path("out/summary.csv")));
+  };
+  run({0, 2});
+  ASSERT_EQ(seen.size(), 2u);
+  // The status column of `entry`'s row.
+  auto status = [](const std::string& csv, const std::string& entry) {
+    const std::size_t at = csv.find("\n" + entry + ",");
+    if (at == std::string::npos) return std::string("(no row)");
+    const std::string line = csv.substr(at + 1, csv.find('\n', at + 1) - at - 1);
+    std::size_t field = 0;
+    for (int k = 0; k < 4; ++k) field = line.find(',', field) + 1;
+    return line.substr(field, line.find(',', field) - field);
+  };
+  for (const std::string& csv : seen) {
+    EXPECT_EQ(status(csv, kSmall), "pending") << csv;
+    EXPECT_EQ(status(csv, kMixed), "pending") << csv;
+    EXPECT_EQ(status(csv, kInfeasible), "infeasible") << csv;  // not run now: as its sidecar says
+  }
+  EXPECT_EQ(status(read_file(path("out/summary.csv")), kSmall), "skipped");  // its inputs did not change
+}
+
 TEST_F(Batch, SummaryListsEntriesNotRunYetAsPending) {
   const BatchReport r = run({1});
   EXPECT_EQ(r.summary.rows.size(), 3u);

@@ -95,6 +95,9 @@ TEST(CheckName, PrintableUtf8IsANameAndWhatReadsAsAnotherIsNot) {
       {"over\xc0\xaflong", "over\\xc0"},       // overlong '/'
       {"cut\xe2\x80", "cut\\xe2"},             // a sequence cut short
       {"sur\xed\xa0\x80", "sur\\xed"},        // a UTF-16 surrogate
+      {"a\xef\xbf\xbe" "b", "a\\ufffeb"},       // noncharacters: XML 1.0 forbids them (the SVG report)
+      {"c\xef\xbf\xbf" "d", "c\\uffffd"},
+      {"e\xef\xb7\x90" "f", "e\\ufdd0f"},
       {" lead", " lead"},                    // reads as "lead", and is another name
       {"trail ", "trail "},
   };

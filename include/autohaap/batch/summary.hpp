@@ -40,7 +40,12 @@ std::string result_path(const std::string& out_dir, const std::string& entry);
 
 // Reads every sidecar of `manifest`'s entries in `out_dir` and writes
 // summary.csv and summary.json there, atomically, under the summary lock.
-BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_dir);
+// Entries whose indices are in `running` are listed pending whatever their
+// sidecars say: a run that starts them writes that first, so a run killed
+// before its end (SIGKILL writes nothing after) leaves a summary that never
+// vouches for a plan file it was replacing.
+BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_dir,
+                             const std::vector<std::size_t>& running = {});
 
 std::string summary_csv(const BatchSummary& summary);
 std::string summary_json(const BatchSummary& summary);
