@@ -12,6 +12,7 @@
 
 #include "autohaap/batch/cache_file.hpp"
 #include "autohaap/batch/fingerprint.hpp"
+#include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/plan_io.hpp"
@@ -117,6 +118,21 @@ bool can_skip(const std::optional<EntryResult>& previous, const BatchEntry& entr
   if (!same_specs || !same_answer) {
     *refused_plan = path + (!same_specs ? " was made for other specs than this entry's"
                                         : " does not carry the time, GPUs and MFU its result file gives");
+    return false;
+  }
+  // And its stages must still be the plan that time is of: a plan whose
+  // stages were edited by hand, its `predicted` block left as it was, had
+  // been skipped, the summary reporting the time of a plan no longer there.
+  try {
+    check_plan_against(plan, entry.problem, path);
+    const double now = CostModel(entry.problem).estimate(plan).iteration_time_s;
+    if (!(std::abs(now - t) <= 1e-6 * t)) {
+      *refused_plan = path + " is priced at " + std::to_string(now) + " s, not the " + std::to_string(t) +
+                      " s it carries (edited after it was written?)";
+      return false;
+    }
+  } catch (const std::exception& e) {
+    *refused_plan = e.what();
     return false;
   }
   return true;

@@ -138,7 +138,8 @@ CLI::App* register_export_command(CLI::App& app, CommandAction& action) {
       "--model, --cluster and --train default to the specs the plan file carries (for a plan file without\n"
       "them: the model and cluster it names, the built-in training settings).\n"
       "Exit 3 with --to megatron: stock Megatron-LM cannot run this plan; the reasons and the nearest plan it\n"
-      "can run (with its arguments and predicted iteration time) are printed instead.\n"
+      "can run (with its arguments and predicted iteration time) are printed instead. Exit 3 with any --to,\n"
+      "after writing: the plan does not fit in memory (the stage that overflows is named on standard error).\n"
       "--to nodelist: the plan's nodes in Megatron-LM rank order; launch line k as node rank k so every stage\n"
       "runs on its device type (slurm/megatron-plan.sbatch does it on Slurm).");
   action = [a] { return run_export(*a); };

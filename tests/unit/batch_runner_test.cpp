@@ -387,6 +387,20 @@ TEST_F(Batch, APlanOtherThanItsResultDescribesIsPlannedAgain) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("does not carry the time"), std::string::npos) << warnings[0];
   EXPECT_EQ(run({0}).results[0].status, EntryStatus::skipped) << "planned again, then unchanged";
+
+  // A plan whose stages were edited by hand, its predicted figures left as
+  // they were, is no longer the plan its result describes: it had been
+  // skipped, the summary giving the time of the plan replaced.
+  Plan hand = read_plan(plan);
+  ASSERT_FALSE(hand.stages.empty());
+  const Recompute other = hand.stages[0].recompute == Recompute::full ? Recompute::none : Recompute::full;
+  for (StagePlan& s : hand.stages) s.recompute = other;
+  write_file_atomically(plan, plan_to_json(hand));
+  warnings.clear();
+  r = run_warned(warnings, {0});
+  EXPECT_EQ(r.results[0].status, EntryStatus::found);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("edited after it was written"), std::string::npos) << warnings[0];
 }
 
 TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
