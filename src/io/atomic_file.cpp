@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <filesystem>
 #include <utility>
 
@@ -168,6 +170,35 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
     fail_write(path, "cannot replace the file: " + os_reason());
   tmp.commit();
   sync_directory(path, dir);
+}
+
+int remove_abandoned_temporaries(const std::string& path, double idle_seconds) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = "." + target.filename().string() + ".tmp.";
+  // "<pid>.<n>": digits, a dot, digits (create_temporary's names).
+  auto is_tail = [](const std::string& tail) {
+    const std::size_t dot = tail.find('.');
+    auto digits = [](std::string_view t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    return dot != std::string::npos && digits(std::string_view(tail).substr(0, dot)) &&
+           digits(std::string_view(tail).substr(dot + 1));
+  };
+  int removed = 0;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !is_tail(name.substr(prefix.size()))) continue;
+    std::error_code e;
+    if (it->is_symlink(e) || !it->is_regular_file(e)) continue;
+    const auto written = fs::last_write_time(it->path(), e);
+    if (e || std::chrono::duration<double>(now - written).count() < idle_seconds) continue;
+    if (fs::remove(it->path(), e)) ++removed;
+  }
+  return removed;
 }
 
 std::string lowercase_extension(const std::string& path) {

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -44,6 +46,33 @@ TEST_F(AtomicFile, ReplacesContentAndLeavesNoTemporaryFile) {
   write_file_atomically(path, "second\n");
   EXPECT_EQ(read_file(path), "second\n");
   EXPECT_EQ(entries(), std::vector<std::string>{"plan.yaml"});
+}
+
+// A writer killed between creating its temporary and renaming it leaves
+// the temporary (a checkpoint's: tens of MB a kill). Those idle past the
+// limit go; a fresh one (a live write), the file itself and other names
+// stay.
+TEST_F(AtomicFile, AbandonedTemporariesAreRemovedOnceIdle) {
+  const std::string path = (dir_ / "ck.bin").string();
+  write_file_atomically(path, "checkpoint\n");
+  auto touch = [&](const std::string& name, double age_s) {
+    std::ofstream(dir_ / name) << "partial";
+    fs::last_write_time(dir_ / name, fs::file_time_type::clock::now() -
+                                         std::chrono::duration_cast<fs::file_time_type::duration>(
+                                             std::chrono::duration<double>(age_s)));
+  };
+  touch(".ck.bin.tmp.4242.3", 3600);    // killed an hour ago
+  touch(".ck.bin.tmp.4243.0", 700);     // killed 11 minutes ago
+  touch(".ck.bin.tmp.4244.1", 5);       // being written now
+  touch(".ck.bin.tmp.notapid.1", 3600); // not a name the writer makes
+  touch(".other.bin.tmp.4242.3", 3600); // another file's
+  EXPECT_EQ(remove_abandoned_temporaries(path), 2);
+  std::vector<std::string> left = entries();
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".ck.bin.tmp.4244.1", ".ck.bin.tmp.notapid.1", ".other.bin.tmp.4242.3",
+                                            "ck.bin"}));
+  EXPECT_EQ(read_file(path), "checkpoint\n");
+  EXPECT_EQ(remove_abandoned_temporaries((dir_ / "missing-dir" / "x.bin").string()), 0);
 }
 
 TEST_F(AtomicFile, WritesEmptyAndBinaryContents) {

@@ -30,6 +30,15 @@ void write_file_atomically(const std::string& path, std::string_view contents);
 // temporary file in the folder, as a write would.
 void check_writable(const std::string& path);
 
+// Removes the temporaries a killed writer left beside `path`
+// (".<name>.tmp.<pid>.<n>", as write_file_atomically names them) that
+// nothing has written to for `idle_seconds`: a live write renames its
+// temporary as soon as it is synced, so one idle that long is abandoned
+// (a search killed with SIGKILL while saving a checkpoint left one of tens
+// of MB per kill). Returns how many were removed; what cannot be listed or
+// removed is left as it is.
+int remove_abandoned_temporaries(const std::string& path, double idle_seconds = 600);
+
 // The extension of a file name in lower case (".json", ".yaml", or "" when
 // it has none): what an output's format is chosen and checked by.
 std::string lowercase_extension(const std::string& path);
