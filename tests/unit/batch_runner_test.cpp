@@ -369,23 +369,22 @@ TEST_F(Batch, ADamagedPlanIsPlannedAgainNotSkipped) {
 // Either once stood in for the entry (skipped, with the result's numbers).
 TEST_F(Batch, APlanOtherThanItsResultDescribesIsPlannedAgain) {
   ASSERT_EQ(run({0, 2}).results[0].status, EntryStatus::found);
+  // Entry 0 run again: searched, not skipped, with one warning saying why.
+  auto planned_again_because = [this](const std::string& why) {
+    std::vector<std::string> warnings;
+    EXPECT_EQ(run_warned(warnings, {0}).results[0].status, EntryStatus::found) << why;
+    ASSERT_EQ(warnings.size(), 1u) << why;
+    EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
+  };
   const std::string plan = plan_path(options_.out_dir, kSmall);
   fs::copy_file(plan_path(options_.out_dir, kMixed), plan, fs::copy_options::overwrite_existing);
-  std::vector<std::string> warnings;
-  BatchReport r = run_warned(warnings, {0});
-  EXPECT_EQ(r.results[0].status, EntryStatus::found);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("other specs"), std::string::npos) << warnings[0];
+  planned_again_because("other specs");
 
   const std::string sidecar = result_path(options_.out_dir, kSmall);
   EntryResult edited = *read_entry_result(sidecar, nullptr);
   edited.iteration_time_s *= 0.5;
   write_file_atomically(sidecar, entry_result_to_json(edited));
-  warnings.clear();
-  r = run_warned(warnings, {0});
-  EXPECT_EQ(r.results[0].status, EntryStatus::found);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("does not carry the time"), std::string::npos) << warnings[0];
+  planned_again_because("does not carry the time");
   EXPECT_EQ(run({0}).results[0].status, EntryStatus::skipped) << "planned again, then unchanged";
 
   // A plan whose stages were edited by hand, its predicted figures left as
@@ -396,11 +395,7 @@ TEST_F(Batch, APlanOtherThanItsResultDescribesIsPlannedAgain) {
   const Recompute other = hand.stages[0].recompute == Recompute::full ? Recompute::none : Recompute::full;
   for (StagePlan& s : hand.stages) s.recompute = other;
   write_file_atomically(plan, plan_to_json(hand));
-  warnings.clear();
-  r = run_warned(warnings, {0});
-  EXPECT_EQ(r.results[0].status, EntryStatus::found);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("edited after it was written"), std::string::npos) << warnings[0];
+  planned_again_because("edited after it was written");
 }
 
 TEST(BatchSummaryTest, CsvQuotesFieldsThatNeedIt) {
