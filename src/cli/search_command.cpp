@@ -158,15 +158,15 @@ Problem load_search_problem(const SearchArgs& a) {
   check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
                       input_files(a.problem));
   check_overwrites_only(a.out, "-o", "plan");
-  for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
-    if (!path->empty()) check_writable(*path);
-  // A run killed while writing left its temporary beside the file (tens of
-  // MB a checkpoint): gone once nothing has written to it for 10 minutes.
-  for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path})
-    if (!path->empty())
-      if (const int n = remove_abandoned_temporaries(*path); n > 0)
-        std::cerr << "note: removed " << n << " temporary file" << (n > 1 ? "s" : "")
-                  << " a killed run left beside " << *path << "\n";
+  for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path}) {
+    if (path->empty()) continue;
+    check_writable(*path);
+    // A run killed while writing left its temporary beside the file (tens
+    // of MB a checkpoint): gone once nothing has written to it for 10 minutes.
+    if (const int n = remove_abandoned_temporaries(*path); n > 0)
+      std::cerr << "note: removed " << n << " temporary file" << (n > 1 ? "s" : "") << " a killed run left beside "
+                << *path << "\n";
+  }
   return problem;
 }
 

@@ -10,8 +10,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
 #include "autohaap/error.hpp"

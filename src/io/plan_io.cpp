@@ -809,18 +809,19 @@ void check_plan_for(const Plan& plan, const ModelSpec& model, const ClusterSpec&
                          "a first GPU that keeps each group of tp=" + tp + " GPUs inside one node of " +
                              std::to_string(per_node) + " GPUs");
     }
-    // A stage of its own GPUs lies inside one node or on whole nodes
-    // (own_gpus_placement_allowed): GPUs 1..2 on nodes of 2 had a cp ring
-    // across two nodes priced as inside one.
-    // The nodes a file states, for its readers, are the ones it uses: a
-    // hand-edited count had been read and silently rewritten.
+    // The nodes a file states, for its readers, are the ones it uses (as
+    // the writer counts them, nodes_spanned): a hand-edited count had been
+    // read and silently rewritten.
     if (!s.has_replica_sets() && s.stated_nodes > 0) {
-      const int spans = static_cast<int>((end_gpu - 1) / per_node - first_gpu / per_node + 1);
+      const int spans = nodes_spanned(s, per_node);
       if (s.stated_nodes != spans)
         throw InputError(file, key("nodes"), std::to_string(s.stated_nodes),
                          std::to_string(spans) + " (the nodes of " + std::to_string(per_node) + " GPUs that " +
                              gpu_text + " of " + group_name + " touch), or no nodes key");
     }
+    // A stage of its own GPUs lies inside one node or on whole nodes
+    // (own_gpus_placement_allowed): GPUs 1..2 on nodes of 2 had a cp ring
+    // across two nodes priced as inside one.
     if (!s.has_replica_sets()) {
       if (!own_gpus_placement_allowed(first_gpu, gpus, per_node))
         throw InputError(file, key("first_gpu"), std::to_string(first_gpu),

@@ -32,6 +32,23 @@ bool same_sets(const std::vector<ReplicaSet>& a, const std::vector<ReplicaSet>& 
   });
 }
 
+// The same layout in the top K's sense: the same skeleton (same_skeleton:
+// B, each stage's placement and degrees) with the same replica sets on the
+// same GPUs, whatever their shares, split, vpp and recompute. Replica sets
+// count: the same first set with another device's set beside it is
+// another layout.
+bool same_layout(const Plan& a, const Plan& b) {
+  if (!same_skeleton(a, b)) return false;
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const auto &x = a.stages[i].replicas, &y = b.stages[i].replicas;
+    if (!std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const ReplicaSet& r, const ReplicaSet& t) {
+          return r.group == t.group && r.first_gpu == t.first_gpu && r.gpus == t.gpus;
+        }))
+      return false;
+  }
+  return true;
+}
+
 // The same layout: stages, degrees, layers, recompute, replica sets, B and
 // vpp.
 bool same_plan(const Plan& a, const Plan& b) {
@@ -226,23 +243,10 @@ std::vector<Plan> finish_plans_here(const CostModel& model, const SearchResult& 
     }
   }
   refine_plans(model, top, settings.mixed_stages, stop);
-  // One plan per skeleton, its best, as the search's own top K keeps them
-  // (incumbent.hpp): the refinement can bring two splits or vpps of one
-  // skeleton (a uniform plan's even split beside the search's), which are
-  // not two layouts to choose between.
-  // Replica sets count as the skeleton's: the same first set and GPUs
-  // with another device's set beside it is another layout.
-  auto same_layout = [](const Plan& a, const Plan& b) {
-    if (!same_skeleton(a, b)) return false;
-    for (std::size_t i = 0; i < a.stages.size(); ++i) {
-      const auto &x = a.stages[i].replicas, &y = b.stages[i].replicas;
-      const bool same_sets = std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& r, const auto& t) {
-        return r.group == t.group && r.first_gpu == t.first_gpu && r.gpus == t.gpus;
-      });
-      if (!same_sets) return false;
-    }
-    return true;
-  };
+  // One plan per layout, its best, as the search's own top K keeps one
+  // per skeleton (incumbent.hpp): the refinement can bring two splits or
+  // vpps of one skeleton (a uniform plan's even split beside the
+  // search's), which are not two layouts to choose between.
   std::vector<Plan> distinct;
   for (Plan& p : top)
     if (std::none_of(distinct.begin(), distinct.end(), [&](const Plan& q) { return same_layout(p, q); }))
