@@ -62,13 +62,14 @@ TEST(Catalog, EveryDevicePassesValidationWithItsArchitectureDefaults) {
 
 TEST(Catalog, UncheckedGenerationsAreTheOnesWithoutMeasuredRuns) {
   // The generations whose figures tests/data/measured_runs.csv scores
-  // (MeasuredRuns): V100, A100, H100/H200 and MI250 rows. Turing, Ada and
-  // CDNA3 have no row there, so the CLI notes their devices' times may be
+  // (MeasuredRuns): V100, A100, H100/H200, MI250 and MI300X rows. Turing
+  // and Ada have no row there, so the CLI notes their devices' times may be
   // optimistic.
   for (const std::string& name : architecture_names()) {
     SCOPED_TRACE(name);
     const ArchitectureProfile& a = architecture_profile(*parse_architecture(name));
-    const bool measured = name == "volta" || name == "ampere" || name == "hopper" || name == "cdna2";
+    const bool measured = name == "volta" || name == "ampere" || name == "hopper" || name == "cdna2" ||
+                          name == "cdna3";
     EXPECT_EQ(*a.checked_against != '\0', measured);
   }
   // A catalog device keeps its generation's figures; one figure of its own
