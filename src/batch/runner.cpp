@@ -12,10 +12,12 @@
 
 #include "autohaap/batch/cache_file.hpp"
 #include "autohaap/batch/fingerprint.hpp"
+#include "autohaap/batch/summary.hpp"
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/search/latency_cache.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
@@ -43,6 +45,39 @@ void make_folder(const std::string& dir, const std::string& flag) {
 // else, is rewritten, with a warning, as a damaged result or cache file
 // is. The same name from another file, or the manifest edited, may leave
 // entries out of the new summary: said, with how many and from where.
+// Refuses to let the batch write `path` when it holds a file of another
+// kind: the manifest itself, or anything that reads as a plan input (a
+// model, cluster, device or training file; a launch manifest), or parses
+// as YAML or JSON at all when `parsed_is_other` (summary.json: a summary is
+// told by its manifest name before this is asked). A file that does not
+// parse is a damaged output, written anew. `what` names the output,
+// `allowed` what may stand there.
+void refuse_other_kind(const std::string& path, const Manifest& manifest, const char* what, const char* allowed,
+                       bool parsed_is_other = true) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return;
+  auto refuse = [&](const std::string& is) {
+    throw InputError("command line", "--out", fs::path(path).parent_path().string(),
+                     std::string("a folder whose ") + what + " is a new file or " + allowed + " (" + path + " is " +
+                         is + ", which the batch would overwrite)");
+  };
+  if (fs::equivalent(path, manifest.path, ec)) refuse("the manifest this batch reads");
+  std::string kind;
+  try {
+    kind = validate_file(path);
+  } catch (const std::exception&) {
+    bool parses = false;
+    try {
+      parses = YAML::Load(read_file(path)).IsMap();
+    } catch (const std::exception&) {
+      parses = false;
+    }
+    if (parses && parsed_is_other) refuse("a file of another kind");
+    return;
+  }
+  if (kind != "plan") refuse("a " + kind + " file");
+}
+
 void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& manifest) {
   const fs::path summary = fs::path(o.out_dir) / "summary.json";
   std::error_code ec;
@@ -59,6 +94,10 @@ void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& ma
       for (const YAML::Node& e : root["entries"])
         if (e.IsMap() && e["name"] && e["name"].IsScalar()) written_entries.push_back(e["name"].Scalar());
   } catch (const std::exception& e) {
+    // A file of another kind (a model, a cluster, this very manifest) is
+    // not the batch's to replace; one that does not parse at all is a
+    // damaged summary, rewritten.
+    refuse_other_kind(summary.string(), manifest, "summary.json", "an earlier batch summary");
     if (o.on_warning)
       o.on_warning(summary.string() + " does not read (" + e.what() + "); it is written anew for manifest '" +
                    manifest.name + "'");
@@ -76,6 +115,28 @@ void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& ma
     o.on_warning(std::to_string(left_out) + " of the " + std::to_string(written_entries.size()) + " entries in " +
                  summary.string() + " (manifest '" + written_for + "' read from " + written_from +
                  ") are not in " + manifest.path + " and leave the summary; their files stay in " + o.out_dir);
+}
+
+// What the run writes besides summary.json may replace only what a batch
+// wrote there: summary.csv when it begins with the summary's header, and
+// each selected entry's plan file when it is a plan (or a damaged one,
+// planned again). A model file at DIR/<entry>.json, or the manifest named
+// so, had been overwritten without a word.
+void check_outputs_are_the_batchs(const BatchRunOptions& o, const Manifest& manifest,
+                                  const std::vector<std::size_t>& selected) {
+  const fs::path csv = fs::path(o.out_dir) / "summary.csv";
+  std::error_code ec;
+  if (fs::is_regular_file(csv, ec)) {
+    refuse_other_kind(csv.string(), manifest, "summary.csv", "an earlier batch summary", false);
+    const std::string header = summary_csv(BatchSummary{}), text = read_file(csv.string());
+    if (text.compare(0, header.size(), header) != 0)
+      throw InputError("command line", "--out", o.out_dir,
+                       "a folder whose summary.csv is a new file or an earlier batch summary (" + csv.string() +
+                           " does not begin with its header, which the batch would overwrite)");
+  }
+  for (const std::size_t i : selected)
+    refuse_other_kind(plan_path(o.out_dir, manifest.entries.at(i).name), manifest, "plan files",
+                      "earlier plans", false);
 }
 
 std::string cache_dir_of(const BatchRunOptions& o) {
@@ -276,6 +337,7 @@ BatchReport run_batch(const Manifest& manifest, const std::vector<std::size_t>& 
                       const BatchRunOptions& options) {
   make_folder(options.out_dir, "--out");
   check_folder_is_this_manifests(options, manifest);
+  check_outputs_are_the_batchs(options, manifest, selected);
   make_folder((fs::path(options.out_dir) / "results").string(), "--out");
   make_folder(cache_dir_of(options), options.cache_dir.empty() ? "--out" : "--cache");
 

@@ -55,8 +55,13 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   }
   const CostModel model(pp.problem);
   const double own = model.estimate(pp.plan).iteration_time_s;
-  text = "# not expressible with Megatron-LM arguments:\n";
+  text = std::string(kNotExpressibleHeading) + ":\n";
   for (const std::string& why : blockers) text += "#   - " + why + "\n";
+  // A training setting no layout changes: no nearest plan to offer.
+  if (!megatron_training_blocker(pp.problem.training).empty()) {
+    text += "# nearest expressible plan: none — no plan of this training runs on Megatron-LM\n";
+    return kExitInfeasible;
+  }
   const auto nearest = nearest_megatron_plan(pp.problem, pp.plan);
   if (!nearest) {
     text += "# nearest expressible plan: none — no uniform plan on these GPUs fits in memory";
@@ -83,7 +88,15 @@ int run_export(const ExportArgs& a) {
   check_outputs_apart({{"-o", a.out}}, inputs);
   // Never over one of AutoHAAP's inputs (a model or cluster file), which
   // search -o and estimate -o refuse too.
-  check_overwrites_only(a.out, "-o", a.to == "json" ? "plan" : a.to == "launch-json" ? "launch manifest" : nullptr);
+  if (a.out == "-")
+    throw InputError("command line", "-o", a.out,
+                     "a file name (without -o the export goes to standard output)");
+  if (a.to == "json" || a.to == "launch-json")
+    check_overwrites_only(a.out, "-o", a.to == "json" ? "plan" : "launch manifest");
+  else
+    check_overwrites_only_output(a.out, "-o", "export",
+                                 {std::string(kHostfileHeading), std::string(kNodelistHeading),
+                                  std::string(kMegatronArgumentsHeading), std::string(kNotExpressibleHeading)});
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cerr << pp.notes;  // standard output may be the export itself
   const bool fits = warn_if_out_of_memory(pp, a.plan_file);

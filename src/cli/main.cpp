@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -106,6 +107,15 @@ int main(int argc, char** argv) {
           if (value.empty()) throw InputError("command line", option->get_name(), "", "a non-empty value");
           if ((type == "INT" || type == "UINT") && !is_decimal_integer(value))
             throw InputError("command line", option->get_name(), value, "an integer written in decimal");
+          // CLI11 saturates a 64-bit flag's value past its range (--index
+          // 1e23's digits read as 9223372036854775807): told here, as given.
+          long long parsed_value = 0;
+          if (type == "INT" &&
+              std::from_chars(value.data() + (value[0] == '+' ? 1 : 0), value.data() + value.size(), parsed_value).ec ==
+                  std::errc::result_out_of_range)
+            throw InputError("command line", option->get_name(), value,
+                             "an integer of at most 9223372036854775807 in magnitude (each flag's own range is "
+                             "smaller)");
           if (type == "FLOAT" && !is_decimal_number(value))
             throw InputError("command line", option->get_name(), value, "a number written in decimal");
         }

@@ -10,6 +10,7 @@
 #include "autohaap/cost/layer_work.hpp"
 #include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/error.hpp"
+#include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/metis_profile.hpp"
 #include "autohaap/io/profile_loader.hpp"
@@ -211,6 +212,33 @@ void check_overwrites_only(const std::string& path, const char* flag, const char
   const std::string output = own_kind ? own_kind : "export";
   throw InputError("command line", flag, path,
                    "a new file or an earlier " + output + ", not " +
+                       (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") + " (the " +
+                       output + " would overwrite it)");
+}
+
+void check_overwrites_only_output(const std::string& path, const char* flag, const char* output,
+                                  const std::vector<std::string>& marks) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty() || !fs::is_regular_file(path, ec)) return;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::string head;
+  try {
+    head = read_file(path).substr(0, 4096);
+  } catch (const std::exception&) {
+    head.clear();
+  }
+  for (const std::string& mark : marks)
+    if (head.find(mark) != std::string::npos) return;
+  std::string kind;
+  try {
+    kind = validate_file(path);
+  } catch (const std::exception&) {
+    kind.clear();  // not one of AutoHAAP's inputs either
+  }
+  throw InputError("command line", flag, path,
+                   std::string("a new file or an earlier ") + output + ", not " +
                        (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") + " (the " +
                        output + " would overwrite it)");
 }

@@ -39,10 +39,16 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
 // kind `own_kind` (as validate names it: "plan", "launch manifest")
 // already holds something else (an empty file aside): a device file a
 // cluster names, a measured profile or any other input the flags above do
-// not list would be lost under it. With nullptr, a text output (Megatron
-// arguments, a hostfile, a node list): it replaces anything validate does
-// not recognize (an earlier export) but never one of AutoHAAP's inputs.
-// Before any work.
+// not list would be lost under it. Before any work.
 void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind);
+
+// The same for a text output, told by what its writer puts in its first
+// lines (`marks`: an export's "# hostfile for " heading, a report's
+// "<title>AutoHAAP plan: "): `path` may be new, empty or an earlier output
+// holding one of them in its first 4 KB; a measured-runs CSV or a page of
+// notes at that name had been replaced without a word. `output` names the
+// kind in the error ("export", "report").
+void check_overwrites_only_output(const std::string& path, const char* flag, const char* output,
+                                  const std::vector<std::string>& marks);
 
 }  // namespace autohaap::cli

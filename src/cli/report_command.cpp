@@ -28,6 +28,7 @@ int run_report(const ReportArgs& a) {
   std::vector<FlagPath> inputs = input_files(a.problem);
   inputs.push_back({"PLAN", a.plan_file});
   check_outputs_apart({{"--out", a.out}}, inputs);
+  check_overwrites_only_output(a.out, "--out", "report", {"<title>" + std::string(kReportTitle)});
   const PlanProblem pp = load_plan_problem(a.plan_file, a.problem);
   std::cout << pp.notes;
   const CostModel model(pp.problem);

@@ -158,6 +158,7 @@ Problem load_search_problem(const SearchArgs& a) {
   check_outputs_apart({{"-o", a.out}, {"--report", a.report}, {"--checkpoint", a.settings.distributed.checkpoint_path}},
                       input_files(a.problem));
   check_overwrites_only(a.out, "-o", "plan");
+  check_overwrites_only_output(a.report, "--report", "report", {"<title>" + std::string(kReportTitle)});
   for (const std::string* path : {&a.out, &a.report, &a.settings.distributed.checkpoint_path}) {
     if (path->empty()) continue;
     check_writable(*path);

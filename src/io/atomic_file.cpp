@@ -59,6 +59,15 @@ class TemporaryFile {
   bool committed_ = false;
 };
 
+// What every temporary of `base` begins with: ".<base>.tmp.", then
+// "<pid>.<n>". A file name holds 255 bytes: of a longer base only the
+// first 218 are kept (1 + 218 + 5 + 10 + 1 + 20 = 255), so a legal output
+// name of 241-255 bytes still has a temporary beside it.
+std::string temporary_prefix(const std::string& base) {
+  constexpr std::size_t kNameMax = 255, kTail = 5 + 10 + 1 + 20;
+  return "." + base.substr(0, kNameMax - 1 - kTail) + ".tmp.";
+}
+
 // A name no other writer uses: the process id separates processes, the
 // counter separates threads and calls, and O_EXCL settles collisions between
 // hosts sharing a file system.
@@ -66,7 +75,7 @@ TemporaryFile create_temporary(const std::string& path, const std::filesystem::p
                                const std::string& base) {
   static std::atomic<unsigned long> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string name = "." + base + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    std::string name = temporary_prefix(base) + std::to_string(::getpid()) + "." + std::to_string(counter++);
     std::string tmp = (dir / name).string();
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return TemporaryFile(tmp, fd);
@@ -176,7 +185,7 @@ int remove_abandoned_temporaries(const std::string& path, double idle_seconds) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  const std::string prefix = "." + target.filename().string() + ".tmp.";
+  const std::string prefix = temporary_prefix(target.filename().string());
   // "<pid>.<n>": digits, a dot, digits (create_temporary's names).
   auto is_tail = [](const std::string& tail) {
     const std::size_t dot = tail.find('.');

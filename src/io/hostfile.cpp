@@ -60,7 +60,7 @@ std::string format_hostfile(const Plan& plan, const ClusterSpec& cluster) {
   const std::vector<HostSlot> slots = host_slots(plan, cluster);
   std::size_t width = 4;
   for (const HostSlot& s : slots) width = std::max(width, s.node.size());
-  std::string out = "# hostfile for " + plan.model + " on " + plan.cluster + ": " + std::to_string(slots.size()) +
+  std::string out = std::string(kHostfileHeading) + plan.model + " on " + plan.cluster + ": " + std::to_string(slots.size()) +
                     " ranks, one line per GPU\n";
   char line[512];
   std::snprintf(line, sizeof line, "# %-*s %4s %6s %6s %8s %8s %8s  %s\n", static_cast<int>(width) - 2, "node", "gpu",
@@ -118,7 +118,7 @@ std::string format_nodelist(const Plan& plan, const ClusterSpec& cluster) {
     gpus_w = std::max(gpus_w, comma_list(n.local_gpus).size());
     stages_w = std::max(stages_w, comma_list(n.stages).size());
   }
-  std::string out = "# nodelist for " + plan.model + " on " + plan.cluster + ": " + std::to_string(nodes.size()) +
+  std::string out = std::string(kNodelistHeading) + plan.model + " on " + plan.cluster + ": " + std::to_string(nodes.size()) +
                     " launches in Megatron rank order (tensor-parallel fastest, then context-parallel, then "
                     "data-parallel, then stage); launch line k (from 0) as node rank k, its GPUs in the order listed\n";
   std::vector<char> buffer(node_w + group_w + device_w + gpus_w + stages_w + 128);

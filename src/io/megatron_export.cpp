@@ -86,8 +86,17 @@ bool gemms_in_fp8_everywhere(const Problem& problem, const Plan& plan) {
 
 }  // namespace
 
+std::string megatron_training_blocker(const TrainingSpec& training) {
+  if (training.optimizer == Optimizer::adam8bit)
+    return "optimizer: adam8bit (8-bit Adam) is Megatron-DeepSpeed's --use-bnb-optimizer; stock Megatron-LM's "
+           "--optimizer has no 8-bit Adam — train with optimizer: adam, or launch with Megatron-DeepSpeed";
+  return "";
+}
+
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem) {
   std::vector<std::string> why;
+  if (const std::string training = megatron_training_blocker(problem.training); !training.empty())
+    why.push_back(training);
   if (problem.model.family == ModelFamily::generic) {
     why.push_back("the model is a generic layer list; Megatron-LM's pretrain_gpt.py trains GPT and Llama transformers");
   }
@@ -279,10 +288,9 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     add("--fp8-amax-history-len", "1024");
     add("--fp8-amax-compute-algo", "max");
   }
-  // Megatron-LM's --optimizer takes adam or sgd; 8-bit Adam is
-  // Megatron-DeepSpeed's --use-bnb-optimizer on top of adam.
+  // Megatron-LM's --optimizer takes adam or sgd (8-bit Adam blocks the
+  // export: megatron_training_blocker).
   add("--optimizer", tr.optimizer == Optimizer::sgd ? "sgd" : "adam");
-  if (tr.optimizer == Optimizer::adam8bit) add("--use-bnb-optimizer");
   return a;
 }
 
@@ -291,7 +299,7 @@ std::string format_megatron_arguments(const Plan& plan, const Problem& problem, 
   const int p = static_cast<int>(plan.stages.size());
   std::size_t devices = 0;
   const std::string device_stages = grouped(plan, 0, p, [](const StagePlan& s) { return s.device; }, &devices);
-  std::string out = "# Megatron-LM arguments (pretrain_gpt.py) for " + plan.model + " on " + plan.cluster + ": " +
+  std::string out = std::string(kMegatronArgumentsHeading) + " (pretrain_gpt.py) for " + plan.model + " on " + plan.cluster + ": " +
                     std::to_string(p) + (p == 1 ? " stage" : " stages") + " x (tp " + std::to_string(s0.tp) +
                     (s0.cp > 1 ? " x cp " + std::to_string(s0.cp) : std::string()) + " x dp " +
                     std::to_string(s0.dp) + ") = " + std::to_string(plan.num_gpus()) + " GPUs " +

@@ -198,7 +198,7 @@ MetisFile parse_file(const fs::path& file, const std::smatch& name) {
     } catch (const std::exception&) {
       v = 0;
     }
-    if (v < 1) throw InputError(f.path, std::string("file name ") + what, text, "an integer >= 1");
+    if (v < 1) throw InputError(f.path, std::string("file name ") + what, text, "an integer from 1 to 2147483647");
     return v;
   };
   f.tp = size(name[2], "tp");

@@ -46,7 +46,8 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
       const std::string& s = c[col];
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
       if (ec != std::errc() || p != s.data() + s.size() || v < min) {
-        throw InputError(path, where + "." + header[col], s, "an integer >= " + std::to_string(min));
+        throw InputError(path, where + "." + header[col], s,
+                         "an integer from " + std::to_string(min) + " to 2147483647, written in decimal");
       }
       return v;
     };

@@ -4,6 +4,7 @@
 
 #include "autohaap/io/plan_printer.hpp"
 #include "autohaap/report/svg_report.hpp"
+#include "autohaap/report/report_writer.hpp"
 #include "autohaap/report/timeline.hpp"
 #include "autohaap/units.hpp"
 #include "report_text.hpp"
@@ -49,7 +50,7 @@ std::string render_html_report(const CostModel& model, const Plan& plan, const s
   const Timeline timeline = plan_timeline(plan, est);
   const PredictedPerformance perf = model.estimate(plan);
   const std::vector<std::string> devices = device_order(plan);
-  const std::string title = "AutoHAAP plan: " + plan.model + " on " + plan.cluster;
+  const std::string title = std::string(kReportTitle) + plan.model + " on " + plan.cluster;
 
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + escape(title) +
                     "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n";

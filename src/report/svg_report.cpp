@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "autohaap/io/plan_printer.hpp"
+#include "autohaap/report/report_writer.hpp"
 #include "autohaap/report/timeline.hpp"
 #include "autohaap/units.hpp"
 #include "report_text.hpp"
@@ -155,7 +156,7 @@ std::string header(const CostModel& model, const Plan& plan, const PredictedPerf
                    const Timeline& timeline, const std::vector<StageEstimate>& est) {
   const Problem& pb = model.problem();
   std::string out;
-  out += text(20, 30, "AutoHAAP plan: " + plan.model + " on " + plan.cluster,
+  out += text(20, 30, std::string(kReportTitle) + plan.model + " on " + plan.cluster,
               "font-size=\"20\" font-weight=\"bold\" class=\"title\"");
   const int p = static_cast<int>(plan.stages.size());
   out += text(20, 52,
@@ -568,7 +569,7 @@ std::string render_svg_element(const CostModel& model, const Plan& plan, const S
                     "\" viewBox=\"0 0 " + px(kWidth) + " " + px(height) + "\" " + kFont +
                     " class=\"autohaap-report\" data-stages=\"" + std::to_string(pic.stages()) +
                     "\" data-micro-batches=\"" + std::to_string(plan.num_micro_batches) + "\">\n";
-  out += "<title>" + escape("AutoHAAP plan: " + plan.model + " on " + plan.cluster) + "</title>\n";
+  out += "<title>" + escape(std::string(kReportTitle) + plan.model + " on " + plan.cluster) + "</title>\n";
   out += rect(0, 0, kWidth, height, "fill=\"#ffffff\"");
   out += body;
   out += "</svg>\n";

@@ -86,6 +86,9 @@ std::string context_parallel_violation(const ModelSpec& model, int seq_len, int 
   if (cp < 1) return "an integer >= 1";
   if (cp == 1) return "";
   if (model.family == ModelFamily::generic) return "1 (generic layers have no sequence to split)";
+  if (!model.flash_attention)
+    return "1 for a model with flash_attention: false (ring context parallelism runs inside the fused attention "
+           "kernel: Megatron-Core's unfused DotProductAttention refuses cp > 1)";
   if (seq_len % (2 * cp) != 0)
     return "a cp with 2 x cp dividing the sequence length " + std::to_string(seq_len) +
            " (each GPU takes two mirrored chunks)";

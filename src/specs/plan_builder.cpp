@@ -148,11 +148,12 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
     return refuse(std::string("--") + stage_field(v.rule), std::to_string(stage_field_value(v.rule, degrees)),
                   v.allowed);
   };
+  // A runtime without context parallelism first: no model changes that.
+  if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, r.cp); !cp_rule.empty())
+    return refuse("--cp", std::to_string(r.cp), cp_rule);
   if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, nullptr, degrees,
                                      static_cast<int>(B)))
     return stage_refusal(*v);
-  if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, r.cp); !cp_rule.empty())
-    return refuse("--cp", std::to_string(r.cp), cp_rule);
   const long long needed = static_cast<long long>(r.tp) * r.cp * r.pp * r.dp;
   if (needed > total_gpus) {
     return refuse("--tp x --cp x --pp x --dp", std::to_string(needed),
@@ -196,6 +197,16 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
             device_context_parallel_violation(g.device, problem.training.runtime, problem.model.head_dim(), r.cp);
         !cp_rule.empty())
       return refuse("--cp", std::to_string(r.cp), cp_rule);
+    // Where the stage's GPUs lie, by the rule plan files are read with: a
+    // stage across part of a node (4 GPUs on nodes of 3) had been priced
+    // here, its rings as if inside one node, and the plan then failed to
+    // write (estimate -o).
+    if (!own_gpus_placement_allowed(next_gpu, stage_gpus, g.gpus_per_node))
+      return refuse("--tp x --cp x --dp", std::to_string(stage_gpus),
+                    "stages that lie inside one node of " + std::to_string(g.gpus_per_node) +
+                        " GPUs or on whole nodes (" + g.name + "'s nodes); stage " + std::to_string(i) +
+                        " would take GPUs " + std::to_string(next_gpu) + ".." +
+                        std::to_string(next_gpu + stage_gpus - 1) + " across part of a node");
     StagePlan s;
     s.group = group;
     s.device = g.device.name;

@@ -47,6 +47,15 @@ file(WRITE ${_hostile}/impossible_tp.csv "device,op,tp,micro_batch,seq_len,laten
 # A device file a cluster names is an input too: -o onto it once replaced
 # it with the plan. A GEMM efficiency of 5e-324 once gave NaN figures.
 file(WRITE ${_hostile}/own_device.yaml "name: own-device\nbase: a100-80gb\n")
+# Files of another kind at a text output's name: a CSV of someone's, a page
+# of notes (each had been replaced by an export or a report).
+file(WRITE ${_hostile}/measured.csv "id,time\nrun-1,1.5\n")
+file(WRITE ${_hostile}/notes.html "<html><body>my notes</body></html>\n")
+# Nodes of 3 GPUs: a stage of 4 would lie across part of a node.
+file(WRITE ${_hostile}/nodes_of_three.yaml "groups:\n  - {device: a100-80gb, nodes: 4, gpus_per_node: 3}\n")
+file(WRITE ${_hostile}/adam8bit.yaml "global_batch: 512\noptimizer: adam8bit\n")
+# The longest legal file name, 255 bytes (its temporary had been longer).
+string(REPEAT "p" 250 _longest_legal_name)
 file(WRITE ${_hostile}/own_device_cluster.yaml "groups:\n  - {device: own_device.yaml, nodes: 1, gpus_per_node: 8}\n")
 file(WRITE ${_hostile}/tiny_efficiency.yaml "name: tiny\nbase: a100-80gb\ngemm_efficiency: [[1, 5e-324]]\n")
 file(WRITE ${_hostile}/tiny_efficiency_cluster.yaml "groups:\n  - {device: tiny_efficiency.yaml, nodes: 1, gpus_per_node: 8}\n")
@@ -189,7 +198,9 @@ set(_hostile_cases
   "hostile_gap_above_one|2|--gap: got '2'. allowed: a fraction from 0 to 1|search|-m|gpt3-125m|-c|a100x8|--gap|2"
   "hostile_gap_without_bound|2|--gap: got '0.1'. allowed: 0 unless strategy is autohaap|search|-m|gpt3-125m|-c|a100x8|--strategy|uniform|--gap|0.1"
   "hostile_time_limit_negative|2|--time-limit: got '-5'. allowed: a number of seconds >= 0|search|-m|gpt3-125m|-c|a100x8|--time-limit|-5"
-  "hostile_max_skeletons_negative|2|--max-skeletons: got '-1'. allowed: 0 .no limit. or more|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|-1"
+  "hostile_max_skeletons_negative|2|--max-skeletons: got '-1'. allowed: 0 .no limit. to 1000000000000|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|-1"
+  "hostile_max_skeletons_past_the_guard|2|--max-skeletons: got '4611686018427387904'. allowed: 0 .no limit. to 1000000000000|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|4611686018427387904"
+  "hostile_max_skeletons_past_64_bits|2|--max-skeletons: got '99999999999999999999999'. allowed: an integer of at most 9223372036854775807 in magnitude|search|-m|gpt3-125m|-c|a100x8|--max-skeletons|99999999999999999999999"
   "hostile_top_past_the_limit|2|--top: got '100000'. allowed: an integer from 1 to 10000|search|-m|gpt3-125m|-c|a100x8|--top|100000"
   "hostile_checkpoint_interval_tiny|2|--checkpoint-interval: got '1e-300'. allowed: a number of seconds >= 0.01|search|-m|gpt3-125m|-c|a100x8|--checkpoint|${CMAKE_CURRENT_BINARY_DIR}/tiny.ck|--checkpoint-interval|1e-300"
   "hostile_exchange_interval_zero|2|--exchange-interval: got '0'. allowed: a number of seconds >= 0.001|search|-m|gpt3-125m|-c|a100x8|--exchange-interval|0"
@@ -239,6 +250,13 @@ set(_hostile_cases
   "hostile_export_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier export, not a device file .the export would overwrite it.|export|${_hostile}/oom_plan.yaml|--to|hostfile|-o|${_hostile}/own_device.yaml"
   "hostile_profiles_only_no_unmeasured_replica_sets|0|pipeline.1 +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+  a100-80gb:1x[0-9]+.[0-9]+.|search|-m|gpt3-125m|-c|${_hostile}/a100_v100_pair.yaml|-t|${_hostile}/batch_32.yaml|--profiles|${PROJECT_SOURCE_DIR}/tests/data/profile_microseconds.csv|--profiles-only"
   "hostile_device_over_a_cluster_file|2|command line: --out: got '.*own_device_cluster.yaml'. allowed: a new file or an earlier device, not a cluster file|device|--measured|${PROJECT_SOURCE_DIR}/tests/data/device/h200|--base|h200|-o|${_hostile}/own_device_cluster.yaml"
+  "hostile_export_over_a_csv|2|command line: -o: got '.*measured.csv'. allowed: a new file or an earlier export, not a file of another kind|export|${_hostile}/oom_plan.yaml|--to|nodelist|-o|${_hostile}/measured.csv"
+  "hostile_report_over_notes|2|command line: --out: got '.*notes.html'. allowed: a new file or an earlier report, not a file of another kind|report|${_hostile}/oom_plan.yaml|-o|${_hostile}/notes.html"
+  "hostile_export_to_a_dash|2|command line: -o: got '-'. allowed: a file name .without -o the export goes to standard output.|export|${_hostile}/oom_plan.yaml|--to|hostfile|-o|-"
+  "hostile_estimate_stage_across_part_of_a_node|2|--tp x --cp x --dp: got '4'. allowed: stages that lie inside one node of 3 GPUs or on whole nodes .* stage 0 would take GPUs 0..3|estimate|-m|gpt3-125m|-c|${_hostile}/nodes_of_three.yaml|--tp|1|--pp|3|--dp|4|--micro-batch|1|-o|${_hostile}/part_of_a_node.json"
+  "hostile_estimate_cp_without_fused_attention|2|--cp: got '2'. allowed: 1 for a model with flash_attention: false|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--cp|2|--dp|4|--micro-batch|1"
+  "hostile_export_megatron_eight_bit_adam|3|optimizer: adam8bit .8-bit Adam. is Megatron-DeepSpeed's --use-bnb-optimizer.*nearest expressible plan: none|export|${PROJECT_SOURCE_DIR}/tests/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100|-t|${_hostile}/adam8bit.yaml"
+  "hostile_longest_legal_output_name|0|fits +: yes|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|-o|${_hostile}/${_longest_legal_name}.json"
   "hostile_export_json_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|export|${_hostile}/oom_plan.yaml|--to|json|-o|${_hostile}/own_device.yaml"
   "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
   "hostile_batch_result_nesting|0|found +: 1.*warning: previous result .*gpt3-1.3b__a100x8__default.json refused \\(line 1, column 65: arrays and objects nested deeper than 64 levels\\). searching again|batch|${PROJECT_SOURCE_DIR}/jobs/fleet.yaml|--out|${_hostile}/batch|--index|0"

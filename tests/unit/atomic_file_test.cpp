@@ -75,6 +75,21 @@ TEST_F(AtomicFile, AbandonedTemporariesAreRemovedOnceIdle) {
   EXPECT_EQ(remove_abandoned_temporaries((dir_ / "missing-dir" / "x.bin").string()), 0);
 }
 
+// A file name holds 255 bytes; the temporary beside a name of 241-255
+// had held more (".NAME.tmp.PID.N") and every write of such a name failed.
+TEST_F(AtomicFile, ANameOfTheLongestLegalLengthIsWritten) {
+  const std::string name = std::string(250, 'p') + ".json";
+  const std::string path = (dir_ / name).string();
+  write_file_atomically(path, "{}\n");
+  EXPECT_EQ(read_file(path), "{}\n");
+  EXPECT_EQ(entries(), std::vector<std::string>{name});
+  // Its abandoned temporaries are still found by the same prefix.
+  const std::string temporary = "." + name.substr(0, 218) + ".tmp.4242.3";
+  std::ofstream(dir_ / temporary) << "partial";
+  fs::last_write_time(dir_ / temporary, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  EXPECT_EQ(remove_abandoned_temporaries(path), 1);
+}
+
 TEST_F(AtomicFile, WritesEmptyAndBinaryContents) {
   const std::string path = (dir_ / "blob").string();
   write_file_atomically(path, "");

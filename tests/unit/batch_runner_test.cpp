@@ -333,6 +333,37 @@ TEST_F(Batch, ADamagedSummaryIsReportedAndWrittenAnew) {
   EXPECT_NE(warnings[0].find("not a batch summary"), std::string::npos) << warnings[0];
 }
 
+// The folder's outputs replace only what a batch wrote there: a model at
+// summary.json or at an entry's plan file, the manifest itself named
+// summary.json, or a CSV of someone's at summary.csv had been overwritten
+// (the next run then failed on its own input).
+TEST_F(Batch, OutputsNeverReplaceAnotherKindOfFile) {
+  const std::string model = R"({"name": "g", "family": "gpt", "layers": 12, "hidden": 768, "heads": 12, )"
+                            R"("vocab": 50257, "seq_len": 2048})";
+  auto refused = [&](const std::string& file, const std::string& text, const std::string& says) {
+    SCOPED_TRACE(file);
+    fs::remove_all(path("out"));
+    write("out/" + file, text);
+    try {
+      run({0});
+      ADD_FAILURE() << "not refused";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "--out");
+      EXPECT_NE(e.allowed().find(says), std::string::npos) << e.allowed();
+    }
+    EXPECT_EQ(read_file(path("out/" + file)), text);
+  };
+  refused("summary.json", model, "is a model file");
+  refused("summary.csv", "id,time\nrun-1,1.5\n", "does not begin with its header");
+  refused(std::string(kSmall) + ".json", model, "is a model file");
+  // The manifest itself at summary.json.
+  fs::remove_all(path("out"));
+  const std::string text = "name: k3\nmodels: [gpt3-125m]\nclusters: [a100x8]\n";
+  manifest_ = load_manifest(write("out/summary.json", text));
+  EXPECT_THROW(run({0}), InputError);
+  EXPECT_EQ(read_file(path("out/summary.json")), text);
+}
+
 TEST_F(Batch, EntriesLeftOutOfTheSummaryAreSaid) {
   // The same manifest name from another file (or the manifest edited)
   // with one entry of the three: the other two leave the summary, said.

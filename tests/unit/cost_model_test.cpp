@@ -13,6 +13,7 @@
 #include "autohaap/cost/layer_work.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/plan_builder.hpp"
 
 namespace autohaap {
 namespace {
@@ -215,6 +216,41 @@ TEST(LayerWork, OpLevelSelectiveCheckpointingKeepsEveryOtherProductAndTheAttenti
   y.eager_modules = true;
   EXPECT_DOUBLE_EQ(layer_activation_bytes(g, 0, y, Recompute::selective), 2.0 * 2048 * 2 * 1024);
   for (int op = 0; op < LayerWork::kOps; ++op) EXPECT_DOUBLE_EQ(layer_forward_work(g, 0, y).op_level_replay[op], 1.0);
+}
+
+TEST(CostModel, HardwareFlopsCountTheHalfOfTheScoresACausalKernelComputes) {
+  // Model FLOPs keep the whole s x s score matrix (4 b s^2 h a layer's
+  // forward, as Megatron-LM counts it); a fused kernel on a causal model
+  // computes half, and HFU counts what runs: without recompute, 3 x 2 b s^2
+  // h a layer less, by hand.
+  Problem p;
+  p.model = llama(4, 4096, 14336, 32, 8);  // fused attention, 8192 tokens
+  p.cluster = ClusterSpec{"c", {group(flat_device(1000, 0.6), 1, 8)}, 12.5, 20};
+  p.training.global_batch = 8;
+  UniformPlanRequest q;
+  q.dp = 8;
+  const Plan plan = make_uniform_plan(p, q);
+  const CostModel model(p);
+  const double b = 8, s = 8192, h = 4096, layers = 4;
+  const double half_scores = 3 * layers * 2 * b * s * s * h;
+  EXPECT_NEAR(model.hardware_flops_per_iteration(plan), model.model_flops_per_iteration() - half_scores,
+              1e-9 * half_scores);
+  // At 512k tokens attention is most of the work: HFU below MFU, and below
+  // 1 on a device whose kernels claim their best (Llama 3 8B's layers under
+  // cp 8, FlashAttention-3-like figures; counting the whole matrix gave
+  // HFU 1.13 there).
+  p.model.seq_len = 524288;
+  DeviceSpec fast = catalog_device("h100-sxm");
+  fast.flash3_forward_efficiency = 0.75;
+  fast.flash3_backward_efficiency = 0.6;
+  p.cluster = ClusterSpec{"c", {group(fast, 1, 8)}, 12.5, 20};
+  p.training.precision = Precision::bf16;
+  q.dp = 1;
+  q.cp = 8;
+  q.recompute = Recompute::full;
+  const PredictedPerformance long_run = CostModel(p).estimate(make_uniform_plan(p, q));
+  EXPECT_LT(long_run.hfu, 1.0);
+  EXPECT_LT(long_run.hfu, long_run.mfu);
 }
 
 TEST(CostModel, FsdpSelectiveReplaysPartOfTheForward) {

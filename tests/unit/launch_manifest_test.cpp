@@ -94,8 +94,10 @@ TEST(LaunchManifest, ContextParallelRanksExchangeTheirTokenChunks) {
   plan.stages = {make_stage(0, "a100-40gb", 0, 1, 1, 0, 12, Recompute::none),
                  make_stage(1, "v100-32gb", 0, 1, 2, 12, 24, Recompute::none)};
   plan.stages[0].cp = 2, plan.stages[0].gpus = 2;
-  check_plan_against(plan, problem().model, problem().cluster, problem().seq_len(), "cp");
-  const LaunchManifest m = launch_manifest(plan, problem());
+  Problem p = problem();
+  p.model.flash_attention = true;  // the ring runs inside the fused kernel
+  check_plan_against(plan, p.model, p.cluster, p.seq_len(), "cp");
+  const LaunchManifest m = launch_manifest(plan, p);
   using Peers = std::vector<LaunchPeer>;
   EXPECT_EQ(m.ranks[1].tokens, (IndexRange{1024, 2048}));
   EXPECT_EQ(m.ranks[1].send_to, (Peers{{2, {0, 2}, {1024, 2048}}, {3, {2, 4}, {1024, 2048}}}));

@@ -124,7 +124,7 @@ struct BruteForceCounts {
 };
 BruteForceCounts match_brute_force_on_random_skeletons(bool overlap_grad_reduce) {
   BruteForceCounts n;
-  for (std::uint32_t seed = 1; seed <= 24; ++seed) {
+  for (std::uint32_t seed = 1; seed <= 48; ++seed) {
     Problem problem = random_problem(seed);
     problem.training.overlap_grad_reduce = overlap_grad_reduce;
     const CostModel cost(problem);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autohaap/plan.hpp"
@@ -50,7 +51,10 @@ struct HostSlot {
 // check_plan_against for `cluster`.
 std::vector<HostSlot> host_slots(const Plan& plan, const ClusterSpec& cluster);
 
-// The slots as a whitespace-separated table with a '#' header.
+// The slots as a whitespace-separated table with a '#' header, which
+// begins with kHostfileHeading (how export tells an earlier one it may
+// replace).
+inline constexpr std::string_view kHostfileHeading = "# hostfile for ";
 std::string format_hostfile(const Plan& plan, const ClusterSpec& cluster);
 
 // One launch of a node: a run of consecutive global ranks on one node.
@@ -74,7 +78,8 @@ std::vector<NodeLaunch> node_order(const Plan& plan, const ClusterSpec& cluster)
 // The node order as a whitespace-separated table with a '#' header: node,
 // group, device, GPUs used, local GPUs (comma-separated), pipeline ranks
 // (comma-separated), first and last global rank; one line per launch, in
-// launch order.
+// launch order. The header begins with kNodelistHeading.
+inline constexpr std::string_view kNodelistHeading = "# nodelist for ";
 std::string format_nodelist(const Plan& plan, const ClusterSpec& cluster);
 
 }  // namespace autohaap

@@ -35,6 +35,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,15 +50,25 @@ namespace autohaap {
 // when it can. Reasons: a generic layer list; tp, dp, cp or recompute mode
 // differing across stages; fp8 training on devices with and without FP8;
 // a stage of replica sets (each data-parallel rank of Megatron-LM takes
-// the same micro-batch); ZeRO 2 or 3.
+// the same micro-batch); ZeRO 2 or 3; and megatron_training_blocker.
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem);
+
+// Why no plan of this training runs on stock Megatron-LM, whatever its
+// layout; empty when some may: 8-bit Adam (Megatron-DeepSpeed's
+// --use-bnb-optimizer; Megatron-LM's --optimizer has no 8-bit Adam, and
+// its strict argument parser stops at an unknown flag).
+std::string megatron_training_blocker(const TrainingSpec& training);
 
 // The arguments, in a fixed order, as (flag, value) pairs; value is empty
 // for switches. Requires megatron_blockers(plan, problem) to be empty.
 std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& plan, const Problem& problem);
 
 // The arguments as shell continuation lines ("--flag value \"), the last
-// without the backslash, after '#' comment lines describing the plan.
+// without the backslash, after '#' comment lines describing the plan, the
+// first beginning with kMegatronArgumentsHeading (an export that cannot
+// express its plan begins with kNotExpressibleHeading instead).
+inline constexpr std::string_view kMegatronArgumentsHeading = "# Megatron-LM arguments";
+inline constexpr std::string_view kNotExpressibleHeading = "# not expressible with Megatron-LM arguments";
 // `node_order` names where the launcher finds the nodes' order (by
 // default the plan file's own `--to nodelist`).
 std::string format_megatron_arguments(const Plan& plan, const Problem& problem,

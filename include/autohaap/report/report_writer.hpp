@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autohaap/cost/cost_model.hpp"
@@ -34,6 +35,10 @@ struct ComparedPlan {
 // extension is an InputError naming the path, or, given `flag`, the
 // command-line flag that named it.
 ReportFormat report_format_for(const std::string& path, const std::string& flag = "");
+
+// What every report's <title> begins with, SVG and HTML alike (how report
+// and search --report tell an earlier report they may replace).
+inline constexpr std::string_view kReportTitle = "AutoHAAP plan: ";
 
 // Renders `plan` (scored by `model`), with `compared` beside it in HTML,
 // and writes it to `path`.

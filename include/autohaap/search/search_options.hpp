@@ -128,6 +128,11 @@ struct SearchOption {
   bool in_manifest;             // also a batch manifest `options:` key
 };
 
+// The largest --max-skeletons: past any memory (1.7 PB of skeletons), so
+// no limit in practice, and its memory guard (twice it) stays far inside
+// 64 bits; 2^62 and up had overflowed the guard into an internal error.
+inline constexpr double kMaxSkeletonsLimit = 1e12;
+
 // The table, in --help and validation order.
 inline constexpr std::array kSearchOptions{
     SearchOption{"strategy", "-s", "", &SearchSettings::strategy, {0, false, &search_strategies},
@@ -145,7 +150,8 @@ inline constexpr std::array kSearchOptions{
                  "keep every stage on one device type (by default idle GPUs may join a stage as replicas of their "
                  "own type, each with its share of the micro-batch)",
                  true},
-    SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0}, "0 (no limit) or more",
+    SearchOption{"max skeletons", "", "", &SearchSettings::max_skeletons, {0, false, nullptr, kMaxSkeletonsLimit},
+                 "0 (no limit) to 1000000000000",
                  "most skeletons kept after initialization (about 1.7 KB each; 0: no limit); bounds memory: past it, those "
                  "of least lower bound are searched and the rest bound the proven gap", true},
     SearchOption{"checkpoint", "", "", &dist::DistributedSettings::checkpoint_path, {},

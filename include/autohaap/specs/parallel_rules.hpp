@@ -66,10 +66,12 @@ inline int chunk_layers(int stage_layers, int vpp, int v) {
   return stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
 }
 
-// Context parallelism over `cp` GPUs: a transformer family, and a sequence
-// that splits into 2·cp equal chunks (Transformer Engine's load balancing
-// of causal attention gives each GPU two mirrored chunks). Returns what is
-// allowed when the rule fails, else "".
+// Context parallelism over `cp` GPUs: a transformer family whose attention
+// runs fused (the model's flash_attention: the ring runs inside Transformer
+// Engine's fused attention; Megatron-Core's unfused DotProductAttention
+// asserts cp == 1), and a sequence that splits into 2·cp equal chunks
+// (Transformer Engine's load balancing of causal attention gives each GPU
+// two mirrored chunks). Returns what is allowed when the rule fails, else "".
 std::string context_parallel_violation(const ModelSpec& model, int seq_len, int cp);
 
 // And a runtime that runs it: Megatron-LM (--context-parallel-size) and
