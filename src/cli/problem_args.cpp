@@ -196,33 +196,47 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
   }
 }
 
-void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind) {
+namespace {
+
+// Whether an output at `path` would replace something: a file that is not
+// empty (a new name or an empty file replaces nothing).
+bool replaces_something(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (path.empty() || !fs::is_regular_file(path, ec)) return;
+  if (path.empty() || !fs::is_regular_file(path, ec)) return false;
   const auto size = fs::file_size(path, ec);
-  if (ec || size == 0) return;
-  std::string kind;
+  return !ec && size > 0;
+}
+
+// What validate names the file ("plan", "model", ...), or "" when it reads
+// as none of AutoHAAP's inputs.
+std::string input_kind(const std::string& path) {
   try {
-    kind = validate_file(path);
+    return validate_file(path);
   } catch (const std::exception&) {
-    kind.clear();  // unreadable as any input: still not a plan
+    return "";
   }
-  if (own_kind ? kind == own_kind : kind.empty()) return;
-  const std::string output = own_kind ? own_kind : "export";
+}
+
+[[noreturn]] void refuse_overwrite(const std::string& path, const char* flag, const std::string& output,
+                                   const std::string& kind) {
   throw InputError("command line", flag, path,
                    "a new file or an earlier " + output + ", not " +
                        (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") + " (the " +
                        output + " would overwrite it)");
 }
 
+}  // namespace
+
+void check_overwrites_only(const std::string& path, const char* flag, const char* own_kind) {
+  if (!replaces_something(path)) return;
+  const std::string kind = input_kind(path);
+  if (kind != own_kind) refuse_overwrite(path, flag, own_kind, kind);
+}
+
 void check_overwrites_only_output(const std::string& path, const char* flag, const char* output,
                                   const std::vector<std::string>& marks) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty() || !fs::is_regular_file(path, ec)) return;
-  const auto size = fs::file_size(path, ec);
-  if (ec || size == 0) return;
+  if (!replaces_something(path)) return;
   std::string head;
   try {
     head = read_file(path).substr(0, 4096);
@@ -231,16 +245,7 @@ void check_overwrites_only_output(const std::string& path, const char* flag, con
   }
   for (const std::string& mark : marks)
     if (head.find(mark) != std::string::npos) return;
-  std::string kind;
-  try {
-    kind = validate_file(path);
-  } catch (const std::exception&) {
-    kind.clear();  // not one of AutoHAAP's inputs either
-  }
-  throw InputError("command line", flag, path,
-                   std::string("a new file or an earlier ") + output + ", not " +
-                       (kind.empty() ? std::string("a file of another kind") : "a " + kind + " file") + " (the " +
-                       output + " would overwrite it)");
+  refuse_overwrite(path, flag, output, input_kind(path));
 }
 
 }  // namespace autohaap::cli
