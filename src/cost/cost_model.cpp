@@ -167,6 +167,28 @@ CostModel::CostModel(const Problem& problem, CostParameters parameters)
     : problem_(problem), parameters_(parameters), layer_times_(std::make_shared<LayerTimeTable>()) {
   if (!problem_.profiles.empty()) correction_ = fit_profile_correction();
   identical_layers_ = problem_.model.family != ModelFamily::generic && problem_.profiles.empty();
+  // Every tp a stage may take divides the heads and stays inside a node.
+  const ModelSpec& m = problem_.model;
+  int largest_tp = 1;
+  for (const NodeGroup& g : problem_.cluster.groups) largest_tp = std::max(largest_tp, g.gpus_per_node);
+  if (m.family != ModelFamily::generic) largest_tp = std::min(largest_tp, std::max(1, m.heads));
+  const bool pads = problem_.training.runtime != Runtime::fsdp && m.family != ModelFamily::generic;
+  edge_models_.reserve(static_cast<std::size_t>(largest_tp) + 1);
+  edge_models_.push_back(m);  // [0]: unused
+  for (int tp = 1; tp <= largest_tp; ++tp) {
+    ModelSpec padded = m;
+    if (pads) {
+      const long long multiple = 128LL * tp;
+      padded.vocab = static_cast<int>(std::min<long long>((m.vocab + multiple - 1) / multiple * multiple,
+                                                          std::numeric_limits<int>::max()));
+    }
+    edge_models_.push_back(std::move(padded));
+  }
+}
+
+const ModelSpec& CostModel::edge_model(int tp) const {
+  return tp >= 1 && tp < static_cast<int>(edge_models_.size()) ? edge_models_[static_cast<std::size_t>(tp)]
+                                                                 : problem_.model;
 }
 
 std::shared_ptr<const std::vector<Timing>> CostModel::layer_timings(const StageShape& shape, int micro_batch) const {
@@ -541,14 +563,14 @@ Timing CostModel::edge_timing(const StageShape& shape, int micro_batch, bool fir
   Timing t;  // no edge: nothing unmeasured
   if (first) {
     const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training, g.device,
-                                 embedding_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
+                                 embedding_forward_work(edge_model(shape.tp), x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
     t.source = worse(t.source, w.source);
   }
   if (last) {
     const WorkTime w = work_time(Measurements{problem_.profiles, correction_}, problem_.training, g.device,
-                                 head_forward_work(problem_.model, x), x, -1, /*is_layer=*/false);
+                                 head_forward_work(edge_model(shape.tp), x), x, -1, /*is_layer=*/false);
     t.forward_s += w.forward;
     t.backward_s += w.backward;
     t.source = worse(t.source, w.source);
@@ -593,7 +615,7 @@ ProfileCorrection CostModel::fit_profile_correction() const {
       analytic_s = (backward ? w.backward : w.forward) + tensor_parallel_s(problem_, g, parameters_, shape, x, layer);
     } else {
       for (const LayerWork& w :
-           {layer_work, embedding_forward_work(problem_.model, x), head_forward_work(problem_.model, x)})
+           {layer_work, embedding_forward_work(edge_model(shape.tp), x), head_forward_work(edge_model(shape.tp), x)})
         for (const OpWork& o : w.ops)
           if (analytic_s < 0 && op == o.name && (o.flops > 0 || o.bytes > 0)) {
             analytic_s = roofline_s(g.device, problem_.training, o, backward);
@@ -629,16 +651,17 @@ LayerMemory CostModel::layer_memory(const StageShape& shape, int micro_batch, in
 LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, bool first, bool last) const {
   const BatchShape x = batch_shape(problem_, shape, micro_batch);
   const TrainingSpec& tr = problem_.training;
+  const ModelSpec& edges = edge_model(shape.tp);
   double params = 0;
-  if (first) params += embedding_params(problem_.model);
-  if (last) params += head_params(problem_.model, first);
+  if (first) params += embedding_params(edges);
+  if (last) params += head_params(edges, first);
   params /= shape.tp;
   LayerMemory m;
   m.static_bytes = params * static_bytes_per_param(state_bytes(tr, tr.zero, shape.replicas()));
-  if (first) m.activation_bytes = embedding_activation_bytes(problem_.model, x);
+  if (first) m.activation_bytes = embedding_activation_bytes(edges, x);
   // The last stage runs each micro-batch's loss and backward back to back:
   // one set of logits at a time.
-  m.working_bytes = last ? logits_bytes(problem_.model, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
+  m.working_bytes = last ? logits_bytes(edges, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
   return m;
 }
 
@@ -681,8 +704,8 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   // (last stage): under ZeRO-3/FSDP a unit of their own, beside the layers
   // (torchtitan shards each block, then the root module that holds them).
   double edge_unit = 0;
-  if (first) edge_unit += embedding_params(problem_.model);
-  if (last) edge_unit += head_params(problem_.model, first);
+  if (first) edge_unit += embedding_params(edge_model(shape.tp));
+  if (last) edge_unit += head_params(edge_model(shape.tp), first);
   params += edge_unit;
   if (first) activations += embedding_activation_bytes(problem_.model, x);
   // DeepSpeed's pipeline engine keeps each in-flight micro-batch's stage
@@ -699,7 +722,8 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   // The word embedding and the output layer (its tied copy or its own) are
   // each one vocab x h tensor.
   if ((first || last) && problem_.model.family != ModelFamily::generic)
-    largest_accumulated = std::max(largest_accumulated, static_cast<double>(problem_.model.vocab) * problem_.model.hidden);
+    largest_accumulated =
+        std::max(largest_accumulated, static_cast<double>(edge_model(shape.tp).vocab) * problem_.model.hidden);
   params /= shape.tp;
   largest_layer /= shape.tp;
   edge_unit /= shape.tp;
@@ -748,7 +772,8 @@ MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int zero, int m
   }
   const double micro_batches_in_flight = in_flight(stage_index, num_stages, num_micro_batches, vpp);
   m.activations = activations * micro_batches_in_flight + working;
-  m.logits = last ? logits_bytes(problem_.model, x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
+  m.logits =
+      last ? logits_bytes(edge_model(shape.tp), x, loss_bytes_per_logit(tr), logits_held_by_runtime(tr)) : 0.0;
   // One communicator for each kind of group the GPU is in with others:
   // tensor-parallel, data-parallel, pipeline neighbours.
   const int communicators = (shape.tp > 1) + (shape.cp > 1) + (shape.replicas() > 1) + (num_stages > 1);
@@ -943,7 +968,7 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   e.backward_s += edge.backward_s;
   e.layers_source = source;
   e.time_source = worse(source, edge.source);
-  params = rank_params(problem_.model, params, first, last, s.tp);
+  params = rank_params(edge_model(s.tp), params, first, last, s.tp);
   e.backward_s += gradient_accumulation_s(params, tr, zero, g.device);
 
   // Pipeline transfers of one micro-batch: the activation to the next stage
@@ -1046,7 +1071,7 @@ StageTail CostModel::stage_tail(const Plan& plan, int i, const StagePlan& s, int
   // DeepSpeed's tied modules, PipelineEngine._exec_reduce_tied_grads): a
   // two-rank all-reduce over the link between the two stages, not hidden.
   if (p > 1 && (first || last) && problem_.model.tied_embeddings && problem_.model.family != ModelFamily::generic) {
-    const double tied_bytes = static_cast<double>(problem_.model.vocab) * problem_.model.hidden / s.tp *
+    const double tied_bytes = static_cast<double>(edge_model(s.tp).vocab) * problem_.model.hidden / s.tp *
                               bytes_per_element(grad_precision(tr));
     t.dp_sync_s += ring_allreduce_s(
         tied_bytes, 2, pipeline_link(problem_.cluster, plan.stages.front(), plan.stages.back(), parameters_));
@@ -1064,7 +1089,7 @@ double CostModel::stage_tail_floor(const Plan& plan, int i, int layers) const {
   const int p = static_cast<int>(plan.stages.size());
   const bool first = i == 0, last = i == p - 1;
   const double layers_params = layer_params(problem_.model, s.layer_begin) * layers;
-  const double params = rank_params(problem_.model, layers_params, first, last, s.tp);
+  const double params = rank_params(edge_model(s.tp), layers_params, first, last, s.tp);
   // An infinite backward hides all the sync overlap_grad_reduce can hide.
   const StageTail t = stage_tail(plan, i, s, plan.zero, params, std::numeric_limits<double>::infinity(),
                                  stage_dp_link(s));

@@ -590,6 +590,36 @@ TEST(CostModel, LastStageLogitsAsEachRuntimeHoldsThem) {
   EXPECT_DOUBLE_EQ(last_stage_logits(p), 12 * elements);
 }
 
+// Megatron-LM and Megatron-DeepSpeed pad the vocabulary to a multiple of
+// 128·tp (--make-vocab-size-divisible-by 128, _vocab_size_with_padding):
+// 129 rows hold 256 at tp 1 and 1024 at tp 8, in the logits, the output
+// layer's weights and its GEMM; PyTorch (fsdp) keeps 129.
+TEST(CostModel, TheVocabularyIsPaddedAsMegatronPadsIt) {
+  Problem p;
+  p.model = gpt(2, 256, 8, /*vocab=*/129, /*seq=*/1024);
+  p.cluster = ClusterSpec{"c", {group(flat_device(100, 0.5), 1, 8)}, 12.5, 20};
+  p.training.global_batch = 8;
+  p.training.precision = Precision::bf16;
+  auto logits = [&](int tp) {
+    return CostModel(p).stage_memory(StageShape{0, tp, 1, Recompute::none}, 1, 0, 2, 0, 1, 8).logits;
+  };
+  const double per_row = 6.0 * 1024;  // a 16-bit and an fp32 logit for each of 1024 tokens
+  EXPECT_DOUBLE_EQ(logits(1), per_row * 256);
+  EXPECT_DOUBLE_EQ(logits(8), per_row * 1024 / 8);
+  // The embedding's weights: 129 and 1024 rows are both 1024 at tp 8, but
+  // 256 and 1024 at tp 1.
+  auto embedding_bytes = [&](int vocab, int tp) {
+    Problem q = p;
+    q.model.vocab = vocab;
+    return CostModel(q).edge_memory(StageShape{0, tp, 1, Recompute::none}, 1, true, false).static_bytes;
+  };
+  EXPECT_DOUBLE_EQ(embedding_bytes(129, 8), embedding_bytes(1024, 8));
+  EXPECT_LT(embedding_bytes(129, 1), embedding_bytes(1024, 1));
+  EXPECT_DOUBLE_EQ(embedding_bytes(129, 1), embedding_bytes(256, 1));
+  p.training.runtime = Runtime::fsdp;
+  EXPECT_DOUBLE_EQ(logits(1), 12.0 * 1024 * 129);  // PyTorch's fp32 cross-entropy, 12 bytes a logit, unpadded
+}
+
 // `model` at 512 tokens without dropout on one node of `gpus` flat GPUs,
 // bf16, no sequence parallelism: the memory tests' hand-sized setting.
 Problem short_sequences(ModelSpec model, int gpus, int global_batch) {

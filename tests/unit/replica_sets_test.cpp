@@ -125,8 +125,11 @@ TEST(ReplicaSets, TiedEmbeddingsAreAllReducedBetweenFirstAndLastStage) {
   for (int i : {0, 1}) {
     const double with = CostModel(tied).stage(p, i).dp_sync_s, without = CostModel(untied).stage(p, i).dp_sync_s;
     const StagePlan& s = p.stages[i];
-    const double bytes = static_cast<double>(tied.model.vocab) * tied.model.hidden / s.tp *
-                         bytes_per_element(grad_precision(tied.training));
+    // Megatron-LM's vocabulary padded to a multiple of 128·tp (GPT-3's
+    // 50,257 rows: 50,304 at tp 1, 50,432 at tp 2).
+    const int multiple = 128 * s.tp;
+    const double padded_vocab = (tied.model.vocab + multiple - 1) / multiple * multiple;
+    const double bytes = padded_vocab * tied.model.hidden / s.tp * bytes_per_element(grad_precision(tied.training));
     // Both stages on the A100-40GB group, in one node: NVLink at its
     // achievable fraction.
     const NodeGroup& g = tied.cluster.groups[0];

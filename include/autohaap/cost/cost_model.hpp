@@ -170,6 +170,14 @@ class CostModel {
   // (a 1,024-layer list: 6.6 minutes on one thread).
   struct LayerTimeTable;
   std::shared_ptr<const std::vector<Timing>> layer_timings(const StageShape& shape, int micro_batch) const;
+  // The model as a stage of tensor-parallel degree `tp` holds its
+  // embedding and output layer: under Megatron-LM and Megatron-DeepSpeed
+  // the vocabulary padded to a multiple of 128·tp (their
+  // --make-vocab-size-divisible-by, default 128, times tp:
+  // _vocab_size_with_padding), so that every tp rank holds an equal shard
+  // of whole 128-row blocks; PyTorch (fsdp) keeps the model's own. GPT-3's
+  // 50,257 are 51,200 at tp 8. The layers are the model's.
+  const ModelSpec& edge_model(int tp) const;
 
   const Problem& problem_;
   CostParameters parameters_;
@@ -178,6 +186,7 @@ class CostModel {
   // without profiles, which could time layers apart.
   bool identical_layers_ = false;
   std::shared_ptr<LayerTimeTable> layer_times_;  // shared by copies: the same problem
+  std::vector<ModelSpec> edge_models_;           // edge_model(tp) at [tp], from 1 to the largest tp allowed
 };
 
 }  // namespace autohaap
