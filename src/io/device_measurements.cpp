@@ -104,8 +104,19 @@ void read_gemm(const std::string& path, const DeviceSpec& d, DeviceMeasurements&
   // a typo, not a measurement to leave out unsaid.
   static const std::set<std::string> kDtypes = {"bf16", "fp16", "fp32", "fp8", "tf32"};
   const bool shaped = t.has("m") && t.has("n") && t.has("k");
+  // One row per product (type, role and its shape, or without m, n and k
+  // its size): a second, three times slower, had shifted the curve
+  // without a word.
+  std::map<std::string, std::size_t> row_of;
   for (std::size_t r = 0; r < t.size(); ++r) {
     const std::string& row_dtype = t.text(r, "dtype");
+    const std::string product =
+        row_dtype + "," + t.text(r, "role") + "," +
+        (shaped ? t.text(r, "m") + "," + t.text(r, "n") + "," + t.text(r, "k") : t.text(r, "gflop"));
+    if (const auto [earlier, fresh] = row_of.emplace(product, r); !fresh)
+      throw InputError(path, t.where(r, "role"), t.text(r, "role"),
+                       "one row per product (type, role and " + std::string(shaped ? "m, n, k" : "gflop") + "; " +
+                           t.where(earlier->second, "role") + " already times this one)");
     if (!kDtypes.count(row_dtype))
       throw InputError(path, t.where(r, "dtype"), row_dtype,
                        "one of the types scripts/device/gemm_sweep.cu times: " +

@@ -20,6 +20,7 @@
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/spec_loader.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 
 namespace autohaap {
 namespace {
@@ -335,6 +336,14 @@ void add_metis_profiles(ProfileTable& table, const std::string& directory, const
 
   const std::regex name_re(R"(DeviceType\.(.+)_tp([0-9]+)_bs([0-9]+)\.json)");
   const int expected_layers = problem.model.layers + 2;
+  // A Metis file records no sequence length: it is read as measured at the
+  // model's own. At another (a training's seq_len: 4096 on a model of 2048)
+  // its times had been taken as measured there, as fast as at 2048.
+  if (problem.seq_len() != problem.model.seq_len)
+    throw InputError(directory, "sequence length", std::to_string(problem.seq_len()) + " tokens (the training's)",
+                     "the model's own " + std::to_string(problem.model.seq_len) +
+                         " tokens: Metis profile files do not record the sequence length they measured, so they "
+                         "are read as measured at the model's (or give a CSV profile, whose rows state seq_len)");
   std::vector<MetisFile> parsed;
   for (const fs::path& file : files) {
     const std::string name = file.filename().string();
@@ -342,6 +351,13 @@ void add_metis_profiles(ProfileTable& table, const std::string& directory, const
     if (!std::regex_match(name, m, name_re)) throw InputError(file.string(), "file name", name, kNamePattern);
     parsed.push_back(parse_file(file, m));
     const MetisFile& f = parsed.back();
+    // A tp the model cannot run measured another model (the CSV reader's
+    // rule): its ratio to the analytic time would skew every correction.
+    if (const auto v = stage_violation(problem.model, problem.seq_len(), problem.training.sequence_parallel, nullptr,
+                                         StageDegrees{f.tp, 1, 1}, 1);
+        v && v->rule == StageRule::tp_not_dividing_heads)
+      throw InputError(f.path, "file name tp", std::to_string(f.tp),
+                       "a tensor-parallel degree " + problem.model.name + " can run: " + v->allowed);
     const MetisFile& first = parsed.front();
     if (&f == &first) {
       if (f.num_layers != expected_layers) {

@@ -24,13 +24,21 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
   const std::string text = detail::without_byte_order_mark(read_file(path));
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line)) throw InputError(path, "header", "(empty file)", "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
+  // Six columns, then optionally `layer` and `hidden` (the model's hidden
+  // size the row measured, checked against the model), in either order.
+  constexpr const char* kHeader = "device,op,tp,micro_batch,seq_len,latency_ms[,layer][,hidden]";
+  if (!std::getline(in, line)) throw InputError(path, "header", "(empty file)", kHeader);
   const std::vector<std::string> header = split_csv_line(line);
   const std::vector<std::string> expected = {"device", "op", "tp", "micro_batch", "seq_len", "latency_ms"};
-  if (header.size() < expected.size() || !std::equal(expected.begin(), expected.end(), header.begin()) ||
-      (header.size() == 7 && header[6] != "layer") || header.size() > 7) {
-    throw InputError(path, "header", detail::shown_line(line), "device,op,tp,micro_batch,seq_len,latency_ms[,layer]");
+  int layer_column = -1, hidden_column = -1;
+  bool header_ok = header.size() >= expected.size() && header.size() <= expected.size() + 2 &&
+                   std::equal(expected.begin(), expected.end(), header.begin());
+  for (std::size_t i = expected.size(); header_ok && i < header.size(); ++i) {
+    int* column = header[i] == "layer" ? &layer_column : header[i] == "hidden" ? &hidden_column : nullptr;
+    header_ok = column != nullptr && *column < 0;
+    if (header_ok) *column = static_cast<int>(i);
   }
+  if (!header_ok) throw InputError(path, "header", detail::shown_line(line), kHeader);
   int row = 1;
   std::map<ProfileKey, int> row_of;  // the row that gave each key
   while (std::getline(in, line)) {
@@ -38,7 +46,7 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> c = split_csv_line(line);
     const std::string where = "row " + std::to_string(row);
-    if (c.size() != header.size() && !(c.size() == 6 && header.size() == 7)) {
+    if (c.size() != header.size() && !(c.size() == expected.size() && header.size() > expected.size())) {
       throw InputError(path, where, line, std::to_string(header.size()) + " comma-separated cells");
     }
     auto integer = [&](int col, int min) {
@@ -53,7 +61,9 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
     };
     ProfileKey key;
     key.device = c[0];
-    if (!is_catalog_device(key.device)) throw InputError(path, where + ".device", key.device, "a catalog device name");
+    // Which devices it may name depends on the cluster (a device file's own
+    // name too): check_profile_fits.
+    if (key.device.empty()) throw InputError(path, where + ".device", key.device, "a device name");
     key.op = c[1];
     if (!is_profile_op(key.op)) {
       std::string allowed;
@@ -70,7 +80,9 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
                        "a decimal number of milliseconds above 0 and at most " +
                            std::to_string(static_cast<long long>(limits::kMaxOpLatencyMs)));
     const double ms = *latency;
-    key.layer = (c.size() == 7 && !c[6].empty()) ? (c[6] == "-1" ? -1 : integer(6, 0)) : -1;
+    auto given = [&](int column) { return column >= 0 && static_cast<std::size_t>(column) < c.size() && !c[column].empty(); };
+    key.layer = given(layer_column) ? (c[layer_column] == "-1" ? -1 : integer(layer_column, 0)) : -1;
+    if (given(hidden_column)) table.state_hidden(integer(hidden_column, 1), where + ".hidden");
     if (const auto [earlier, fresh] = row_of.emplace(key, row); !fresh)
       throw InputError(path, where, line,
                        "one row per device, op, tp, micro_batch, seq_len and layer (row " +
@@ -94,8 +106,22 @@ void add_profile_csv(ProfileTable& table, const std::string& path) {
 
 void check_profile_fits(const ProfileTable& table, const Problem& problem, const std::string& path) {
   bool at_seq_len = false;
+  std::set<std::string> cluster_devices;
+  for (const NodeGroup& g : problem.cluster.groups) cluster_devices.insert(g.device.name);
+  // A row that states its model's hidden size measured that model only.
+  for (const auto& [hidden, where] : table.stated_hidden())
+    if (hidden != problem.model.hidden)
+      throw InputError(path, where, std::to_string(hidden),
+                       "the hidden size of " + problem.model.name + ", " + std::to_string(problem.model.hidden) +
+                           " (this row measured another model)");
   for (const auto& [key, latency] : table.entries()) {
     (void)latency;
+    // A catalog device, or one the cluster names (a device file's, as
+    // `device --measured` writes them; Metis profiles take those too).
+    if (!is_catalog_device(key.device) && !cluster_devices.count(key.device))
+      throw InputError(path, "device", key.device,
+                       "a catalog device name or one of the cluster's devices: " +
+                           detail::join_names({cluster_devices.begin(), cluster_devices.end()}));
     if (key.layer >= problem.model.layers)
       throw InputError(path, "layer", std::to_string(key.layer),
                        "a layer index of " + problem.model.name + ": 0 to " + std::to_string(problem.model.layers - 1) +

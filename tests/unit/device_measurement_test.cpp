@@ -613,6 +613,13 @@ TEST(DeviceMeasurements, BadMeasurementFoldersAreRefusedByName) {
   refused(dir.string(), h200, "gemm.csv: header: got 'dtype,role,gflop,ms,ms'; allowed: each column once");
   write("dtype,role,gflop,ms\nbf16,fc1,100,0.2\nbf16,fc 2,100,0.2\nbf16,qkv,100,0.2\n");
   refused(dir.string(), h200, "gemm.csv: row 3.role: got 'fc 2'; allowed: a name of 1 to 64 letters");
+  // A product timed twice (the second three times slower had shifted the
+  // curve without a word).
+  write("dtype,role,m,n,k,gflop,ms\nbf16,fc1,4096,4096,4096,137.438953,0.2\n"
+        "bf16,fc1,4096,4096,4096,137.438953,0.6\n");
+  refused(dir.string(), h200,
+          "gemm.csv: row 3.role: got 'fc1'; allowed: one row per product (type, role and m, n, k; row 2.role "
+          "already times this one)");
   // A decade of products timed in microseconds beside a correct one: the
   // largest product is sound, the decade's median is not, and is refused
   // by gemm.csv (once only the calibrated device's gemm_efficiency[0]).

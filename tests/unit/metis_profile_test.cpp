@@ -297,6 +297,35 @@ TEST_F(MetisProfileErrors, LayerCountOfAnotherModel) {
   }
 }
 
+// A Metis file records no sequence length: read as measured at the
+// model's own, and refused for a training at another (its 2048-token times
+// had been taken as measured at 4096: an estimate of 1.10 s where the
+// analytic model gave 3.13).
+TEST_F(MetisProfileErrors, ATrainingAtAnotherSequenceLengthIsRefused) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  Problem pb = problem_125m();
+  pb.training.seq_len = 4096;
+  try {
+    load_metis_profiles(dir_.string(), pb);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "sequence length");
+    EXPECT_NE(e.allowed().find("the model's own 2048 tokens"), std::string::npos) << e.allowed();
+  }
+  pb.training.seq_len = 0;  // the model's own
+  EXPECT_NO_THROW(load_metis_profiles(dir_.string(), pb));
+}
+
+// A tp the model cannot run (5 of gpt3-125m's 12 heads) measured another
+// model, as a CSV row at it does: refused, not fitted into every correction.
+TEST_F(MetisProfileErrors, ATpThatDoesNotDivideTheHeadsIsRefused) {
+  copy("DeviceType.A100_tp1_bs1.json");
+  write("DeviceType.A100_tp5_bs1.json", text_of("DeviceType.A100_tp2_bs1.json"));
+  const InputError e = load_error();
+  EXPECT_EQ(e.key(), "file name tp");
+  EXPECT_EQ(e.value(), "5");
+}
+
 TEST_F(MetisProfileErrors, LayersOfAnotherHiddenSize) {
   // Same layer count, twice the hidden size: every layer has ~4x the
   // parameters the profile measured, so its timings cannot be this model's.

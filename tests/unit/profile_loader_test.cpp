@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "autohaap/error.hpp"
+#include "autohaap/io/catalog.hpp"
 #include "plan_fixtures.hpp"  // input_error_of
 
 namespace autohaap {
@@ -134,6 +135,49 @@ TEST_F(ProfileLoader, ATableMustTimeTheModelItIsGivenWith) {
   // One row at 2048 is enough; another device's rows are kept.
   std::ofstream(other, std::ios::app) << "v100-32gb,layer,1,1,2048,1\n";
   EXPECT_NO_THROW(check_profile_fits(load_profile_csv(other.string()), p, other.string()));
+}
+
+// A row may state the hidden size it measured: one of another model's is
+// refused by row (a hidden-768 table had timed a hidden-2048 model, as
+// measured, at half the analytic time).
+TEST_F(ProfileLoader, ARowOfAnotherHiddenSizeIsRefused) {
+  Problem p;
+  p.model = catalog_model("gpt3-1.3b");
+  p.cluster = catalog_cluster("a100x8");
+  const fs::path file = dir_ / "hidden.csv";
+  std::ofstream(file) << "device,op,tp,micro_batch,seq_len,latency_ms,hidden\n"
+                      << "a100-80gb,layer,1,1,2048,10,2048\n"
+                      << "a100-80gb,layer,2,1,2048,6,768\n";
+  try {
+    check_profile_fits(load_profile_csv(file.string()), p, file.string());
+    ADD_FAILURE() << "hidden 768 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "row 3.hidden");
+    EXPECT_EQ(e.value(), "768");
+  }
+  // Without the column, or with this model's, it is read.
+  std::ofstream(file) << "device,op,tp,micro_batch,seq_len,latency_ms,layer,hidden\n"
+                      << "a100-80gb,layer,1,1,2048,10,-1,2048\n";
+  EXPECT_NO_THROW(check_profile_fits(load_profile_csv(file.string()), p, file.string()));
+  // A column named twice, or one the reader does not know, is a header error.
+  std::ofstream(file) << "device,op,tp,micro_batch,seq_len,latency_ms,hidden,hidden\n";
+  EXPECT_THROW(load_profile_csv(file.string()), InputError);
+}
+
+// Rows may name the cluster's own devices (a device file's name, as
+// `device --measured` writes it), not only catalog devices.
+TEST_F(ProfileLoader, RowsNameTheClustersOwnDevices) {
+  Problem p;
+  p.model = catalog_model("gpt3-1.3b");
+  p.cluster = catalog_cluster("a100x8");
+  p.cluster.groups[0].device.name = "a100-measured";
+  const fs::path file = dir_ / "own.csv";
+  std::ofstream(file) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                      << "a100-measured,layer,1,1,2048,10\n";
+  EXPECT_NO_THROW(check_profile_fits(load_profile_csv(file.string()), p, file.string()));
+  std::ofstream(file) << "device,op,tp,micro_batch,seq_len,latency_ms\n"
+                      << "a100-imagined,layer,1,1,2048,10\n";
+  EXPECT_THROW(check_profile_fits(load_profile_csv(file.string()), p, file.string()), InputError);
 }
 
 }  // namespace

@@ -96,8 +96,15 @@ class ProfileTable {
   std::size_t size() const { return entries_.size(); }
   const std::map<ProfileKey, double>& entries() const { return entries_; }
 
+  // The model's hidden size a source says its rows measured (a CSV's
+  // `hidden` column), with where it says so: checked against the model
+  // (profile_loader.hpp, check_profile_fits); none stated, none checked.
+  void state_hidden(int hidden, const std::string& where) { stated_hidden_.emplace(hidden, where); }
+  const std::map<int, std::string>& stated_hidden() const { return stated_hidden_; }
+
  private:
   std::map<ProfileKey, double> entries_;
+  std::map<int, std::string> stated_hidden_;  // hidden size -> the first row stating it
 };
 
 }  // namespace autohaap

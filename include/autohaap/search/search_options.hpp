@@ -145,7 +145,9 @@ inline constexpr std::array kSearchOptions{
                  "stop after S seconds with the best plan so far (exit 4)", true},
     SearchOption{"gap", "", "", &SearchSettings::gap, {0, false, nullptr, 1},
                  "a fraction from 0 to 1 (0: run to the end)",
-                 "stop once the best plan is proven within G of the optimum, e.g. 0.01 for 1% (exit 0)", true},
+                 "stop once the best plan is proven within G of the optimum, e.g. 0.01 for 1% (exit 0); under "
+                 "mpirun which plan within G may vary from run to run",
+                 true},
     SearchOption{"mixed stages", "", "", &SearchSettings::mixed_stages, {}, "on or off",
                  "keep every stage on one device type (by default idle GPUs may join a stage as replicas of their "
                  "own type, each with its share of the micro-batch)",
