@@ -79,7 +79,7 @@ set(_merge ${CMAKE_CURRENT_SOURCE_DIR}/data/merge)
 set(_merge_cases
   "search_identical_pods_merged|0|pipeline_stages +: 4\n.*a100-80gb 4x2x8 .0,19. none.*iteration_time_s +: 42.924|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
   "estimate_identical_pods_plan|0|iteration_time_s +: 42.924|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
-  "search_micro_batch_per_replica|0|stages +: a100-80gb 2x128 .*micro_batch_size +: 128\n.*iteration_time_s +: 0.1192|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
+  "search_micro_batch_per_replica|0|stages +: a100-80gb 2x128 .*micro_batch_size +: 128\n.*iteration_time_s +: 0.1193|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
 )
 autohaap_cli_cases("cli" ${_merge_cases})
 set_tests_properties(cli_search_identical_pods_merged PROPERTIES FIXTURES_SETUP pods_plan)
