@@ -101,11 +101,15 @@ std::string render_html_report(const CostModel& model, const Plan& plan, const s
   // set that paces its stage is marked. Idle is the stage's (its schedule
   // row is one, paced by that set).
   const bool any_cp = std::any_of(plan.stages.begin(), plan.stages.end(), [](const StagePlan& s) { return s.cp > 1; });
+  const bool profiled = !model.problem().profiles.empty();
   out += std::string("<h2>Stages</h2>\n<table class=\"stages\">\n<tr><th>stage</th><th>device</th><th>GPUs</th>") +
          (any_cp ? "<th>tp × cp × dp</th>" : "<th>tp × dp</th>") +
          "<th>layers</th><th>recompute</th><th>sequences</th><th>forward ms</th>"
          "<th>backward ms</th><th>send ms</th><th>grad sync ms</th><th>optimizer ms</th><th>memory GiB</th>"
-         "<th>capacity GiB</th><th>idle</th></tr>\n";
+         "<th>capacity GiB</th><th>idle</th>" +
+         // With measured profiles, where each row's times come from, as
+         // estimate's stage table says it (measured, corrected, analytic).
+         std::string(profiled ? "<th>times</th>" : "") + "</tr>\n";
   bool any_sets = false;
   for (int i = 0; i < p; ++i) {
     const StagePlan& s = plan.stages[i];
@@ -134,7 +138,12 @@ std::string render_html_report(const CostModel& model, const Plan& plan, const s
       out += cell(ms(e.forward_s), true) + cell(ms(e.backward_s), true) + cell(ms(e.p2p_s), true) +
              cell(ms(e.dp_sync_s), true) + cell(ms(e.optimizer_s), true);
       out += cell(fixed(e.memory.total() / kGiB, 2), true) + cell(fixed(e.capacity_bytes / kGiB, 1), true);
-      out += cell(fixed(100 * timeline.idle_fraction(i), 0) + "%", true) + "</tr>\n";
+      out += cell(fixed(100 * timeline.idle_fraction(i), 0) + "%", true);
+      if (profiled)
+        out += cell(std::string(to_string(e.time_source)) +
+                    (e.layers_source != e.time_source ? std::string(" (layers ") + to_string(e.layers_source) + ")"
+                                                      : std::string()));
+      out += "</tr>\n";
     }
   }
   out += "</table>\n";

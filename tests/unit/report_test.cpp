@@ -253,6 +253,24 @@ std::string table_row(const std::string& html, const std::string& label) {
   return html.substr(begin, html.find("</tr>", cell) - begin);
 }
 
+// With measured profiles the stage table says where each row's times come
+// from, as estimate's does (a report of a profiled plan had said nothing).
+TEST(HtmlReport, StageTimesSayWhereTheyComeFrom) {
+  Problem pb = mixed_problem();
+  const Plan plan = mixed_plan();
+  EXPECT_EQ(render_html_report(CostModel(pb), plan).find("<th>times</th>"), std::string::npos);
+  // Every layer of the plan's A100 stage measured at its tp and micro-batch;
+  // the V100 stage's corrected by that device's factor, none measured.
+  const StagePlan& a100 = plan.stages[0];
+  const int per_replica = plan.micro_batch_size / a100.dp;
+  pb.profiles.add(ProfileKey{"a100-40gb", "layer", a100.tp, per_replica, pb.seq_len(), -1}, 0.02);
+  const CostModel model(pb);
+  const std::string html = render_html_report(model, plan);
+  EXPECT_NE(html.find("<th>times</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>" + std::string(to_string(model.stage(plan, 0).time_source))), std::string::npos);
+  EXPECT_NE(html.find("<td>analytic</td>"), std::string::npos);  // the V100 stage: nothing of it measured
+}
+
 TEST(HtmlReport, OneRowPerReplicaSetWithItsOwnPlaceShareAndCost) {
   const Problem pb = mixed_problem();
   const CostModel model(pb);
