@@ -25,6 +25,7 @@
 #include "autohaap/dist/mpi_session.hpp"
 #include "autohaap/dist/rank_report.hpp"
 #include "autohaap/report/report_writer.hpp"
+#include "autohaap/search/parallel.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/catalog.hpp"
@@ -227,6 +228,12 @@ void print_header(const Problem& problem, const SearchArgs& a, const std::string
             << problem.cluster.total_gpus() << " GPUs in " << problem.cluster.groups.size()
             << " groups), global batch " << problem.training.global_batch << ", strategy " << a.settings.search.strategy << where
             << "\n" << device_notes(problem);
+  // TBB runs no more workers than the process's hardware threads (a rank
+  // under mpirun may be bound to fewer): said, not silently cut.
+  const int hardware = parallel::hardware_threads();
+  if (a.settings.search.threads > hardware)
+    std::cout << "note: -j " << a.settings.search.threads << ": this process has " << hardware << " hardware thread"
+              << (hardware > 1 ? "s" : "") << " and runs that many workers\n";
 }
 
 // The tables, the plan file and the summary block; returns the exit code.

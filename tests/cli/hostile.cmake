@@ -256,6 +256,7 @@ set(_hostile_cases
   "hostile_estimate_stage_across_part_of_a_node|2|--tp x --cp x --dp: got '4'. allowed: stages that lie inside one node of 3 GPUs or on whole nodes .* stage 0 would take GPUs 0..3|estimate|-m|gpt3-125m|-c|${_hostile}/nodes_of_three.yaml|--tp|1|--pp|3|--dp|4|--micro-batch|1|-o|${_hostile}/part_of_a_node.json"
   "hostile_estimate_cp_without_fused_attention|2|--cp: got '2'. allowed: 1 for a model with flash_attention: false|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--cp|2|--dp|4|--micro-batch|1"
   "hostile_export_megatron_eight_bit_adam|3|optimizer: adam8bit .8-bit Adam. is Megatron-DeepSpeed's --use-bnb-optimizer.*nearest expressible plan: none|export|${PROJECT_SOURCE_DIR}/tests/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100|-t|${_hostile}/adam8bit.yaml"
+  "hostile_threads_past_the_hardware|0|note: -j 4096: this process has [0-9]+ hardware threads? and runs that many workers|search|-m|gpt3-125m|-c|a100x8|-j|4096"
   "hostile_longest_legal_output_name|0|fits +: yes|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|-o|${_hostile}/${_longest_legal_name}.json"
   "hostile_export_json_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|export|${_hostile}/oom_plan.yaml|--to|json|-o|${_hostile}/own_device.yaml"
   "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
