@@ -99,7 +99,7 @@ namespace boost::serialization {
 template <class Archive>
 void serialize(Archive& ar, autohaap::RoundReport& r, unsigned /*version*/) {
   ar & r.finished & r.top_keys & r.top_times & r.evaluated & r.skipped & r.no_split & r.open_bound & r.stop &
-      r.checkpoint_now & r.failure_code & r.failure;
+      r.cancelled & r.checkpoint_now & r.failure_code & r.failure;
 }
 
 template <class Archive>

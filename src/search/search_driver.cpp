@@ -106,6 +106,7 @@ class SearchDriver {
         threads_(parallel::usable_threads(search.threads)),
         stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
     stop_.goal = &goal_;
+    stop_.peer_cancel = &peer_cancel_;
   }
 
   DriverResult run() {
@@ -199,7 +200,13 @@ class SearchDriver {
         prepare.participant = sync_.rank();
         prepare.participants = sync_.size();
         if (sync_.size() > 1)
-          prepare.exchange = [&](const InitRound& mine) { return sync_.exchange_initialization(mine); };
+          prepare.exchange = [&](const InitRound& mine) {
+            InitRound told = mine;
+            told.cancelled = stop_.cancelled_here();
+            std::vector<InitRound> all = sync_.exchange_initialization(told);
+            heed_cancels(all);
+            return all;
+          };
         // Rank 0 saves the initialization's progress at the checkpoint
         // interval (every participant's is the same); a write error ends
         // the initialization on every participant.
@@ -375,6 +382,7 @@ class SearchDriver {
       report_.search_s += clock_.seconds() - round_start;
       if (!failure && pending_failure_) failure = std::exchange(pending_failure_, std::nullopt);
       mine.stop = mine.stop || stop_();
+      mine.cancelled = stop_.cancelled_here();
 
       // The exchange. Every participant gets here each round, finished or
       // not; an exception inside it cannot be agreed on, so it ends the job.
@@ -401,6 +409,7 @@ class SearchDriver {
         mine.checkpoint_now =
             root() && checkpointing() && exchange_start - last_checkpoint_s_ >= sync_.checkpoint_interval_s();
         reports_ = sync_.exchange_round(mine);
+        heed_cancels(reports_);
         ++report_.rounds;
 
         bool stop = false;
@@ -681,6 +690,15 @@ class SearchDriver {
   // Raised once the gap asked for (search_.gap) is proven: then stop_ says
   // stop, and the search ends as gap_reached.
   std::atomic<bool> goal_{false};
+  // Raised once another rank says its own cancel flag was raised: a stop
+  // then says `signal`, as on that rank (not time-limit).
+  std::atomic<bool> peer_cancel_{false};
+  // Notes another participant's interrupt from what an exchange brought.
+  template <class Reports>
+  void heed_cancels(const Reports& all) {
+    for (const auto& r : all)
+      if (r.cancelled) peer_cancel_.store(true);
+  }
   StopCondition stop_;  // the search's time limit, cancel flag and goal_, on clock_
   strategy::ProgressReporter progress_;
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "autohaap/batch/manifest.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "autohaap/search/stop_condition.hpp"
 #include "plan_fixtures.hpp"
 
 namespace autohaap {
@@ -48,6 +50,22 @@ std::optional<SearchConfig> out_of_range(const SearchOption& option, bool above 
       option.member);
   if (!has_range) return std::nullopt;
   return config;
+}
+
+// A signal sent to one MPI rank alone stops every rank, and each names it:
+// the others learn of it as peer_cancel (the search driver raises it from
+// the exchange), which had been reported as a time limit.
+TEST(StopCondition, AnotherRanksSignalIsASignalHere) {
+  std::atomic<bool> mine{false}, peer{false};
+  StopCondition stop{&mine};
+  stop.peer_cancel = &peer;
+  EXPECT_STREQ(stop.cause(), "");
+  EXPECT_STREQ(stop.cause_of_stop(), "time-limit");  // another rank's clock, agreed on
+  peer.store(true);
+  EXPECT_STREQ(stop.cause(), "signal");
+  EXPECT_FALSE(stop.cancelled_here());  // not told on as this rank's own
+  mine.store(true);
+  EXPECT_TRUE(stop.cancelled_here());
 }
 
 TEST(SearchOptions, EveryOptionHasAFlagAndAManifestKey) {

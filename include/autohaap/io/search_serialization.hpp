@@ -82,7 +82,7 @@ void serialize(Archive& ar, InitBlock& b) {
 
 template <class Archive>
 void serialize(Archive& ar, InitRound& r) {
-  ar(r.blocks, r.stopped, r.overflow, r.peak_kept, r.failure_code, r.file, r.key, r.value, r.allowed, r.bounds);
+  ar(r.blocks, r.stopped, r.cancelled, r.overflow, r.peak_kept, r.failure_code, r.file, r.key, r.value, r.allowed, r.bounds);
 }
 
 }  // namespace autohaap

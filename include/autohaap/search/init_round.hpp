@@ -40,6 +40,7 @@ struct InitBlock {
 struct InitRound {
   std::vector<InitBlock> blocks;
   bool stopped = false;   // a stop was seen: the blocks may be partial
+  bool cancelled = false; // the stop was this participant's interrupt (a signal to it alone)
   bool overflow = false;  // more skeletons in the round than the memory guard allows
   // What its tasks held at their peaks, summed (the memory guard adds the
   // participants' up).

@@ -106,6 +106,7 @@ struct RoundReport {
   // computes the same proven bound on the optimum, hence the same gap.
   double open_bound = std::numeric_limits<double>::infinity();
   bool stop = false;              // time limit or interrupt seen here
+  bool cancelled = false;         // the interrupt (a signal to this rank): the others stop for it too
   bool checkpoint_now = false;    // rank 0 decides; everyone then joins the plan gather
   std::int32_t failure_code = 0;  // 0: none
   std::string failure;            // message when failure_code != 0

@@ -32,6 +32,9 @@ struct StopCondition {
   double deadline_s = 0;                      // stop once `clock` passes it; 0: no deadline
   std::function<double()> clock;              // seconds since the search started
   const std::atomic<bool>* goal = nullptr;    // stop once set: what was asked for is reached; nullptr: never
+  // Set when another MPI rank's cancel flag was raised (a signal sent to
+  // that rank alone): a stop here for the same cause.
+  const std::atomic<bool>* peer_cancel = nullptr;
 
   // A search's condition: its cancel flag and its time limit on `watch`
   // (which must outlive the condition).
@@ -47,10 +50,14 @@ struct StopCondition {
   // while nothing does.
   const char* cause() const {
     if (cancel && cancel->load(std::memory_order_relaxed)) return "signal";
+    if (peer_cancel && peer_cancel->load(std::memory_order_relaxed)) return "signal";
     if (goal && goal->load(std::memory_order_relaxed)) return "goal";
     if (deadline_s > 0 && clock && clock() > deadline_s) return "time-limit";
     return "";
   }
+  // Whether this process's own cancel flag is raised (what a rank tells the
+  // others, as their peer_cancel).
+  bool cancelled_here() const { return cancel && cancel->load(std::memory_order_relaxed); }
   // The cause of a stop that has happened: cause(), or "time-limit" when
   // nothing here says stop any more (another MPI rank's clock ran out, and
   // the ranks agreed to stop).
