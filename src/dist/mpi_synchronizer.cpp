@@ -73,14 +73,22 @@ std::vector<InitRound> MpiSynchronizer::exchange_initialization(const InitRound&
   return rounds;
 }
 
-void MpiSynchronizer::write_initialization(const InitProgress& progress) {
-  if (group_.rank() != 0) return;
+bool MpiSynchronizer::write_initialization(const InitProgress& progress) {
+  if (group_.rank() != 0) return false;
   SearchCheckpoint checkpoint;
   checkpoint.fingerprint = fingerprint_;
   checkpoint.inputs = inputs_;
   checkpoint.initializing = true;
   checkpoint.init = progress;
-  dist::write_checkpoint(settings_.checkpoint_path, checkpoint);
+  // As write_checkpoint: a write that fails costs the resume only.
+  try {
+    dist::write_checkpoint(settings_.checkpoint_path, checkpoint);
+    return true;
+  } catch (const std::exception& e) {
+    note(std::string("warning: checkpoint not written (") + e.what() +
+         "); the search goes on and tries again at the next interval");
+    return false;
+  }
 }
 
 void MpiSynchronizer::check_list(const std::vector<Skeleton>& skeletons) {
@@ -174,7 +182,7 @@ std::vector<std::vector<Plan>> MpiSynchronizer::gather_plans(const std::vector<P
   return plans;
 }
 
-std::optional<SearchFailure> MpiSynchronizer::write_checkpoint(const SearchState& state, bool final) {
+bool MpiSynchronizer::write_checkpoint(const SearchState& state, bool final) {
   SearchCheckpoint checkpoint;
   checkpoint.fingerprint = fingerprint_;
   checkpoint.inputs = inputs_;
@@ -195,7 +203,14 @@ std::optional<SearchFailure> MpiSynchronizer::write_checkpoint(const SearchState
   if (!failure && final)
     note("checkpoint written to " + settings_.checkpoint_path + ": " + std::to_string(checkpoint.chunks_done()) + " of " +
          std::to_string(checkpoint.chunk_done.size()) + " chunks done");
-  return failure;
+  // A checkpoint that cannot be written (its folder removed, the disk
+  // full) costs only the resume: the search goes on, says so, and tries
+  // again at the next interval and at its end; its answer is still
+  // written. Ending the job there had lost the whole search and its plan.
+  if (failure)
+    note("warning: checkpoint not written (" + failure->message + "); the search goes on" +
+         (final ? "" : " and tries again at the next interval"));
+  return !failure;
 }
 
 }  // namespace autohaap::dist

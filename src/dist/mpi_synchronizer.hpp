@@ -46,7 +46,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   void validate(const SearchSettings& settings) const override;
   void open() override;
   std::optional<InitProgress> restored_initialization() override;
-  void write_initialization(const InitProgress& progress) override;
+  bool write_initialization(const InitProgress& progress) override;
   void keep_walked_initialization(InitProgress progress) override;
   void check_list(const std::vector<Skeleton>& skeletons) override;
   std::optional<SearchFailure> share_chunks(const std::vector<Skeleton>& skeletons, std::size_t count,
@@ -60,7 +60,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   double checkpoint_interval_s() const override {
     return settings_.checkpoint_path.empty() ? 0 : settings_.checkpoint_interval_s;
   }
-  std::optional<SearchFailure> write_checkpoint(const SearchState& state, bool final) override;
+  bool write_checkpoint(const SearchState& state, bool final) override;
   std::int64_t bytes_sent() const override { return group_.bytes_sent(); }
   std::int64_t bytes_received() const override { return group_.bytes_received(); }
 

@@ -208,15 +208,16 @@ class SearchDriver {
             return all;
           };
         // Rank 0 saves the initialization's progress at the checkpoint
-        // interval (every participant's is the same); a write error ends
-        // the initialization on every participant.
+        // interval (every participant's is the same); a write that fails
+        // is said, and the walk goes on.
         if (root() && checkpointing()) {
           prepare.walked = [&](const InitProgress& progress) { sync_.keep_walked_initialization(progress); };
           prepare.save_due = [&] { return clock_.seconds() - last_checkpoint_s_ >= sync_.checkpoint_interval_s(); };
           prepare.save = [&](const InitProgress& progress) {
-            sync_.write_initialization(progress);
-            init_checkpointed = true;
+            const bool written = sync_.write_initialization(progress);
             last_checkpoint_s_ = clock_.seconds();
+            if (!written) return;
+            init_checkpointed = true;
             ++out.checkpoints_written;
           };
         }
@@ -380,7 +381,6 @@ class SearchDriver {
         if (failure && sync_.size() > 1) failure->message = "rank " + std::to_string(me) + ": " + failure->message;
       }
       report_.search_s += clock_.seconds() - round_start;
-      if (!failure && pending_failure_) failure = std::exchange(pending_failure_, std::nullopt);
       mine.stop = mine.stop || stop_();
       mine.cancelled = stop_.cancelled_here();
 
@@ -523,13 +523,9 @@ class SearchDriver {
     state.cache = cache_.snapshot();
     if (last) final_top_ = state.top;
     if (last && search_.ended && !state.top.empty()) search_.ended(state.top.front());
-    const std::optional<SearchFailure> failure = sync_.write_checkpoint(state, last);
+    const bool written = sync_.write_checkpoint(state, last);
     last_checkpoint_s_ = clock_.seconds();
-    if (failure) {
-      pending_failure_ = failure;
-      return;
-    }
-    ++out.checkpoints_written;
+    if (written) ++out.checkpoints_written;
   }
 
   void finish(DriverResult& out) {
@@ -665,10 +661,6 @@ class SearchDriver {
       report_progress();
     }
     outcome.status = result.status;
-    if (pending_failure_) {
-      outcome.failure_code = pending_failure_->exit_code;
-      outcome.failure = pending_failure_->message;
-    }
   }
 
   // The problem as given (baselines run on it), and the one the autohaap
@@ -715,7 +707,6 @@ class SearchDriver {
   std::vector<RoundReport> reports_;     // the latest exchange's
   std::uint64_t mark_ = 0;
   double last_checkpoint_s_ = 0;
-  std::optional<SearchFailure> pending_failure_;
   // The skeleton limit dropped part of the list (PreparedSearch::dropped_bound_s).
   bool limited() const { return std::isfinite(prepared_.dropped_bound_s); }
   bool stopped_ = false;                        // initialization, or the rounds with chunks left, ended on a stop

@@ -241,6 +241,29 @@ TEST(DistributedSearch, CheckpointOfOtherInputsFailsOnEveryRank) {
   if (g_session->rank() == 0) std::filesystem::remove(path);
 }
 
+// A checkpoint that cannot be written (its folder gone mid-search, a full
+// disk) costs the resume only: every write is said, the search goes on to
+// its answer, the same as without a checkpoint (the job had ended with
+// exit 2 and no plan).
+TEST(DistributedSearch, ACheckpointThatCannotBeWrittenIsSaidAndTheSearchGoesOn) {
+  const Problem p = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
+  const std::vector<Plan> expected = reference_top(p, 3);
+  DistributedOptions o = options_for(3);
+  o.checkpoint_path = (std::filesystem::path(::testing::TempDir()) / "autohaap_no_such_folder" / "x.ckpt").string();
+  std::filesystem::remove_all(std::filesystem::path(o.checkpoint_path).parent_path());
+  std::vector<std::string> notes;
+  o.note = [&notes](const std::string& line) { notes.push_back(line); };
+  const DistributedResult r = run_distributed_search(p, o, g_session);
+  EXPECT_FALSE(r.failure.has_value());
+  EXPECT_EQ(r.result.status, PlanStatus::found);
+  if (g_session->rank() == 0) {
+    EXPECT_EQ(r.checkpoints_written, 0);
+    EXPECT_EQ(cereal_bytes(without_stats(r.result.top)), cereal_bytes(expected));
+    ASSERT_FALSE(notes.empty());
+    EXPECT_NE(notes.back().find("warning: checkpoint not written"), std::string::npos) << notes.back();
+  }
+}
+
 TEST(DistributedSearch, BaselineStrategiesRunOnRankZero) {
   const Problem p = problem("gpt3-1.3b", "mixed-a100-v100.yaml");
   SearchOptions s;

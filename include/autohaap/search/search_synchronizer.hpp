@@ -167,9 +167,9 @@ class SearchSynchronizer {
   // checkpoint's is the whole initialization), or none.
   virtual std::optional<InitProgress> restored_initialization() { return std::nullopt; }
   // Rank 0 alone, while the initialization runs (every participant's is
-  // the same): saves its progress as the checkpoint. InputError when the
-  // file cannot be written.
-  virtual void write_initialization(const InitProgress& /*progress*/) {}
+  // the same): saves its progress as the checkpoint; whether it was
+  // written (one that fails is said, and the search goes on).
+  virtual bool write_initialization(const InitProgress& /*progress*/) { return false; }
   // Rank 0 alone, once the initialization's last round is walked
   // (PrepareOptions::walked): kept for every checkpoint of the search that
   // follows, which restored_initialization() then returns, so a resumed
@@ -199,11 +199,9 @@ class SearchSynchronizer {
   virtual void share_outcome(Outcome& outcome) = 0;
   // Seconds between checkpoints; 0: none kept.
   virtual double checkpoint_interval_s() const { return 0; }
-  // Rank 0: saves `state`; a write error is returned (and reported at the
-  // next exchange, so every participant ends cleanly). `final`: the last.
-  virtual std::optional<SearchFailure> write_checkpoint(const SearchState& /*state*/, bool /*final*/) {
-    return std::nullopt;
-  }
+  // Rank 0: saves `state`; whether it was written (one that fails is said,
+  // the MPI synchronizer's note, and the search goes on). `final`: the last.
+  virtual bool write_checkpoint(const SearchState& /*state*/, bool /*final*/) { return false; }
   // Message bytes this participant sent and received.
   virtual std::int64_t bytes_sent() const { return 0; }
   virtual std::int64_t bytes_received() const { return 0; }
