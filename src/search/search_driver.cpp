@@ -535,6 +535,10 @@ class SearchDriver {
         if (root()) final_top_ = merge_top_k(plans, search_.top_k);
       }
       const CacheCounters search_phase = minus(cache_.counters(), init_counters_);
+      // Set here too: a search stopped in its initialization never dealt
+      // the chunks (its rows had all said rank 0).
+      report_.rank = sync_.rank();
+      report_.threads = threads_;
       report_.chunks_taken = taken_.empty() ? 0 : taken_[sync_.rank()];
       report_.evaluated = evaluated_;
       report_.pruned = skipped_ + no_split_;
