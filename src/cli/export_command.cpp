@@ -58,8 +58,8 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   text = std::string(kNotExpressibleHeading) + ":\n";
   for (const std::string& why : blockers) text += "#   - " + why + "\n";
   // A training setting no layout changes: no nearest plan to offer.
-  if (!megatron_training_blocker(pp.problem.training).empty()) {
-    text += "# nearest expressible plan: none — no plan of this training runs on Megatron-LM\n";
+  if (!megatron_training_blocker(pp.problem.training, pp.plan.zero).empty() || pp.problem.model.embedding_norm) {
+    text += "# nearest expressible plan: none — no plan of this training and model runs on Megatron-LM\n";
     return kExitInfeasible;
   }
   const auto nearest = nearest_megatron_plan(pp.problem, pp.plan);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "autohaap/error.hpp"
 #include "autohaap/io/megatron_layout.hpp"
@@ -86,17 +87,47 @@ bool gemms_in_fp8_everywhere(const Problem& problem, const Plan& plan) {
 
 }  // namespace
 
-std::string megatron_training_blocker(const TrainingSpec& training) {
+namespace {
+
+// The 16-bit type Megatron-LM trains `plan` in (--bf16 or --fp16), none for
+// fp32 and tf32: bf16 (and fp8's 16-bit part) where every stage's device
+// has it, else fp16.
+std::optional<Precision> megatron_sixteen_bit(const Problem& problem, const Plan& plan) {
+  const Precision p = problem.training.precision;
+  if (p == Precision::fp16) return Precision::fp16;
+  if (p != Precision::bf16 && p != Precision::fp8) return std::nullopt;
+  return detail::every_device_has_bf16(problem, plan) ? Precision::bf16 : Precision::fp16;
+}
+
+}  // namespace
+
+std::string megatron_training_blocker(const TrainingSpec& training, int zero) {
   if (training.optimizer == Optimizer::adam8bit)
     return "optimizer: adam8bit (8-bit Adam) is Megatron-DeepSpeed's --use-bnb-optimizer; stock Megatron-LM's "
            "--optimizer has no 8-bit Adam — train with optimizer: adam, or launch with Megatron-DeepSpeed";
+  if (training.optimizer == Optimizer::sgd && zero >= 1)
+    return "optimizer: sgd with zero: 1 (the distributed optimizer): Megatron-Core's DistributedOptimizer runs Adam "
+           "only (it asserts an optimizer with an init_state_fn, which its SGD is built without) — train with "
+           "zero: 0, or optimizer: adam";
   return "";
 }
 
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem) {
   std::vector<std::string> why;
-  if (const std::string training = megatron_training_blocker(problem.training); !training.empty())
+  if (const std::string training = megatron_training_blocker(problem.training, plan.zero); !training.empty())
     why.push_back(training);
+  // Megatron-LM reduces a 16-bit run's gradients in fp32 or in that type:
+  // not bf16 training's in fp16, nor fp16 training's in bf16.
+  if (const std::optional<Precision> sixteen = megatron_sixteen_bit(problem, plan);
+      sixteen && grad_precision(problem.training) != Precision::fp32 && grad_precision(problem.training) != *sixteen)
+    why.push_back(std::string("gradients reduced in ") + to_string(grad_precision(problem.training)) + " under " +
+                  to_string(*sixteen) + " training: Megatron-LM reduces them in fp32 or in " + to_string(*sixteen) +
+                  " — set grad_reduce_dtype to one of those");
+  // Megatron-LM's GPT embedding has no LayerNorm (BLOOM's is Megatron-
+  // DeepSpeed's --embed-layernorm): a model costed with one is not its.
+  if (problem.model.embedding_norm)
+    why.push_back("the model's embedding_norm: true (a LayerNorm after the word embedding, BLOOM's) has no "
+                  "Megatron-LM flag; Megatron-DeepSpeed's --embed-layernorm runs it");
   if (problem.model.family == ModelFamily::generic) {
     why.push_back("the model is a generic layer list; Megatron-LM's pretrain_gpt.py trains GPT and Llama transformers");
   }
@@ -278,9 +309,18 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     add("--overlap-grad-reduce");
     if (plan.zero >= 1) add("--overlap-param-gather");
   }
-  if (tr.precision == Precision::bf16 || tr.precision == Precision::fp8)
-    add(detail::every_device_has_bf16(problem, plan) ? "--bf16" : "--fp16");
-  if (tr.precision == Precision::fp16) add("--fp16");
+  const std::optional<Precision> sixteen = megatron_sixteen_bit(problem, plan);
+  const bool as_bf16 = sixteen == Precision::bf16, as_fp16 = sixteen == Precision::fp16;
+  if (as_bf16) add("--bf16");
+  if (as_fp16) add("--fp16");
+  // The gradients' reduce type as costed (grad_precision): Megatron-LM
+  // reduces bf16 training's in fp32 unless --grad-reduce-in-bf16, fp16
+  // training's in fp16 unless --accumulate-allreduce-grads-in-fp32
+  // (megatron/training/arguments.py).
+  if (as_bf16 && grad_precision(tr) == Precision::bf16) add("--grad-reduce-in-bf16");
+  if (as_fp16 && grad_precision(tr) == Precision::fp32) add("--accumulate-allreduce-grads-in-fp32");
+  // The loss as costed: a fused kernel keeps no fp32 copy of the logits.
+  if (tr.fused_cross_entropy) add("--cross-entropy-loss-fusion");
   if (gemms_in_fp8_everywhere(problem, plan)) {
     // Transformer Engine's recipe as NeMo runs it: E4M3 forward, E5M2
     // gradients, delayed scaling over a 1024-step amax history.

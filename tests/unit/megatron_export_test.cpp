@@ -104,11 +104,45 @@ TEST(MegatronExport, LlamaAndRecomputeFlags) {
   // flag, so the export is refused whatever the layout.
   Problem eight = pb;
   eight.training.optimizer = Optimizer::adam8bit;
-  EXPECT_FALSE(megatron_training_blocker(eight.training).empty());
+  EXPECT_FALSE(megatron_training_blocker(eight.training, 0).empty());
   const std::vector<std::string> why = megatron_blockers(full, eight);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("adam8bit"), std::string::npos);
-  EXPECT_TRUE(megatron_training_blocker(pb.training).empty());
+  EXPECT_TRUE(megatron_training_blocker(pb.training, 1).empty());
+  // SGD runs without the distributed optimizer only (zero 0).
+  Problem sgd = pb;
+  sgd.training.optimizer = Optimizer::sgd;
+  EXPECT_TRUE(megatron_training_blocker(sgd.training, 0).empty());
+  EXPECT_NE(megatron_training_blocker(sgd.training, 1).find("DistributedOptimizer"), std::string::npos);
+}
+
+// The gradients' reduce type and the loss as costed: Megatron-LM reduces
+// bf16 training's gradients in fp32 unless --grad-reduce-in-bf16, fp16
+// training's in fp16 unless --accumulate-allreduce-grads-in-fp32, and
+// fuses the cross-entropy only with --cross-entropy-loss-fusion (the
+// exports of each pair had been identical, the plans costed apart).
+TEST(MegatronExport, GradientReduceTypeAndLossFusionAsCosted) {
+  Problem pb = problem("llama3-8b", "a100x8");
+  const Plan plan = uniform(pb, 2, 2, 2, 1);
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--grad-reduce-in-bf16"), "<absent>");
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--cross-entropy-loss-fusion"), "<absent>");
+  pb.training.grad_reduce_dtype = Precision::bf16;
+  pb.training.fused_cross_entropy = true;
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--grad-reduce-in-bf16"), "");
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--cross-entropy-loss-fusion"), "");
+  pb.training.precision = Precision::fp16;
+  pb.training.grad_reduce_dtype = Precision::fp32;
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--accumulate-allreduce-grads-in-fp32"), "");
+  pb.training.grad_reduce_dtype.reset();  // fp16's own: Megatron's default
+  EXPECT_EQ(value(megatron_arguments(plan, pb), "--accumulate-allreduce-grads-in-fp32"), "<absent>");
+  // A type Megatron-LM does not reduce in, and a model it has no flag for.
+  pb.training.grad_reduce_dtype = Precision::bf16;
+  ASSERT_EQ(megatron_blockers(plan, pb).size(), 1u);
+  EXPECT_NE(megatron_blockers(plan, pb)[0].find("gradients reduced in bf16 under fp16 training"), std::string::npos);
+  pb.training.grad_reduce_dtype.reset();
+  pb.model.embedding_norm = true;
+  ASSERT_EQ(megatron_blockers(plan, pb).size(), 1u);
+  EXPECT_NE(megatron_blockers(plan, pb)[0].find("embedding_norm"), std::string::npos);
 }
 
 TEST(MegatronExport, UnevenEdgeStagesUseDecoderFirstAndLast) {
