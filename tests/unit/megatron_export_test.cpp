@@ -140,6 +140,13 @@ TEST(MegatronExport, GradientReduceTypeAndLossFusionAsCosted) {
   ASSERT_EQ(megatron_blockers(plan, pb).size(), 1u);
   EXPECT_NE(megatron_blockers(plan, pb)[0].find("gradients reduced in bf16 under fp16 training"), std::string::npos);
   pb.training.grad_reduce_dtype.reset();
+  // A plan costed under another runtime runs on Megatron-LM, not as costed:
+  // its arguments say so.
+  const std::string said = "# costed under runtime deepspeed";
+  EXPECT_EQ(format_megatron_arguments(plan, pb).find(said), std::string::npos);
+  pb.training.runtime = Runtime::deepspeed;
+  EXPECT_NE(format_megatron_arguments(plan, pb).find(said), std::string::npos);
+  pb.training.runtime = Runtime::megatron;
   pb.model.embedding_norm = true;
   ASSERT_EQ(megatron_blockers(plan, pb).size(), 1u);
   EXPECT_NE(megatron_blockers(plan, pb)[0].find("embedding_norm"), std::string::npos);
