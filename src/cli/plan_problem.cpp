@@ -1,5 +1,6 @@
 #include "plan_problem.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -136,6 +137,21 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     } else if (embedded) {
       throw InputError(plan_file, "specs.training.global_batch", std::to_string(batch),
                        "the plan's global_batch, " + std::to_string(out.plan.global_batch));
+    }
+  }
+  // A plan priced here at another time than its file says (other profiles,
+  // specs edited, another version's cost model) is said to be, with both:
+  // read back with latencies twice its own, 0.2417 s had become 0.4576 s
+  // without a word.
+  if (const double was = out.plan.predicted.iteration_time_s; was > 0) {
+    const double now = CostModel(out.problem).estimate(out.plan).iteration_time_s;
+    if (std::abs(now / was - 1) > 1e-3) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "note: %s says %.6g s an iteration; priced here %.6g s (%+.1f%%): the specs, profiles or cost "
+                    "model it was written with differ from these\n",
+                    plan_file.c_str(), was, now, 100 * (now / was - 1));
+      out.notes += line;
     }
   }
   return out;

@@ -54,6 +54,14 @@ file(WRITE ${_hostile}/notes.html "<html><body>my notes</body></html>\n")
 # Nodes of 3 GPUs: a stage of 4 would lie across part of a node.
 file(WRITE ${_hostile}/nodes_of_three.yaml "groups:\n  - {device: a100-80gb, nodes: 4, gpus_per_node: 3}\n")
 file(WRITE ${_hostile}/adam8bit.yaml "global_batch: 512\noptimizer: adam8bit\n")
+# A plan whose predicted block says another time than its stages price at
+# (written by hand, other profiles, another version): said with both.
+file(WRITE ${_hostile}/stale_prediction.yaml "format: autohaap-plan/1\nmodel: gpt3-125m\ncluster: a100x8\n"
+     "global_batch: 512\nmicro_batch_size: 8\nnum_micro_batches: 64\nvpp: 1\nzero: 1\nstages:\n"
+     "  - {device: a100-80gb, group: 0, first_gpu: 0, gpus: 8, tp: 1, cp: 1, dp: 8, layers: [0, 12], "
+     "recompute: none}\npredicted:\n  iteration_time_s: 0.5\n  tokens_per_s: 2097152\n  mfu: 0.8\n  hfu: 0.8\n"
+     "  model_tflops_per_gpu: 250\n  bubble_s: 0\n  stage_time_s: [0.0078]\n  stage_memory_GiB: [7.84]\n"
+     "  fits: true\n  time_source: analytic\n")
 # The longest legal file name, 255 bytes (its temporary had been longer).
 string(REPEAT "p" 250 _longest_legal_name)
 file(WRITE ${_hostile}/own_device_cluster.yaml "groups:\n  - {device: own_device.yaml, nodes: 1, gpus_per_node: 8}\n")
@@ -257,6 +265,7 @@ set(_hostile_cases
   "hostile_estimate_cp_without_fused_attention|2|--cp: got '2'. allowed: 1 for a model with flash_attention: false|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--cp|2|--dp|4|--micro-batch|1"
   "hostile_export_megatron_eight_bit_adam|3|optimizer: adam8bit .8-bit Adam. is Megatron-DeepSpeed's --use-bnb-optimizer.*nearest expressible plan: none|export|${PROJECT_SOURCE_DIR}/tests/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100|-t|${_hostile}/adam8bit.yaml"
   "hostile_threads_past_the_hardware|0|note: -j 4096: this process has [0-9]+ hardware threads? and runs that many workers|search|-m|gpt3-125m|-c|a100x8|-j|4096"
+  "hostile_estimate_stale_prediction|0|note: .*stale_prediction.yaml says 0.5 s an iteration. priced here [0-9.]+ s .[+][0-9.]+%.: the specs, profiles or cost model it was written with differ|estimate|--plan|${_hostile}/stale_prediction.yaml"
   "hostile_longest_legal_output_name|0|fits +: yes|estimate|-m|gpt3-125m|-c|a100x8|--tp|1|--pp|1|--dp|8|--micro-batch|1|-o|${_hostile}/${_longest_legal_name}.json"
   "hostile_export_json_over_a_device_file|2|command line: -o: got '.*own_device.yaml'. allowed: a new file or an earlier plan, not a device file|export|${_hostile}/oom_plan.yaml|--to|json|-o|${_hostile}/own_device.yaml"
   "hostile_infeasible_keeps_earlier_out|3|note: no plan written. .*earlier_plan.yaml is left as it was and holds an earlier plan|search|-m|llama3-70b|-c|a100x8|-o|${_hostile}/earlier_plan.yaml"
