@@ -58,7 +58,7 @@ int export_megatron(const PlanProblem& pp, std::string& text) {
   text = std::string(kNotExpressibleHeading) + ":\n";
   for (const std::string& why : blockers) text += "#   - " + why + "\n";
   // A training setting no layout changes: no nearest plan to offer.
-  if (!megatron_training_blocker(pp.problem.training, pp.plan.zero).empty() || pp.problem.model.embedding_norm) {
+  if (!megatron_training_blocker(pp.problem, pp.plan.zero).empty()) {
     text += "# nearest expressible plan: none — no plan of this training and model runs on Megatron-LM\n";
     return kExitInfeasible;
   }

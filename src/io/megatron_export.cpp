@@ -101,7 +101,13 @@ std::optional<Precision> megatron_sixteen_bit(const Problem& problem, const Plan
 
 }  // namespace
 
-std::string megatron_training_blocker(const TrainingSpec& training, int zero) {
+std::string megatron_training_blocker(const Problem& problem, int zero) {
+  const TrainingSpec& training = problem.training;
+  // Megatron-LM's GPT embedding has no LayerNorm (BLOOM's is Megatron-
+  // DeepSpeed's --embed-layernorm): a model costed with one is not its.
+  if (problem.model.embedding_norm)
+    return "the model's embedding_norm: true (a LayerNorm after the word embedding, BLOOM's) has no Megatron-LM "
+           "flag; Megatron-DeepSpeed's --embed-layernorm runs it";
   if (training.optimizer == Optimizer::adam8bit)
     return "optimizer: adam8bit (8-bit Adam) is Megatron-DeepSpeed's --use-bnb-optimizer; stock Megatron-LM's "
            "--optimizer has no 8-bit Adam — train with optimizer: adam, or launch with Megatron-DeepSpeed";
@@ -114,8 +120,8 @@ std::string megatron_training_blocker(const TrainingSpec& training, int zero) {
 
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem) {
   std::vector<std::string> why;
-  if (const std::string training = megatron_training_blocker(problem.training, plan.zero); !training.empty())
-    why.push_back(training);
+  if (const std::string any_layout = megatron_training_blocker(problem, plan.zero); !any_layout.empty())
+    why.push_back(any_layout);
   // Megatron-LM reduces a 16-bit run's gradients in fp32 or in that type:
   // not bf16 training's in fp16, nor fp16 training's in bf16.
   if (const std::optional<Precision> sixteen = megatron_sixteen_bit(problem, plan);
@@ -123,11 +129,6 @@ std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& prob
     why.push_back(std::string("gradients reduced in ") + to_string(grad_precision(problem.training)) + " under " +
                   to_string(*sixteen) + " training: Megatron-LM reduces them in fp32 or in " + to_string(*sixteen) +
                   " — set grad_reduce_dtype to one of those");
-  // Megatron-LM's GPT embedding has no LayerNorm (BLOOM's is Megatron-
-  // DeepSpeed's --embed-layernorm): a model costed with one is not its.
-  if (problem.model.embedding_norm)
-    why.push_back("the model's embedding_norm: true (a LayerNorm after the word embedding, BLOOM's) has no "
-                  "Megatron-LM flag; Megatron-DeepSpeed's --embed-layernorm runs it");
   if (problem.model.family == ModelFamily::generic) {
     why.push_back("the model is a generic layer list; Megatron-LM's pretrain_gpt.py trains GPT and Llama transformers");
   }

@@ -104,16 +104,16 @@ TEST(MegatronExport, LlamaAndRecomputeFlags) {
   // flag, so the export is refused whatever the layout.
   Problem eight = pb;
   eight.training.optimizer = Optimizer::adam8bit;
-  EXPECT_FALSE(megatron_training_blocker(eight.training, 0).empty());
+  EXPECT_FALSE(megatron_training_blocker(eight, 0).empty());
   const std::vector<std::string> why = megatron_blockers(full, eight);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("adam8bit"), std::string::npos);
-  EXPECT_TRUE(megatron_training_blocker(pb.training, 1).empty());
+  EXPECT_TRUE(megatron_training_blocker(pb, 1).empty());
   // SGD runs without the distributed optimizer only (zero 0).
   Problem sgd = pb;
   sgd.training.optimizer = Optimizer::sgd;
-  EXPECT_TRUE(megatron_training_blocker(sgd.training, 0).empty());
-  EXPECT_NE(megatron_training_blocker(sgd.training, 1).find("DistributedOptimizer"), std::string::npos);
+  EXPECT_TRUE(megatron_training_blocker(sgd, 0).empty());
+  EXPECT_NE(megatron_training_blocker(sgd, 1).find("DistributedOptimizer"), std::string::npos);
 }
 
 // The gradients' reduce type and the loss as costed: Megatron-LM reduces

@@ -53,14 +53,15 @@ namespace autohaap {
 // the same micro-batch); ZeRO 2 or 3; and megatron_training_blocker.
 std::vector<std::string> megatron_blockers(const Plan& plan, const Problem& problem);
 
-// Why no plan of this training (at ZeRO stage `zero`) runs on stock
-// Megatron-LM, whatever its layout; empty when some may: 8-bit Adam
+// Why no plan of this model and training (at ZeRO stage `zero`) runs on
+// stock Megatron-LM, whatever its layout; empty when some may: an
+// embedding LayerNorm (no Megatron-LM flag); 8-bit Adam
 // (Megatron-DeepSpeed's --use-bnb-optimizer; Megatron-LM's --optimizer has
 // no 8-bit Adam, and its strict argument parser stops at an unknown flag);
 // SGD under the distributed optimizer (zero 1: Megatron-Core's
 // DistributedOptimizer asserts Adam or an optimizer with an init_state_fn,
 // which its SGD is built without).
-std::string megatron_training_blocker(const TrainingSpec& training, int zero);
+std::string megatron_training_blocker(const Problem& problem, int zero);
 
 // The arguments, in a fixed order, as (flag, value) pairs; value is empty
 // for switches. Requires megatron_blockers(plan, problem) to be empty.
