@@ -62,20 +62,18 @@ void refuse_other_kind(const std::string& path, const Manifest& manifest, const 
                          is + ", which the batch would overwrite)");
   };
   if (fs::equivalent(path, manifest.path, ec)) refuse("the manifest this batch reads");
-  std::string kind;
-  try {
-    kind = validate_file(path);
-  } catch (const std::exception&) {
-    bool parses = false;
-    try {
-      parses = YAML::Load(read_file(path)).IsMap();
-    } catch (const std::exception&) {
-      parses = false;
-    }
-    if (parses && parsed_is_other) refuse("a file of another kind");
+  const std::string kind = input_kind(path);
+  if (!kind.empty()) {
+    if (kind != "plan") refuse("a " + kind + " file");
     return;
   }
-  if (kind != "plan") refuse("a " + kind + " file");
+  bool parses = false;
+  try {
+    parses = YAML::Load(read_file(path)).IsMap();
+  } catch (const std::exception&) {
+    parses = false;
+  }
+  if (parses && parsed_is_other) refuse("a file of another kind");
 }
 
 void check_folder_is_this_manifests(const BatchRunOptions& o, const Manifest& manifest) {

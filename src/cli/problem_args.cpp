@@ -208,16 +208,6 @@ bool replaces_something(const std::string& path) {
   return !ec && size > 0;
 }
 
-// What validate names the file ("plan", "model", ...), or "" when it reads
-// as none of AutoHAAP's inputs.
-std::string input_kind(const std::string& path) {
-  try {
-    return validate_file(path);
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
 [[noreturn]] void refuse_overwrite(const std::string& path, const char* flag, const std::string& output,
                                    const std::string& kind) {
   throw InputError("command line", flag, path,

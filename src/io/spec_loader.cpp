@@ -694,4 +694,12 @@ void check_training(const TrainingSpec& t, const std::string& file) {
   require_number(file, "headroom_GiB", t.headroom_GiB, 0.0, kMaxMemoryGiB);
 }
 
+std::string input_kind(const std::string& path) {
+  try {
+    return validate_file(path);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 }  // namespace autohaap

@@ -76,6 +76,10 @@ Problem load_problem(const std::string& model, const std::string& cluster, const
 // is invalid.
 std::string validate_file(const std::string& path);
 
+// validate_file's kind, or "" when the file reads as none of them (what an
+// output about to replace it asks: an input is never replaced).
+std::string input_kind(const std::string& path);
+
 // The ranges of the inputs. Each bound lies far beyond any model or machine
 // built so far, and far inside where the cost model's arithmetic stays exact
 // and finite: with every input at its bound, the largest quantities formed
