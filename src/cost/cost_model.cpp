@@ -820,6 +820,16 @@ static bool one_group(const StagePlan& s, int group) {
 }
 
 static Link pipeline_link(const ClusterSpec& c, const StagePlan& a, const StagePlan& b, const CostParameters& p) {
+  // The two halves of one group in the search's split cluster
+  // (NodeGroup::half_of) are distinct nodes of that group: its link between
+  // nodes, as the group itself prices two stages there; the halves of a
+  // merged group are distinct parts: the fabric between groups, as below.
+  if (a.group != b.group && !a.has_replica_sets() && !b.has_replica_sets()) {
+    const NodeGroup& ga = c.groups.at(a.group);
+    const NodeGroup& gb = c.groups.at(b.group);
+    if (ga.half_of >= 0 && ga.half_of == gb.half_of)
+      return c.groups.at(ga.half_of).parts > 1 ? inter_group_link(c, p) : inter_node_link(ga, p);
+  }
   if (!one_group(a, b.group) || !one_group(b, a.group)) return inter_group_link(c, p);
   const NodeGroup& g = c.groups.at(a.group);
   // Two parts of a merged group are two groups of the cluster the plan is

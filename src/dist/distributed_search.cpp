@@ -22,9 +22,8 @@ DistributedResult run_distributed_search(const Problem& problem, const Distribut
   RankGroup group = mpi && mpi->size() > 1 ? RankGroup(mpi->impl().world) : RankGroup();
   const SearchOptions& search = options.search;
   const CostModel cost(problem);
-  MpiSynchronizer sync(group, problem,
-                       search_fingerprint(problem, cost.parameters(), search), describe_search(problem, search), options,
-                       options.note);
+  MpiSynchronizer sync(group, search_fingerprint(problem, cost.parameters(), search), describe_search(problem, search),
+                       options, options.note);
   DriverOptions driver;
   driver.exchange_interval_s = options.exchange_interval_s;
   driver.chunks_per_rank = options.chunks_per_rank;

@@ -9,10 +9,9 @@
 
 namespace autohaap::dist {
 
-MpiSynchronizer::MpiSynchronizer(RankGroup& group, const Problem& problem, std::uint64_t fingerprint,
-                                 std::string inputs, DistributedSettings settings,
-                                 std::function<void(const std::string&)> note)
-    : group_(group), problem_(problem), fingerprint_(fingerprint), inputs_(std::move(inputs)),
+MpiSynchronizer::MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs,
+                                 DistributedSettings settings, std::function<void(const std::string&)> note)
+    : group_(group), fingerprint_(fingerprint), inputs_(std::move(inputs)),
       settings_(std::move(settings)), note_(std::move(note)) {}
 
 std::optional<SearchFailure> MpiSynchronizer::agree(const std::function<void()>& step) {
@@ -27,10 +26,10 @@ void MpiSynchronizer::abort(const std::string& message, int exit_code) { group_.
 
 void MpiSynchronizer::validate(const SearchSettings& search) const { dist::validate(settings_, search); }
 
-void MpiSynchronizer::open() {
+void MpiSynchronizer::open(const Problem& searched) {
   if (group_.rank() == 0 && !settings_.checkpoint_path.empty()) {
     restored_ = read_checkpoint(settings_.checkpoint_path, fingerprint_, inputs_);
-    if (restored_) check_checkpoint_plans(*restored_, problem_, settings_.checkpoint_path);
+    if (restored_) check_checkpoint_plans(*restored_, searched, settings_.checkpoint_path);
   }
 }
 

@@ -30,9 +30,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   // `fingerprint` and `inputs` name the search (search_fingerprint,
   // describe_search): a checkpoint or a rank of other inputs is refused.
   // `note`: rank 0's one-line notices (resume, last checkpoint).
-  // `problem` (which must outlive it) is what a restored checkpoint's plans
-  // are checked against.
-  MpiSynchronizer(RankGroup& group, const Problem& problem, std::uint64_t fingerprint, std::string inputs,
+  MpiSynchronizer(RankGroup& group, std::uint64_t fingerprint, std::string inputs,
                   DistributedSettings settings, std::function<void(const std::string&)> note);
 
   int rank() const override { return group_.rank(); }
@@ -44,7 +42,7 @@ class MpiSynchronizer final : public SearchSynchronizer {
   [[noreturn]] void abort(const std::string& message, int exit_code) override;
 
   void validate(const SearchSettings& settings) const override;
-  void open() override;
+  void open(const Problem& searched) override;
   std::optional<InitProgress> restored_initialization() override;
   bool write_initialization(const InitProgress& progress) override;
   void keep_walked_initialization(InitProgress progress) override;
@@ -70,7 +68,6 @@ class MpiSynchronizer final : public SearchSynchronizer {
   }
 
   RankGroup& group_;
-  const Problem& problem_;
   const std::uint64_t fingerprint_;
   const std::string inputs_;
   const DistributedSettings settings_;

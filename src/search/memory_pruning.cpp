@@ -390,7 +390,11 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   if (walks == true) {
     std::vector<int> arranged = order;
     do {
-      Arrangement a{*space.order_index(arranged), std::vector<int>(n)};
+      // Halves keep their order (search_space.hpp): not every arrangement
+      // is in the space, and the ascending one is whenever any is.
+      const std::optional<int> index = space.order_index(arranged);
+      if (!index) continue;
+      Arrangement a{*index, std::vector<int>(n)};
       for (int j = 0; j < n; ++j)
         a.from[j] = static_cast<int>(std::find(order.begin(), order.end(), arranged[j]) - order.begin());
       arrangements.push_back(std::move(a));

@@ -13,6 +13,7 @@
 #include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/error.hpp"
 #include "autohaap/search/cluster_merge.hpp"
+#include "autohaap/search/cluster_split.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/parallel.hpp"
 #include "autohaap/search/stop_condition.hpp"
@@ -100,8 +101,8 @@ class SearchDriver {
   SearchDriver(const Problem& problem, const SearchOptions& search, const DriverOptions& options,
                SearchSynchronizer& sync)
       : problem_(problem), search_(search), options_(options), sync_(sync),
-        merge_(merge_identical_groups(problem.cluster)), merged_problem_(merged(problem, merge_)),
-        cost_(merged_problem_), memory_(cost_),
+        merge_(merge_identical_groups(problem.cluster)), split_(split_groups(merged(problem, merge_))),
+        cost_(split_.problem), memory_(cost_),
         cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
         threads_(parallel::usable_threads(search.threads)),
         stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
@@ -164,7 +165,7 @@ class SearchDriver {
   bool set_up(DriverResult& out) {
     // A damaged or foreign checkpoint is refused before the initialization,
     // which may take minutes; its skeleton list is compared after it.
-    if (auto failure = sync_.agree([&] { sync_.open(); })) {
+    if (auto failure = sync_.agree([&] { sync_.open(cost_.problem()); })) {
       out.failure = failure;
       return false;
     }
@@ -614,8 +615,10 @@ class SearchDriver {
     if ((stopped_ || limited()) && !init_stopped_ && !prepared_.probes.empty())
       final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
     result.top = std::move(*final_top_);
-    if (merge_.merged())
-      for (Plan& plan : result.top) plan = unmerge_plan(plan, merge_);
+    for (Plan& plan : result.top) {
+      if (split_.split()) plan = unsplit_plan(plan, split_);
+      if (merge_.merged()) plan = unmerge_plan(plan, merge_);
+    }
     result.prune = prepared_.prune;
     result.prune.merge(total_search_prune());
     result.candidates = result.prune.considered;
@@ -668,14 +671,15 @@ class SearchDriver {
   }
 
   // The problem as given (baselines run on it), and the one the autohaap
-  // search runs on: identical node groups merged (cluster_merge.hpp); its
-  // plans are moved back onto the original groups in build_result.
+  // search runs on: identical node groups merged (cluster_merge.hpp), then
+  // groups of a small space also offered as halves (cluster_split.hpp);
+  // its plans are moved back onto the original groups in build_result.
   const Problem& problem_;
   const SearchOptions& search_;
   const DriverOptions& options_;
   SearchSynchronizer& sync_;
   const ClusterMerge merge_;
-  const Problem merged_problem_;
+  const ClusterSplit split_;
   const CostModel cost_;
   const MemoryPruner memory_;
   LatencyCache own_cache_;

@@ -195,6 +195,24 @@ std::vector<std::vector<int>> ordered_subsets(int groups) {
   return out;
 }
 
+// Whether the space offers a pipeline in this order of groups: a halved
+// group (NodeGroup::half_of, cluster_split.hpp) is used whole or as both
+// halves, its first half before its second, never a half alone.
+bool order_allowed(const std::vector<NodeGroup>& groups, const std::vector<int>& order) {
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const NodeGroup& g = groups[order[j]];
+    if (g.half_of < 0) continue;
+    const int whole = g.half_of;
+    if (std::find(order.begin(), order.end(), whole) != order.end()) return false;
+    const auto other = std::find_if(order.begin(), order.end(), [&](int k) {
+      return groups[k].half_of == whole && groups[k].half != g.half;
+    });
+    if (other == order.end()) return false;
+    if (g.half == 1 && other < order.begin() + static_cast<std::ptrdiff_t>(j)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string group_count_violation(std::size_t groups) {
@@ -217,20 +235,33 @@ SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(pr
   if (const std::string why = group_count_violation(groups.size()); !why.empty())
     throw InputError(problem.cluster.name, "groups", std::to_string(groups.size()) + " node groups", why);
   orders_ = ordered_subsets(static_cast<int>(groups.size()));
+  std::erase_if(orders_, [&](const std::vector<int>& order) { return !order_allowed(groups, order); });
   micro_batches_ = searched_micro_batches(problem);
   // Every share of each group where the space stays small, else its
-  // power-of-two shares, else raw_layouts' sizes alone.
+  // power-of-two shares, else raw_layouts' sizes alone; decided on the
+  // orders without halves (cluster_split.hpp), so a space with halves takes
+  // the shares the space without them does and holds all its skeletons. A
+  // half is offered raw_layouts' sizes alone: its group's shares already
+  // hold every plan on part of it.
+  std::vector<std::vector<int>> whole_orders;
+  for (const auto& order : orders_)
+    if (std::none_of(order.begin(), order.end(), [&](int g) { return groups[g].half_of >= 0; }))
+      whole_orders.push_back(order);
   auto take = [&](auto layouts_of, std::uint64_t budget) {
     layouts_.clear();
-    for (int g = 0; g < static_cast<int>(groups.size()); ++g) layouts_.push_back(layouts_of(g));
-    return raw_skeletons_within(orders_, layouts_, micro_batches_.size(), budget);
+    for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+      layouts_.push_back(groups[g].half_of >= 0 ? raw_layouts(problem, g, groups[g]) : layouts_of(g));
+    return raw_skeletons_within(whole_orders, layouts_, micro_batches_.size(), budget);
   };
-  const bool small =
-      every_share &&
-      (take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }, kEveryShareSkeletons) ||
-       take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); },
-            kSmallSpaceSkeletons));
-  if (!small) take([&](int g) { return raw_layouts(problem, g, groups[g]); }, kSaturated);
+  shares_ = SpaceShares::whole;
+  if (every_share &&
+      take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }, kEveryShareSkeletons))
+    shares_ = SpaceShares::every;
+  else if (every_share && take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); },
+                               kSmallSpaceSkeletons))
+    shares_ = SpaceShares::power_of_two;
+  else
+    take([&](int g) { return raw_layouts(problem, g, groups[g]); }, kSaturated);
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;

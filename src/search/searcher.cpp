@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "autohaap/error.hpp"
+#include "autohaap/search/cluster_split.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/load_balancer.hpp"
 #include "autohaap/search/parallel.hpp"
@@ -35,7 +36,11 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
     driver.live_progress = true;
     return drive_search(problem, options, driver, alone).result;
   }
-  const CostModel cost(problem);
+  // The references answer over the space the autohaap search takes: with
+  // the halves of a small space's groups (cluster_split.hpp).
+  const bool reference = options.strategy == "exhaustive" || options.strategy == "reference";
+  const ClusterSplit split = reference ? split_groups(problem) : ClusterSplit{problem, {}, {}};
+  const CostModel cost(split.problem);
   const Stopwatch clock;
   const StopCondition stop = StopCondition::of(options.cancel, options.time_limit_s, clock);
   strategy::ProgressReporter progress(options, clock);
@@ -52,6 +57,8 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
     else
       stopped = strategy::run_metis(cost, options, stop, progress, result);
   });
+  if (split.split())
+    for (Plan& plan : result.top) plan = unsplit_plan(plan, split);
   result.status = search_status(!result.top.empty(), stopped);
   if (stopped) result.stopped_by = stop.cause_of_stop();
 
@@ -61,7 +68,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   result.stats.wall_s = clock.seconds();
   // The exhaustive and reference strategies prove their optimum by
   // finishing; the others prove no bound (the SearchStats defaults: 0, gap 1).
-  if ((options.strategy == "exhaustive" || options.strategy == "reference") && !stopped) {
+  if (reference && !stopped) {
     result.stats.bound_s = result.top.empty() ? 0 : result.top.front().predicted.iteration_time_s;
     result.stats.gap = 0;
   }
@@ -666,8 +673,11 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
     for (std::size_t j = 0; j + 1 < order.size(); ++j) {
       std::vector<int> swapped = order;
       std::swap(swapped[j], swapped[j + 1]);
+      // Halves keep their order (search_space.hpp): not every swap is one.
+      const std::optional<int> index = space.order_index(swapped);
+      if (!index) continue;
       SearchSpace::Coordinates c = *at;
-      c.order = *space.order_index(swapped);
+      c.order = *index;
       std::swap(c.layout[j], c.layout[j + 1]);
       next.push_back(std::move(c));
     }
@@ -675,14 +685,18 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
     const int groups = static_cast<int>(problem.cluster.groups.size());
     for (int g = 0; g < groups; ++g) {
       if (std::find(order.begin(), order.end(), g) != order.end()) continue;
+      // A half is never alone, nor beside its whole group: no dive adds one.
+      const std::optional<int> alone = space.order_index({g});
+      if (!alone) continue;
       // Which of g's layouts pass at this B does not depend on where g sits.
-      const std::vector<int> ok_g =
-          structural_layouts(space, *space.order_index({g}), at->micro_batch, scratch).front();
+      const std::vector<int> ok_g = structural_layouts(space, *alone, at->micro_batch, scratch).front();
       for (std::size_t j = 0; j <= order.size(); ++j) {
         std::vector<int> longer = order;
         longer.insert(longer.begin() + static_cast<std::ptrdiff_t>(j), g);
+        const std::optional<int> index = space.order_index(longer);
+        if (!index) continue;
         SearchSpace::Coordinates c = *at;
-        c.order = *space.order_index(longer);
+        c.order = *index;
         c.layout.insert(c.layout.begin() + static_cast<std::ptrdiff_t>(j), 0);
         for (int li : ok_g) {
           c.layout[j] = li;
@@ -693,8 +707,10 @@ std::vector<Plan> dive_from(const Plan& start, const SearchSpace& space, const C
     for (std::size_t j = 0; order.size() > 1 && j < order.size(); ++j) {
       std::vector<int> shorter = order;
       shorter.erase(shorter.begin() + static_cast<std::ptrdiff_t>(j));
+      const std::optional<int> index = space.order_index(shorter);
+      if (!index) continue;
       SearchSpace::Coordinates c = *at;
-      c.order = *space.order_index(shorter);
+      c.order = *index;
       c.layout.erase(c.layout.begin() + static_cast<std::ptrdiff_t>(j));
       next.push_back(std::move(c));
     }

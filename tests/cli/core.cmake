@@ -68,17 +68,17 @@ autohaap_cli_cases("cli" ${_cli_cases})
 
 # Identical node groups are searched as one and the plan written on the
 # original pods (the same time as the 256 GPUs as one group); the plan file
-# re-reads and re-estimates on the four pods; its stages take cp 2 inside
-# the search, which balances their layers for it (19, 21, 21, 19: 42.924 s,
-# where cp added to the even split after the search gave 43.1726 s before
-# fused attention was priced by the sequence its kernel sees).
+# re-reads and re-estimates on the four pods. The merged pods are also
+# offered as two halves of two pods each (search/cluster_split.hpp): the
+# first two run tp 4 x cp 2 x dp 8, the last two tp 2 x cp 4 x dp 8
+# (41.9217 s, where one layout on all four gave 42.924 s).
 # micro_batch_per_replica lets 1024 GPUs run 128 data-parallel GPUs a
 # stage: B = 128, one sequence a replica (GPT-3's attention is unfused,
 # so no context parallelism).
 set(_merge ${CMAKE_CURRENT_SOURCE_DIR}/data/merge)
 set(_merge_cases
-  "search_identical_pods_merged|0|pipeline_stages +: 4\n.*a100-80gb 4x2x8 .0,19. none.*iteration_time_s +: 42.924|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
-  "estimate_identical_pods_plan|0|iteration_time_s +: 42.924|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "search_identical_pods_merged|0|pipeline_stages +: 4\n.*a100-80gb 4x2x8 .0,20. none . a100-80gb 4x2x8 .20,40. none . a100-80gb 2x4x8 .40,60. none.*iteration_time_s +: 41.9217|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "estimate_identical_pods_plan|0|iteration_time_s +: 41.9217|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
   "search_micro_batch_per_replica|0|stages +: a100-80gb 2x128 .*micro_batch_size +: 128\n.*iteration_time_s +: 0.1193|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
 )
 autohaap_cli_cases("cli" ${_merge_cases})

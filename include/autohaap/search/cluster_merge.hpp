@@ -24,8 +24,10 @@
 // are used as a prefix of their parts (the first c of n), next to each
 // other along the pipeline and with one (stage size, tp, dp) for all of
 // them. Plans that give two identical groups different layouts, or put
-// another group between them, are not searched; the exhaustive strategy,
-// which runs on the original cluster, still covers them.
+// another group between them, are not searched, except where the merged
+// group is also offered as the two halves of its parts (cluster_split.hpp);
+// the exhaustive strategy, which runs on the original cluster, still
+// covers them.
 //
 // Callers: the search driver (search_driver.cpp) merges before
 // initialization and unmerges its final plans; every rank of an MPI job

@@ -24,6 +24,8 @@
 // not dividing B, too little memory, ...) live in memory_pruning.hpp, so
 // that every removed candidate is counted under its rule.
 //
+// A group the search's split cluster halves (cluster_split.hpp) is used
+// whole or as both halves, first half first, never a half alone.
 // Canonical order: group orders by length, then lexicographically; within
 // one order, B ascending; then the groups' layouts as a mixed-radix number
 // (first group of the pipeline most significant), each group's layouts by
@@ -106,6 +108,13 @@ std::string group_count_violation(std::size_t groups);
 inline constexpr std::uint64_t kEveryShareSkeletons = 10'000;
 inline constexpr std::uint64_t kSmallSpaceSkeletons = 200'000;
 
+// Which shares of its groups a space offers (kEveryShareSkeletons above).
+enum class SpaceShares {
+  every,         // each group's first 1, 2, 3, ... GPUs of a node and first 2, 3, ... nodes
+  power_of_two,  // its first 1, 2, 4, ... GPUs and first 2, 4, ... nodes
+  whole,         // a group whole or its fitting prefix alone
+};
+
 class SearchSpace {
  public:
   // every_share: a small space also takes the shares of each group
@@ -122,6 +131,8 @@ class SearchSpace {
   const std::vector<GroupLayout>& layouts(int group) const { return layouts_[group]; }
   // Micro-batch sizes, ascending, without duplicates.
   const std::vector<int>& micro_batches() const { return micro_batches_; }
+  // The shares of its groups this space took.
+  SpaceShares shares() const { return shares_; }
 
   // Skeletons in the raw space (saturates at UINT64_MAX).
   std::uint64_t raw_size() const { return raw_size_; }
@@ -154,6 +165,7 @@ class SearchSpace {
   std::vector<std::uint64_t> combos_;       // per order
   std::vector<std::uint64_t> order_first_;  // per order: id of its first skeleton
   std::uint64_t raw_size_ = 0;
+  SpaceShares shares_ = SpaceShares::whole;
 };
 
 // The micro-batch sizes B the search tries, ascending, without duplicates:

@@ -160,8 +160,11 @@ class SearchSynchronizer {
   // Refuses (InputError) settings this synchronizer cannot honour.
   virtual void validate(const SearchSettings& /*settings*/) const {}
   // Before the initialization: reads what a previous run left, if anything
-  // (a damaged or foreign checkpoint: InputError). Called inside agree().
-  virtual void open() {}
+  // (a damaged or foreign checkpoint: InputError), its plans checked against
+  // `searched`, the problem the search runs on (identical groups merged and
+  // groups halved: the coordinates the plans it saves are in). Called
+  // inside agree().
+  virtual void open(const Problem& /*searched*/) {}
   // After open(), on every participant (collective): the progress of an
   // initialization the checkpoint saved (rank 0 read it; a search-phase
   // checkpoint's is the whole initialization), or none.

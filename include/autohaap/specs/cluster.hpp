@@ -38,6 +38,15 @@ struct NodeGroup {
   // model prices a pipeline link between two parts as one between groups;
   // the search never cuts a stage across parts.
   int parts = 1;
+  // A half of another group's nodes: only the search's split cluster
+  // (search/cluster_split.hpp) sets these, so like `parts` they are never
+  // loaded, written or fingerprinted. half_of is the index, in that
+  // cluster, of the group whose nodes are halved; half is 1 for its first
+  // nodes, 2 for the rest. The cost model prices a pipeline link between
+  // the two halves of one group as one between its nodes; the search space
+  // uses a group whole or as both halves, first half before second.
+  int half_of = -1;
+  int half = 0;
 
   int gpus() const { return nodes * gpus_per_node; }
   int nics() const { return nics_per_node > 0 ? nics_per_node : gpus_per_node; }
