@@ -819,16 +819,16 @@ void check_plan_for(const Plan& plan, const ModelSpec& model, const ClusterSpec&
                          std::to_string(spans) + " (the nodes of " + std::to_string(per_node) + " GPUs that " +
                              gpu_text + " of " + group_name + " touch), or no nodes key");
     }
-    // A stage of its own GPUs lies inside one node or on whole nodes
-    // (own_gpus_placement_allowed): GPUs 1..2 on nodes of 2 had a cp ring
-    // across two nodes priced as inside one.
-    if (!s.has_replica_sets()) {
-      if (!own_gpus_placement_allowed(first_gpu, gpus, per_node))
-        throw InputError(file, key("first_gpu"), std::to_string(first_gpu),
-                         "a first GPU that keeps the stage's " + std::to_string(gpus) +
-                             " GPUs inside one node of " + std::to_string(per_node) +
-                             " GPUs, or on whole nodes from a node's first GPU");
-    }
+    // A stage of its own GPUs, and each replica set of one, lies inside one
+    // node or on whole nodes (own_gpus_placement_allowed): GPUs 1..2 on
+    // nodes of 2 had a cp ring across two nodes priced as inside one, and a
+    // set of GPUs 2..3 on nodes of 3 was launched as two node ranks on each
+    // of its nodes.
+    if (!own_gpus_placement_allowed(first_gpu, gpus, per_node))
+      throw InputError(file, key("first_gpu"), std::to_string(first_gpu),
+                       "a first GPU that keeps " + std::string(s.has_replica_sets() ? "the set's " : "the stage's ") +
+                           std::to_string(gpus) + " GPUs inside one node of " + std::to_string(per_node) +
+                           " GPUs, or on whole nodes from a node's first GPU");
     used[group].push_back({first_gpu, static_cast<int>(end_gpu), i, key("first_gpu")});
   };
 

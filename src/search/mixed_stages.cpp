@@ -188,6 +188,8 @@ bool add_set(const Problem& problem, StagePlan& s, const FreeRange& range, int r
   const int first = set_start(problem, s, range);
   const int gpus = replicas * s.tp * s.cp;
   if (first < 0 || first + gpus > range.end) return false;
+  // A set lies where a stage of its own GPUs may (the plan files' rule).
+  if (!own_gpus_placement_allowed(first, gpus, g.gpus_per_node)) return false;
   if (stage_violation(problem.model, problem.seq_len(), problem.training.sequence_parallel, &g,
                       StageDegrees{s.tp, s.cp, replicas}, replicas))
     return false;

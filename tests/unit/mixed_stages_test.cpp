@@ -14,6 +14,7 @@
 #include "autohaap/search/mixed_stages.hpp"
 #include "autohaap/search/refinement.hpp"
 #include "autohaap/search/searcher.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "plan_fixtures.hpp"
 #include "search_fixtures.hpp"
 
@@ -195,6 +196,39 @@ TEST(MixedStages, NeverTakeAMicroBatchThatDoesNotDivideTheBatch) {
     EXPECT_EQ(plan.micro_batch_size * plan.num_micro_batches, plan.global_batch);
     EXPECT_NO_THROW(check_plan_against(plan, p.model, p.cluster, p.seq_len(), "plan"));
   }
+}
+
+// Sets on nodes of 3 and 4 GPUs (MI300X 8 x 3, A800 1 x 8, H20 7 x 4: GPT-3
+// 350M): the answer puts its H20 stages' idle MI300Xs to work as sets, each
+// inside one node or on whole nodes, as a stage of its own GPUs lies; sets
+// of GPUs 2..3 on nodes of 3 had been placed (and launched as two node
+// ranks on each node).
+TEST(MixedStages, ASetLiesInsideOneNodeOrOnWholeNodes) {
+  Problem p;
+  p.model = catalog_model("gpt3-350m");
+  p.cluster.name = "odd-nodes";
+  NodeGroup mi = make_node_group(catalog_device("mi300x"), 8, 3), a800 = make_node_group(catalog_device("a800"), 1, 8),
+            h20 = make_node_group(catalog_device("h20"), 7, 4);
+  p.cluster.groups = {mi, a800, h20};
+  p.cluster.inter_group_GBps = 12.5;
+  p.cluster.inter_group_latency_us = 20;
+  const CostModel model(p);
+  SearchOptions options;
+  options.threads = 2;
+  const SearchResult result = run_search(p, options);
+  ASSERT_FALSE(result.top.empty());
+  const std::vector<Plan> plans = finish_plans(model, result, options);
+  ASSERT_FALSE(plans.empty());
+  int sets = 0;
+  for (const StagePlan& s : plans.front().stages)
+    for (const ReplicaSet& r : s.replicas) {
+      ++sets;
+      const int per_node = p.cluster.groups.at(r.group).gpus_per_node;
+      EXPECT_TRUE(own_gpus_placement_allowed(r.first_gpu, r.gpus, per_node))
+          << r.device << " GPUs " << r.first_gpu << ".." << r.first_gpu + r.gpus - 1;
+    }
+  EXPECT_GT(sets, 0) << "the answer mixes devices in its stages";
+  EXPECT_NO_THROW(check_plan_against(plans.front(), p.model, p.cluster, p.seq_len(), "plan"));
 }
 
 // A stage of one GPU with its node's other GPU joined as a replica set is

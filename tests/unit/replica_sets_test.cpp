@@ -223,6 +223,18 @@ TEST(ReplicaSets, OverlappingGpusAreRefused) {
   EXPECT_NE(f.allowed().find("another replica set of this stage has 4..5"), std::string::npos);
 }
 
+// A set lies as a stage of its own GPUs does: inside one node or on whole
+// nodes. The A100 set moved to GPUs 7..8 of nodes of 8 (one GPU of each
+// node) is refused by key; a launch had started each node twice.
+TEST(ReplicaSets, ASetAcrossPartOfTwoNodesIsRefused) {
+  const InputError e = refusal(with("first_gpu: 4\n        gpus: 2", "first_gpu: 7\n        gpus: 2"));
+  EXPECT_EQ(e.key(), "stages[1].replicas[0].first_gpu");
+  EXPECT_EQ(e.value(), "7");
+  EXPECT_NE(e.allowed().find("keeps the set's 2 GPUs inside one node of 8 GPUs, or on whole nodes"),
+            std::string::npos)
+      << e.allowed();
+}
+
 TEST(ReplicaSets, TpNotDividingSetGpusIsRefused) {
   std::string text = with("    gpus: 4\n    tp: 1\n    cp: 1\n    dp: 4\n    layers: [12",
                           "    gpus: 4\n    tp: 2\n    cp: 1\n    dp: 2\n    layers: [12");

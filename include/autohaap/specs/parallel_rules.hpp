@@ -107,10 +107,11 @@ std::string stage_context_parallel_violation(const ClusterSpec& cluster, Runtime
                                              const StagePlan& stage, int cp);
 
 // ------------------------------------------------------ a stage's own GPUs
-// Where a stage of its own GPUs (not replica sets, which fill idle ranges)
-// lies in its node group: inside one node, or on whole nodes from a node's
-// first GPU, as the search lays stages out (search_space.hpp) and the cost
-// model prices their rings (cost_model.cpp, cp_link).
+// Where a stage of its own GPUs, or one replica set of a stage, lies in its
+// node group: inside one node, or on whole nodes from a node's first GPU,
+// as the search lays stages out (search_space.hpp), the mixed stages place
+// sets (mixed_stages.hpp), the cost model prices their rings
+// (cost_model.cpp, cp_link) and a launch gives each node one rank list.
 bool own_gpus_placement_allowed(int first_gpu, int gpus, int gpus_per_node);
 
 // ---------------------------------------------------------------- stage rule
