@@ -108,7 +108,7 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
   for (std::size_t i = 0; i < out.plan.stages.size(); ++i) {
     const StagePlan& s = out.plan.stages[i];
     stage_layers.push_back(s.num_layers());
-    if (const std::string cp_rule = runtime_context_parallel_violation(runtime, s.cp); !cp_rule.empty())
+    if (const std::string cp_rule = runtime_context_parallel_violation(runtime, out.problem.training.precision, s.cp); !cp_rule.empty())
       throw InputError(plan_file, "stages[" + std::to_string(i) + "].cp", std::to_string(s.cp), cp_rule);
     if (const std::string rule =
             stage_context_parallel_violation(out.problem.cluster, runtime, out.problem.model.head_dim(), s, s.cp);

@@ -241,11 +241,14 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   // attention unfused there: Transformer Engine, Megatron-LM's default,
   // picks its fused kernel on the GPUs that have one and runs unfused on
   // the others. (Stages of replica sets are not expressible: each stage is
-  // on its own device.)
+  // on its own device.) FlashAttention takes 16-bit inputs only: fp32 and
+  // tf32 training run attention unfused, as they are costed.
   const bool every_gpu_fused = stages_lacking(problem, plan, [&](const DeviceSpec& d) {
                                  return fused_attention_kernel(d.architecture, Runtime::megatron, m.head_dim());
                                }).empty();
-  if (m.flash_attention && every_gpu_fused) add("--use-flash-attn");
+  const Precision precision = problem.training.precision;
+  const bool sixteen_bit_attention = precision != Precision::fp32 && precision != Precision::tf32;
+  if (m.flash_attention && every_gpu_fused && sixteen_bit_attention) add("--use-flash-attn");
   // Megatron-LM's dropout defaults are 0.1 in attention and after each
   // block; a model that trains without (Llama, BLOOM, MPT) is costed
   // without its masks, so the run must not draw them either.

@@ -274,6 +274,14 @@ ClusterSpec parse_cluster(const YamlObject& obj, const std::string& default_name
     // as bought (nics_per_node x nic_Gbps), shared by its GPUs. With a
     // per-GPU share, nics_per_node alone says how many NICs carry it.
     if (g.has("nics_per_node")) n.nics_per_node = g.get_int("nics_per_node", Bound::positive);
+    // A count with no rate beside it would change nothing: the device's
+    // default share per GPU stays, whatever the count (1 NIC or 8 priced
+    // alike had been accepted without a word).
+    if (g.has("nics_per_node") && !g.has("nic_Gbps") && !g.has("inter_node_GBps") && !g.has("inter_node_busbw_GBps"))
+      g.at("nics_per_node", "").fail(
+          "nics_per_node beside nic_Gbps (the node's NICs as bought), or beside inter_node_GBps or "
+          "inter_node_busbw_GBps (the NICs that carry that rate); alone it leaves " + device.name +
+          "'s default of " + shown_number(n.inter_node_GBps) + " GB/s per GPU between nodes");
     if (g.has("nic_Gbps")) {
       if (g.has("inter_node_GBps"))
         g.at("inter_node_GBps", "").fail("either inter_node_GBps or nics_per_node with nic_Gbps, not both");

@@ -385,7 +385,7 @@ std::int64_t count_splits(int layers, int stages) {
 bool context_parallel_allowed(const Problem& problem, int cp) {
   if (cp > 1 && problem.profiles_only) return false;
   return context_parallel_violation(problem.model, problem.seq_len(), cp).empty() &&
-         runtime_context_parallel_violation(problem.training.runtime, cp).empty();
+         runtime_context_parallel_violation(problem.training.runtime, problem.training.precision, cp).empty();
 }
 
 int max_pipeline_stages(const Problem& problem) {

@@ -44,9 +44,12 @@ std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, i
          " (its pipeline engine refuses ZeRO-2 and ZeRO-3; ZeRO-1 or no ZeRO pipelines)";
 }
 
-std::string runtime_context_parallel_violation(Runtime runtime, int cp) {
+std::string runtime_context_parallel_violation(Runtime runtime, Precision precision, int cp) {
   if (cp > 1 && runtime == Runtime::deepspeed)
     return "1 under runtime deepspeed (Megatron-DeepSpeed has no ring context parallelism)";
+  if (cp > 1 && (precision == Precision::fp32 || precision == Precision::tf32))
+    return std::string("1 under precision ") + (precision == Precision::fp32 ? "fp32" : "tf32") +
+           " (ring context parallelism runs inside the fused attention kernels, which take 16-bit inputs only)";
   return "";
 }
 

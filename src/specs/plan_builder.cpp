@@ -149,7 +149,7 @@ UniformPlanResult build_uniform_plan(const Problem& problem, const UniformPlanRe
                   v.allowed);
   };
   // A runtime without context parallelism first: no model changes that.
-  if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, r.cp); !cp_rule.empty())
+  if (const std::string cp_rule = runtime_context_parallel_violation(problem.training.runtime, problem.training.precision, r.cp); !cp_rule.empty())
     return refuse("--cp", std::to_string(r.cp), cp_rule);
   if (const auto v = stage_violation(model, problem.seq_len(), problem.training.sequence_parallel, nullptr, degrees,
                                      static_cast<int>(B)))

@@ -290,6 +290,40 @@ TEST(ContextParallel, HeadsWiderThanTheFusedKernelsTakeRunUnfused) {
   EXPECT_TRUE(flash_flag(narrow));
 }
 
+// FlashAttention and Transformer Engine's fused attention take 16-bit
+// inputs only: fp32 and tf32 training run attention unfused (2x the
+// activations of bf16 here, the s x s scores kept), so they take no ring cp
+// (refused by rule, as the plan builder and the search apply it) and their
+// Megatron export passes no --use-flash-attn, which would fail at the first
+// attention.
+TEST(ContextParallel, Fp32AndTf32RunAttentionUnfusedWithoutARing) {
+  DeviceSpec h100 = flat_device();
+  h100.architecture = Architecture::hopper;
+  Problem bf16 = problem_on(h100, gpt_model(2, 4096, 32, 4096), 1, 8);
+  const Plan plan = make_uniform_plan(bf16, UniformPlanRequest{});
+  auto flash_flag = [&](const Problem& p) {
+    for (const auto& [flag, value] : megatron_arguments(plan, p))
+      if (flag == "--use-flash-attn") return true;
+    return false;
+  };
+  EXPECT_TRUE(flash_flag(bf16));
+  EXPECT_EQ(runtime_context_parallel_violation(Runtime::megatron, Precision::bf16, 2), "");
+  EXPECT_EQ(runtime_context_parallel_violation(Runtime::megatron, Precision::fp8, 2), "");
+  for (const Precision precision : {Precision::fp32, Precision::tf32}) {
+    Problem p = bf16;
+    p.training.precision = precision;
+    EXPECT_FALSE(flash_flag(p));
+    EXPECT_NE(runtime_context_parallel_violation(Runtime::megatron, precision, 2).find("16-bit inputs only"),
+              std::string::npos);
+    EXPECT_EQ(runtime_context_parallel_violation(Runtime::megatron, precision, 1), "");
+    UniformPlanRequest with_cp;
+    with_cp.cp = 2;
+    with_cp.dp = 1;
+    with_cp.tp = 4;
+    EXPECT_THROW(make_uniform_plan(p, with_cp), InputError);
+  }
+}
+
 TEST(ContextParallel, VoltaUnderMegatronHasNoFusedAttentionAndNoRing) {
   // FlashAttention (and Transformer Engine's fused attention, where its
   // ring attention runs) needs Ampere or newer: Megatron-LM on a V100 runs

@@ -461,6 +461,8 @@ TEST_F(SpecLoader, ClusterNicsAsBought) {
   EXPECT_EQ(counted.groups[0].nics(), 4);
   EXPECT_DOUBLE_EQ(counted.groups[0].inter_node_GBps, 6.25);
   EXPECT_EQ(load_cluster(group("unstated.yaml", "")).groups[0].nics(), 8);  // one per GPU
+  // The count with no rate beside it would change nothing: refused.
+  EXPECT_INPUT_ERROR(load_cluster(group("countonly.yaml", ", nics_per_node: 1")), "groups[0].nics_per_node", "1");
   EXPECT_INPUT_ERROR(load_cluster(group("nonics.yaml", ", nics_per_node: 0")), "groups[0].nics_per_node", "0");
   EXPECT_INPUT_ERROR(load_cluster(group("manynics.yaml", ", nics_per_node: 5000")), "groups[0].nics_per_node",
                      "5000");

@@ -21,7 +21,8 @@ namespace autohaap {
 struct ClusterSpec;
 struct NodeGroup;
 struct StagePlan;  // plan.hpp
-enum class Runtime;  // specs/training.hpp
+enum class Runtime;    // specs/training.hpp
+enum class Precision;  // specs/training.hpp
 
 // Interleaved 1F1B over `vpp` chunks per stage (Narayanan et al. 2021,
 // Sec. 2.2.2): at least two stages, each stage's layers split into vpp
@@ -78,9 +79,13 @@ std::string context_parallel_violation(const ModelSpec& model, int seq_len, int 
 // PyTorch (torchtitan's context_parallel) ring attention over cp GPUs;
 // Megatron-DeepSpeed has no ring context parallelism (its sequence
 // parallelism, DeepSpeed-Ulysses, splits heads with all-to-alls: another
-// scheme, not priced here), so under `runtime: deepspeed` cp is 1.
+// scheme, not priced here), so under `runtime: deepspeed` cp is 1. The ring
+// runs inside the fused attention kernels (FlashAttention, cuDNN through
+// Transformer Engine), which take 16-bit inputs only, so fp32 and tf32
+// training (whose attention the cost model prices unfused:
+// layer_work.cpp fused_attention_possible) keep cp 1 too.
 // Returns what is allowed when the rule fails, else "".
-std::string runtime_context_parallel_violation(Runtime runtime, int cp);
+std::string runtime_context_parallel_violation(Runtime runtime, Precision precision, int cp);
 
 // Whether `runtime` runs a fused attention kernel (no s x s scores kept) on
 // a device of this architecture. Megatron-LM and Megatron-DeepSpeed run
