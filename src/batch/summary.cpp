@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "autohaap/batch/fingerprint.hpp"
 #include "autohaap/io/atomic_file.hpp"
 #include "autohaap/io/file_lock.hpp"
 
@@ -63,15 +64,22 @@ BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_di
     const std::string path = result_path(out_dir, e.name);
     std::string refused;
     auto r = runs_now[i] ? std::nullopt : read_entry_result(path, &refused);
-    if (!r || r->name != e.name) {
+    // A result made for other inputs than the entry has now (a model file
+    // edited, the run that would search it again interrupted before it, or
+    // another shard's) is no answer for it: the row is pending, and says
+    // why. It had kept its old status and time as current.
+    const bool stale = r && r->name == e.name && r->input_fingerprint != input_fingerprint(e.problem, manifest.options);
+    if (stale) refused = "made for other inputs (a file it reads changed since); the entry runs again";
+    if (!r || r->name != e.name || stale) {
       r = EntryResult{};
       r->name = e.name;
       r->model = e.model;
       r->cluster = e.cluster;
       r->training = e.training;
-      // A damaged result file reads as not run (its entry is searched again
-      // next time); the row says so instead of hiding it.
-      if (!refused.empty()) r->error = "result file " + path + " refused: " + refused + "; the entry runs again";
+      // A damaged or stale result file reads as not run (its entry is
+      // searched again next time); the row says so instead of hiding it.
+      if (!refused.empty())
+        r->error = "result file " + path + " refused: " + refused + (stale ? "" : "; the entry runs again");
     }
     s.rows.push_back(*r);
   }

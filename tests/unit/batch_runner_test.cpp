@@ -226,6 +226,28 @@ TEST_F(Batch, EntriesARunStartsArePendingOnDiskUntilItEnds) {
   EXPECT_EQ(status(read_file(path("out/summary.csv")), kSmall), "skipped");  // its inputs did not change
 }
 
+// A result made for other inputs than its entry has now is no answer: the
+// summary lists it pending with the reason, whether another selection (a
+// shard) ran and this entry was not in it, or a run was interrupted before
+// reaching it. Both had listed the old plan's status and time as current.
+TEST_F(Batch, ResultsMadeForOtherInputsArePendingNotCurrent) {
+  run();
+  manifest_.options.top_k = 2;  // every entry's inputs change
+  const BatchReport one = run({0});
+  EXPECT_EQ(one.results[0].status, EntryStatus::found);
+  EXPECT_EQ(row(one, kInfeasible), EntryStatus::pending);
+  EXPECT_EQ(row(one, kMixed), EntryStatus::pending);
+  for (const EntryResult& e : one.summary.rows)
+    if (e.name != kSmall) EXPECT_NE(e.error.find("made for other inputs"), std::string::npos) << e.error;
+  manifest_.options.top_k = 3;
+  std::atomic<bool> cancel{true};
+  options_.cancel = &cancel;
+  const BatchReport interrupted = run();
+  EXPECT_TRUE(interrupted.interrupted);
+  EXPECT_EQ(interrupted.summary.count(EntryStatus::pending), 3u);
+  EXPECT_EQ(read_file(path("out/summary.csv")).find(",found,"), std::string::npos);
+}
+
 TEST_F(Batch, SummaryListsEntriesNotRunYetAsPending) {
   const BatchReport r = run({1});
   EXPECT_EQ(r.summary.rows.size(), 3u);

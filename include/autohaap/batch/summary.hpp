@@ -43,7 +43,10 @@ std::string result_path(const std::string& out_dir, const std::string& entry);
 // Entries whose indices are in `running` are listed pending whatever their
 // sidecars say: a run that starts them writes that first, so a run killed
 // before its end (SIGKILL writes nothing after) leaves a summary that never
-// vouches for a plan file it was replacing.
+// vouches for a plan file it was replacing. So is an entry whose sidecar
+// was made for other inputs than it has now (input_fingerprint): an
+// interrupted run that never reached it, or another shard's entry, is not
+// reported with its old plan as current.
 BatchSummary rebuild_summary(const Manifest& manifest, const std::string& out_dir,
                              const std::vector<std::size_t>& running = {});
 
