@@ -150,6 +150,15 @@ struct StageEstimate {
   double p2p_s = 0;           // one micro-batch: send activation forward + gradient backward
   double dp_sync_s = 0;       // exposed gradient synchronization per iteration
   double optimizer_s = 0;     // optimizer step per iteration
+  // Of forward_s and backward_s, what the embedding (first stage) or the
+  // output layer and loss (last stage) take: interleaved, that work sits in
+  // one chunk, the first stage's first or the last stage's last, and the
+  // rest of the stage's time is shared by its chunks by their layers
+  // (`layers`, cut by chunk_layers; 0: evenly). The report's schedule
+  // (report/timeline.hpp) and CostModel::interleaved_pace read them.
+  double edge_forward_s = 0;
+  double edge_backward_s = 0;
+  int layers = 0;
   MemoryBreakdown memory;
   double capacity_bytes = 0;  // device memory
   TimeSource time_source = TimeSource::analytic;  // the least measured of its layers and edges
@@ -161,6 +170,7 @@ struct StageEstimate {
   // What paces the 1F1B steady state: compute plus the stage's own sends
   // (CostModel::iteration_time_1f1b).
   double pace_s() const { return time_s() + p2p_s; }
+  double edge_s() const { return edge_forward_s + edge_backward_s; }
   // Once per iteration after the last backward: exposed sync and step.
   double tail_s() const { return dp_sync_s + optimizer_s; }
   bool fits() const { return memory.total() <= capacity_bytes; }

@@ -104,10 +104,26 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
       out += printf_string("profile correction %s %s: x%.3f, median of %d measured points (x%.3f..x%.3f)\n",
                            c.device.c_str(), c.op.c_str(), c.factor, c.points, c.min_ratio, c.max_ratio);
   }
-  if (plan.vpp > 1)
+  if (plan.vpp > 1) {
     out += printf_string("interleaved 1F1B: %d chunks per stage; fwd/bwd are all of a stage's chunks for one "
                          "micro-batch, send all of its chunks' transfers\n",
                          plan.vpp);
+    // Chunks that differ across stages (CostModel::interleaved_pace): said
+    // where they may cost more than 2% of the iteration.
+    std::vector<StageEstimate> stages;
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) stages.push_back(model.stage(plan, i));
+    const PredictedPerformance predicted = model.estimate(plan);
+    double slowest = 0;
+    for (const StageEstimate& e : stages) slowest = std::max(slowest, e.pace_s());
+    const double more = plan.num_micro_batches * (CostModel::interleaved_pace(stages, plan.vpp) - slowest);
+    if (more > 0.02 * predicted.iteration_time_s)
+      out += printf_string(
+          "note: Megatron-LM runs each chunk for a group of micro-batches in turn, so each chunk waits for its "
+          "slowest stage; these chunks differ across stages (unequal layers, the output layer in the last "
+          "chunk), which may add up to %.4g s (%+.0f%%) to the %.4g s estimated, which counts a stage's chunks "
+          "together\n",
+          more, 100 * more / predicted.iteration_time_s, predicted.iteration_time_s);
+  }
   // An fp8 plan on a device without FP8 runs that stage's GEMMs (or that
   // replica set's) in 16 bits.
   const Problem& problem = model.problem();

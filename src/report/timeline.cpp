@@ -148,7 +148,13 @@ Timeline simulate_all(const std::vector<StageEstimate>& est, const std::vector<s
         op.micro_batch = j;
         op.chunk = c;
         op.start_s = std::max(free_at[i], ready);
-        op.end_s = op.start_s + (fwd ? est[i].forward_s : est[i].backward_s) * share[i][c];
+        // The stage's layers' work by the chunk's share; the embedding on
+        // the first stage's first chunk, the output layer on the last
+        // stage's last (StageEstimate::edge_forward_s).
+        const bool edge_here = (i == 0 && c == 0) || (i == p - 1 && c == v - 1);
+        const double edge = fwd ? est[i].edge_forward_s : est[i].edge_backward_s;
+        const double whole = fwd ? est[i].forward_s : est[i].backward_s;
+        op.end_s = op.start_s + (whole - edge) * share[i][c] + (edge_here ? edge : 0.0);
         // Forwards go to the next stage, from the last stage to the first
         // one's next chunk; backwards the other way; the last chunk's loss
         // turns a forward into its backward on the last stage.
