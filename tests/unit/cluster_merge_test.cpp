@@ -17,13 +17,9 @@
 namespace autohaap {
 namespace {
 
+using search_fixtures::named;
 using search_fixtures::shrunk;
 using search_fixtures::tiny_gpt;
-
-NodeGroup named(NodeGroup g, const std::string& name) {
-  g.name = name;
-  return g;
-}
 
 SearchResult merge_search(const Problem& problem, const std::string& strategy) {
   SearchOptions options;

@@ -25,6 +25,7 @@
 namespace autohaap {
 namespace {
 
+using search_fixtures::named;
 using search_fixtures::shrunk;
 using search_fixtures::tiny_gpt;
 
@@ -40,11 +41,6 @@ Problem tiny_on(std::vector<NodeGroup> groups, int layers) {
   p.training.headroom_GiB = 0;
   p.training.precision = Precision::fp16;
   return p;
-}
-
-NodeGroup named(NodeGroup g, const std::string& name) {
-  g.name = name;
-  return g;
 }
 
 SearchResult search_with(const Problem& problem, const std::string& strategy) {

@@ -56,6 +56,12 @@ inline DeviceSpec shrunk(const std::string& name, double memory_GiB) {
   return d;
 }
 
+// `g` under another name: two groups of one device and shape, told apart.
+inline NodeGroup named(NodeGroup g, const std::string& name) {
+  g.name = name;
+  return g;
+}
+
 // Two groups: a fast device and a slow one, each with little memory.
 inline Problem two_group_problem(int layers, double fast_GiB = 0.45, double slow_GiB = 0.30, int fast_gpus = 2,
                                  int slow_nodes = 1, int slow_gpus_per_node = 2) {
