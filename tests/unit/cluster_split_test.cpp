@@ -29,7 +29,7 @@ using search_fixtures::named;
 using search_fixtures::shrunk;
 using search_fixtures::tiny_gpt;
 
-Problem tiny_on(std::vector<NodeGroup> groups, int layers) {
+Problem tiny_on_slow_fabric(std::vector<NodeGroup> groups, int layers) {
   Problem p;
   p.model = tiny_gpt(layers);
   p.cluster.name = "tiny";
@@ -74,7 +74,7 @@ double best_without_halves(const Problem& problem) {
 TEST(ClusterSplit, OffersAGroupWholeOrAsBothHalvesTheFirstHalfFirst) {
   const NodeGroup a = make_node_group(shrunk("a100-80gb", 0.45), 4, 1);
   const NodeGroup v = make_node_group(shrunk("v100-32gb", 0.30), 1, 2);
-  const ClusterSplit split = split_groups(tiny_on({a, v}, 6));
+  const ClusterSplit split = split_groups(tiny_on_slow_fabric({a, v}, 6));
   ASSERT_EQ(split.halved, std::vector<int>{0});
   const std::vector<NodeGroup>& g = split.problem.cluster.groups;
   ASSERT_EQ(g.size(), 4u);
@@ -94,7 +94,7 @@ TEST(ClusterSplit, OffersAGroupWholeOrAsBothHalvesTheFirstHalfFirst) {
                                             {1, 2, 3}, {2, 1, 3}, {2, 3, 1}};
   EXPECT_EQ(orders, expected);
   // Halves hold every skeleton of the space without them, and more.
-  const Problem given = tiny_on({a, v}, 6);
+  const Problem given = tiny_on_slow_fabric({a, v}, 6);
   const SearchSpace plain(given);
   EXPECT_GT(space.raw_size(), plain.raw_size());
   EXPECT_EQ(space.shares(), plain.shares());
@@ -103,9 +103,9 @@ TEST(ClusterSplit, OffersAGroupWholeOrAsBothHalvesTheFirstHalfFirst) {
 TEST(ClusterSplit, NothingIsHalvedOnManyGroupsOrOddNodes) {
   const NodeGroup a = make_node_group(shrunk("a100-80gb", 0.45), 3, 1);  // odd
   const NodeGroup one = make_node_group(shrunk("v100-32gb", 0.30), 1, 4);
-  EXPECT_FALSE(split_groups(tiny_on({a, one}, 6)).split());
+  EXPECT_FALSE(split_groups(tiny_on_slow_fabric({a, one}, 6)).split());
   const NodeGroup two = make_node_group(shrunk("h100-sxm", 0.45), 2, 1);
-  const ClusterSplit four = split_groups(tiny_on({two, named(two, "b"), named(two, "c"), named(two, "d")}, 6));
+  const ClusterSplit four = split_groups(tiny_on_slow_fabric({two, named(two, "b"), named(two, "c"), named(two, "d")}, 6));
   EXPECT_FALSE(four.split()) << "more than kMostSplitGroups groups";
   EXPECT_EQ(four.problem.cluster.groups.size(), 4u);
 }
@@ -117,12 +117,12 @@ TEST(ClusterSplit, NothingIsHalvedOnManyGroupsOrOddNodes) {
 TEST(ClusterSplit, APlanOnHalvesCostsWhatItCostsOnTheGroupItCameFrom) {
   const NodeGroup a = make_node_group(shrunk("a100-80gb", 0.45), 2, 2);
   const NodeGroup v = make_node_group(shrunk("v100-32gb", 0.30), 2, 1);
-  const Problem given = tiny_on({a, v}, 6);
-  const ClusterMerge merge = merge_identical_groups(tiny_on({a, named(a, "a1"), v}, 6).cluster);
+  const Problem given = tiny_on_slow_fabric({a, v}, 6);
+  const ClusterMerge merge = merge_identical_groups(tiny_on_slow_fabric({a, named(a, "a1"), v}, 6).cluster);
   Problem merged = given;
   merged.cluster = merge.cluster;
   ASSERT_EQ(merged.cluster.groups[0].parts, 2);
-  Problem unmerged = tiny_on({a, named(a, "a1"), v}, 6);
+  Problem unmerged = tiny_on_slow_fabric({a, named(a, "a1"), v}, 6);
   int priced = 0;
   for (const bool parts : {false, true}) {
     const Problem& problem = parts ? merged : given;

@@ -12,6 +12,7 @@
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/cost/cost_parameters.hpp"
 #include "autohaap/io/catalog.hpp"
+#include "autohaap/search/searcher.hpp"
 #include "autohaap/specs/problem.hpp"
 
 namespace autohaap::search_fixtures {
@@ -55,6 +56,9 @@ inline DeviceSpec shrunk(const std::string& name, double memory_GiB) {
   d.memory_GiB = memory_GiB + c.cuda_context_GiB + 3 * c.nccl_GiB_per_communicator;
   return d;
 }
+
+// The best plan's iteration time of a search that found one.
+inline double best_time(const SearchResult& r) { return r.top.at(0).predicted.iteration_time_s; }
 
 // `g` under another name: two groups of one device and shape, told apart.
 inline NodeGroup named(NodeGroup g, const std::string& name) {

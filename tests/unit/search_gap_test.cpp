@@ -18,12 +18,11 @@
 namespace autohaap {
 namespace {
 
+using search_fixtures::best_time;
 using search_fixtures::random_problem;
 using search_fixtures::two_group_problem;
 
 constexpr double kSlack = 1e-9;
-
-double best_time(const SearchResult& r) { return r.top.at(0).predicted.iteration_time_s; }
 
 double optimum(const Problem& problem) {
   SearchOptions options;

@@ -32,6 +32,7 @@
 namespace autohaap {
 namespace {
 
+using search_fixtures::best_time;
 using search_fixtures::random_problem;
 using search_fixtures::two_group_problem;
 
@@ -42,8 +43,6 @@ SearchResult search(const Problem& problem, const std::string& strategy, int thr
   options.top_k = top_k;
   return run_search(problem, options);
 }
-
-double best_time(const SearchResult& r) { return r.top.at(0).predicted.iteration_time_s; }
 
 void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.micro_batch_size, b.micro_batch_size);
