@@ -246,9 +246,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   const bool every_gpu_fused = stages_lacking(problem, plan, [&](const DeviceSpec& d) {
                                  return fused_attention_kernel(d.architecture, Runtime::megatron, m.head_dim());
                                }).empty();
-  const Precision precision = problem.training.precision;
-  const bool sixteen_bit_attention = precision != Precision::fp32 && precision != Precision::tf32;
-  if (m.flash_attention && every_gpu_fused && sixteen_bit_attention) add("--use-flash-attn");
+  if (m.flash_attention && every_gpu_fused && !full_precision(problem.training.precision)) add("--use-flash-attn");
   // Megatron-LM's dropout defaults are 0.1 in attention and after each
   // block; a model that trains without (Llama, BLOOM, MPT) is costed
   // without its masks, so the run must not draw them either.

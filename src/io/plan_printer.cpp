@@ -112,17 +112,17 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
     // where they may cost more than 2% of the iteration.
     std::vector<StageEstimate> stages;
     for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) stages.push_back(model.stage(plan, i));
-    const PredictedPerformance predicted = model.estimate(plan);
+    const double estimated = CostModel::iteration_time_1f1b(stages, plan.num_micro_batches, plan.vpp);
     double slowest = 0;
     for (const StageEstimate& e : stages) slowest = std::max(slowest, e.pace_s());
     const double more = plan.num_micro_batches * (CostModel::interleaved_pace(stages, plan.vpp) - slowest);
-    if (more > 0.02 * predicted.iteration_time_s)
+    if (more > 0.02 * estimated)
       out += printf_string(
           "note: Megatron-LM runs each chunk for a group of micro-batches in turn, so each chunk waits for its "
           "slowest stage; these chunks differ across stages (unequal layers, the output layer in the last "
           "chunk), which may add up to %.4g s (%+.0f%%) to the %.4g s estimated, which counts a stage's chunks "
           "together\n",
-          more, 100 * more / predicted.iteration_time_s, predicted.iteration_time_s);
+          more, 100 * more / estimated, estimated);
   }
   // An fp8 plan on a device without FP8 runs that stage's GEMMs (or that
   // replica set's) in 16 bits.

@@ -1,7 +1,6 @@
 #include "autohaap/search/cluster_split.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "autohaap/search/search_space.hpp"
 
@@ -41,12 +40,11 @@ bool halvable(const NodeGroup& g) {
 
 ClusterSplit split_groups(const Problem& problem, bool every_share) {
   const std::vector<NodeGroup>& groups = problem.cluster.groups;
-  ClusterSplit none = with_halves(problem, {});
-  if (groups.empty() || static_cast<int>(groups.size()) > kMostSplitGroups) return none;
+  if (groups.empty() || static_cast<int>(groups.size()) > kMostSplitGroups) return with_halves(problem, {});
   std::vector<int> candidates;
   for (int g = 0; g < static_cast<int>(groups.size()); ++g)
     if (halvable(groups[g])) candidates.push_back(g);
-  if (candidates.empty()) return none;
+  if (candidates.empty()) return with_halves(problem, {});
   // Largest groups first (then in the cluster's order): they hold the most
   // stages, where two layouts can differ most.
   std::stable_sort(candidates.begin(), candidates.end(),

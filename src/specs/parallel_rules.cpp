@@ -47,8 +47,8 @@ std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, i
 std::string runtime_context_parallel_violation(Runtime runtime, Precision precision, int cp) {
   if (cp > 1 && runtime == Runtime::deepspeed)
     return "1 under runtime deepspeed (Megatron-DeepSpeed has no ring context parallelism)";
-  if (cp > 1 && (precision == Precision::fp32 || precision == Precision::tf32))
-    return std::string("1 under precision ") + (precision == Precision::fp32 ? "fp32" : "tf32") +
+  if (cp > 1 && full_precision(precision))
+    return std::string("1 under precision ") + to_string(precision) +
            " (ring context parallelism runs inside the fused attention kernels, which take 16-bit inputs only)";
   return "";
 }
