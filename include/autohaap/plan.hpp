@@ -17,6 +17,7 @@
 
 #include "autohaap/specs/cluster.hpp"
 #include "autohaap/specs/model.hpp"
+#include "autohaap/specs/parallel_rules.hpp"
 #include "autohaap/specs/training.hpp"
 
 namespace autohaap {
@@ -59,8 +60,18 @@ struct StagePlan {
   // stage's replicas in sets of their own device and share; dp is their
   // total replica count and gpus their total GPUs.
   std::vector<ReplicaSet> replicas;
+  // Interleaved (the plan's vpp > 1): the stage's layers in each of its vpp
+  // chunks where a plan file states them (Megatron-Core's layout runs any
+  // cut: the export writes it, the report's schedule draws it). Empty: the
+  // even cut (chunk_layers), which searches and estimates build. Rule:
+  // chunks_violation.
+  std::vector<int> chunks;
 
   int num_layers() const { return layer_end - layer_begin; }
+  // Layers of chunk c of vpp: the stated cut, else the even one.
+  int chunk(int vpp, int c) const {
+    return chunks.empty() ? chunk_layers(num_layers(), vpp, c) : chunks.at(c);
+  }
   bool has_replica_sets() const { return !replicas.empty(); }
   // Replicas of set k (gpus / (tp * cp)).
   int set_replicas(std::size_t k) const { return replicas.at(k).gpus / (tp * cp); }
@@ -154,8 +165,8 @@ struct StageEstimate {
   // output layer and loss (last stage) take: interleaved, that work sits in
   // one chunk, the first stage's first or the last stage's last, and the
   // rest of the stage's time is shared by its chunks by their layers
-  // (`layers`, cut by chunk_layers; 0: evenly). The report's schedule
-  // (report/timeline.hpp) and CostModel::interleaved_pace read them.
+  // (`layers`, cut as the plan cuts them: StagePlan::chunk). The report's
+  // schedule (report/timeline.hpp) reads them.
   double edge_forward_s = 0;
   double edge_backward_s = 0;
   int layers = 0;
@@ -226,9 +237,10 @@ struct Plan {
   int micro_batch_size = 0;   // B: sequences per micro-batch per pipeline
   int num_micro_batches = 0;  // m = global_batch / B
   // Model chunks per pipeline stage (Megatron's virtual pipeline size):
-  // with vpp > 1 each stage's layers are split into vpp equal chunks, and
-  // the model runs chunk 0 of every stage in stage order, then chunk 1, …
-  // (the interleaved 1F1B schedule, Narayanan et al. 2021, Sec. 2.2.2).
+  // with vpp > 1 each stage's layers are split into vpp chunks (its
+  // StagePlan::chunks), and the model runs chunk 0 of every stage in stage
+  // order, then chunk 1, … (the interleaved 1F1B schedule, Narayanan et al.
+  // 2021, Sec. 2.2.2).
   int vpp = 1;
   int zero = 0;
   std::vector<StagePlan> stages;
@@ -242,6 +254,15 @@ struct Plan {
     int n = 0;
     for (const auto& s : stages) n += s.gpus;
     return n;
+  }
+  // Layers per (stage, chunk) of the plan's vpp: StagePlan::chunk of each.
+  std::vector<std::vector<int>> chunk_cut() const {
+    std::vector<std::vector<int>> cut;
+    for (const auto& s : stages) {
+      cut.emplace_back();
+      for (int c = 0; c < vpp; ++c) cut.back().push_back(s.chunk(vpp, c));
+    }
+    return cut;
   }
 };
 

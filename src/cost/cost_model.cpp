@@ -1146,39 +1146,6 @@ double CostModel::iteration_time_1f1b(const std::vector<StageEstimate>& stages, 
   return m * pace + (sum - pace) / std::max(1, vpp) + tail;
 }
 
-double CostModel::interleaved_pace(const std::vector<StageEstimate>& stages, int vpp) {
-  // Megatron-LM's interleaved schedule (schedules.py, forward_backward_
-  // pipelining_with_interleaving) runs the micro-batches in groups of p
-  // through chunk 0 on every stage, then chunk 1, ...: chunk c of a group
-  // flows down the stages and wraps around to chunk c + 1 of the first,
-  // with p micro-batches in flight, so no stage runs far ahead of the
-  // slowest stage's chunk c. Each chunk paced at its slowest stage gives
-  // Σ_c max_i t_{i,c} a micro-batch, where chunk c of stage i takes its
-  // layers' share (chunk_layers) of the stage's time and sends, and the
-  // embedding sits in the first stage's chunk 0, the output layer and loss
-  // in the last stage's chunk v − 1. Where every stage's chunks are alike
-  // this is the slowest stage's time (iteration_time_1f1b's pace);
-  // otherwise it is more, and the schedule's event simulation
-  // (report/timeline.hpp) lies between the two.
-  double slowest_stage = 0;
-  for (const StageEstimate& s : stages) slowest_stage = std::max(slowest_stage, s.pace_s());
-  if (vpp <= 1 || stages.size() < 2) return slowest_stage;
-  const int p = static_cast<int>(stages.size());
-  double pace = 0;
-  for (int c = 0; c < vpp; ++c) {
-    double slowest = 0;
-    for (int i = 0; i < p; ++i) {
-      const StageEstimate& s = stages[i];
-      const double share =
-          s.layers >= vpp ? static_cast<double>(chunk_layers(s.layers, vpp, c)) / s.layers : 1.0 / vpp;
-      const bool edge_here = (i == 0 && c == 0) || (i == p - 1 && c == vpp - 1);
-      slowest = std::max(slowest, (s.pace_s() - s.edge_s()) * share + (edge_here ? s.edge_s() : 0.0));
-    }
-    pace += slowest;
-  }
-  return std::max(pace, slowest_stage);
-}
-
 double CostModel::model_flops_per_iteration(int global_batch) const {
   // Forward + backward = 3 x forward (Narayanan et al. 2021, Sec. 5.1);
   // no recompute: model FLOPs as in MFU (Chowdhery et al. 2022, PaLM, App. B).

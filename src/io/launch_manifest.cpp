@@ -335,15 +335,16 @@ class ManifestReader {
 };
 
 // The layers of each stage's chunks under an interleaved pipeline
-// (LaunchStage::chunks), from the stages' layer counts; none for vpp 1 or
-// one stage.
-std::vector<std::vector<LaunchChunk>> interleaved_chunks(const std::vector<int>& stage_layers, int vpp) {
-  std::vector<std::vector<LaunchChunk>> out(stage_layers.size());
-  if (vpp <= 1 || stage_layers.size() <= 1) return out;
+// (LaunchStage::chunks), chunk-major, from each stage's layers per chunk
+// (cut[i][c]); none for vpp 1 or one stage.
+std::vector<std::vector<LaunchChunk>> interleaved_chunks(const std::vector<std::vector<int>>& cut) {
+  std::vector<std::vector<LaunchChunk>> out(cut.size());
+  const int vpp = cut.empty() ? 1 : static_cast<int>(cut.front().size());
+  if (vpp <= 1 || cut.size() <= 1) return out;
   int next = 0;
   for (int v = 0; v < vpp; ++v)
-    for (std::size_t i = 0; i < stage_layers.size(); ++i) {
-      const int n = chunk_layers(stage_layers[i], vpp, v);
+    for (std::size_t i = 0; i < cut.size(); ++i) {
+      const int n = cut[i][v];
       out[i].push_back({{next, next + n}});
       next += n;
     }
@@ -423,7 +424,7 @@ LaunchManifest launch_manifest(const Plan& plan, const Problem& problem) {
       st.replica_sets.push_back({s.replicas[k].device, s.replicas[k].group, s.set_replicas(k), s.replicas[k].sequences});
     m.stages.push_back(std::move(st));
   }
-  const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(stage_layer_counts(m), m.vpp);
+  const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(plan.chunk_cut());
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].chunks = chunks[i];
   std::vector<std::vector<int>> rank_at = position_index(m);
   for (const HostSlot& slot : host_slots(plan, problem.cluster)) {
@@ -565,7 +566,20 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
   }
   // An interleaved pipeline's chunks, exactly the rule's; none otherwise.
   if (gpus <= limits::kMaxClusterGpus) {
-    const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(stage_layer_counts(m), m.vpp);
+    // The cut the manifest states (any that chunks_violation allows), else
+    // the even one, and its chunks placed chunk-major.
+    const std::vector<int> counts = stage_layer_counts(m);
+    std::vector<std::vector<int>> cut;
+    for (std::size_t i = 0; i < m.stages.size(); ++i) {
+      std::vector<int> sizes;
+      for (const LaunchChunk& c : m.stages[i].chunks) sizes.push_back(c.layers.end - c.layers.first);
+      const bool stated = m.vpp > 1 && static_cast<int>(sizes.size()) == m.vpp && counts[i] >= m.vpp &&
+                          chunks_violation(sizes, m.vpp, counts[i]).empty();
+      cut.emplace_back();
+      for (int v = 0; v < std::max(1, m.vpp); ++v)
+        cut.back().push_back(stated ? sizes[v] : chunk_layers(counts[i], std::max(1, m.vpp), v));
+    }
+    const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(cut);
     for (std::size_t i = 0; i < m.stages.size(); ++i)
       if (m.stages[i].chunks != chunks[i]) {
         std::string want;

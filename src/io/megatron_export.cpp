@@ -267,7 +267,7 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
   };
   const auto write_layout = [&] {
     std::string quoted(1, '"');  // for the shell: '|' and '*' stay text
-    quoted += format_megatron_layout(stage_layers, plan.vpp);
+    quoted += format_megatron_layout(plan.chunk_cut());
     quoted += '"';
     add("--pipeline-model-parallel-layout", quoted);
   };
@@ -278,7 +278,12 @@ std::vector<std::pair<std::string, std::string>> megatron_arguments(const Plan& 
     write_layout();
   } else if (plan.vpp > 1) {
     const int per_chunk = m.layers / (p * plan.vpp);
-    if (equal_to(0, p, per_chunk * plan.vpp)) {
+    const bool even_chunks = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) {
+      for (int v = 0; v < plan.vpp; ++v)
+        if (s.chunk(plan.vpp, v) != per_chunk) return false;
+      return true;
+    });
+    if (even_chunks) {
       add("--num-layers-per-virtual-pipeline-stage", std::to_string(per_chunk));
     } else {
       write_layout();

@@ -65,13 +65,23 @@ std::string expand_symbols(const std::string& original, const std::string& s) {
 }  // namespace
 
 std::string format_megatron_layout(const std::vector<int>& stage_layers, int vpp) {
-  const int p = static_cast<int>(stage_layers.size());
+  std::vector<std::vector<int>> cut;
+  for (int layers : stage_layers) {
+    cut.emplace_back();
+    for (int v = 0; v < vpp; ++v) cut.back().push_back(chunk_layers(layers, vpp, v));
+  }
+  return format_megatron_layout(cut);
+}
+
+std::string format_megatron_layout(const std::vector<std::vector<int>>& cut) {
+  const int p = static_cast<int>(cut.size());
+  const int vpp = static_cast<int>(cut.front().size());
   // Segments in model order: chunk-major (Megatron-Core's virtual stages).
   std::vector<std::string> segments;
   for (int v = 0; v < vpp; ++v) {
     for (int i = 0; i < p; ++i) {
       std::string seg = v == 0 && i == 0 ? "E" : "";
-      seg += layers_text(chunk_layers(stage_layers[i], vpp, v));
+      seg += layers_text(cut[i][v]);
       if (v == vpp - 1 && i == p - 1) seg += "L";
       segments.push_back(seg);
     }

@@ -132,6 +132,8 @@ class FileWriter {
   }
   template <class T, class U>
   void optional(const char* key, const T& v, const U&) {
+    if constexpr (requires { v.empty(); })
+      if (v.empty()) return;  // an empty list is what its absence means
     field(key, v);
   }
   void range(const char* key, int begin, int end) {
@@ -199,9 +201,9 @@ class FileWriter {
       out_.value(static_cast<long long>(v));
     } else if constexpr (std::is_floating_point_v<T>) {
       out_.value(static_cast<double>(v));
-    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    } else if constexpr (std::is_same_v<T, std::vector<double>> || std::is_same_v<T, std::vector<int>>) {
       out_.begin_list(true);
-      for (double x : v) out_.value(x);
+      for (auto x : v) out_.value(x);
       out_.end_list();
     } else {
       static_assert(std::is_same_v<T, std::string>, "a plan value the schema cannot write");
@@ -695,6 +697,12 @@ void check_plan(const Plan& plan, const std::string& file) {
       throw InputError(file, stage_key(i, "layers"), layers_text(s),
                        "[first, end) with 0 <= first < end <= " + std::to_string(limits::kMaxLayers) +
                            (several ? " (or first = end: a stage of no transformer layer)" : ""));
+    const std::string chunks_rule = chunks_violation(s.chunks, plan.vpp, s.num_layers());
+    if (!chunks_rule.empty()) {
+      std::string shown = "[";
+      for (std::size_t c = 0; c < s.chunks.size() && c < 8; ++c) shown += (c ? ", " : "") + std::to_string(s.chunks[c]);
+      throw InputError(file, stage_key(i, "chunks"), shown + (s.chunks.size() > 8 ? ", ...]" : "]"), chunks_rule);
+    }
   }
 
   const std::string stage_count = std::to_string(plan.stages.size());

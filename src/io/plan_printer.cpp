@@ -1,10 +1,12 @@
 #include "autohaap/io/plan_printer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "autohaap/report/timeline.hpp"
 #include "autohaap/units.hpp"
 
 namespace autohaap {
@@ -108,21 +110,25 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
     out += printf_string("interleaved 1F1B: %d chunks per stage; fwd/bwd are all of a stage's chunks for one "
                          "micro-batch, send all of its chunks' transfers\n",
                          plan.vpp);
-    // Chunks that differ across stages (CostModel::interleaved_pace): said
-    // where they may cost more than 2% of the iteration.
+    // Chunks that differ across stages (unequal layers, a remainder of
+    // layers, the output layer in the last chunk): Megatron-LM runs each
+    // chunk for a group of micro-batches in turn, so a stage's steps differ
+    // and the stages wait for each other's. The estimate counts a stage's
+    // chunks together; the schedule's event simulation (report/
+    // timeline.hpp) runs the plan's chunks as they are. Said where the two
+    // differ by more than 2%.
     std::vector<StageEstimate> stages;
     for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) stages.push_back(model.stage(plan, i));
     const double estimated = CostModel::iteration_time_1f1b(stages, plan.num_micro_batches, plan.vpp);
-    double slowest = 0;
-    for (const StageEstimate& e : stages) slowest = std::max(slowest, e.pace_s());
-    const double more = plan.num_micro_batches * (CostModel::interleaved_pace(stages, plan.vpp) - slowest);
-    if (more > 0.02 * estimated)
-      out += printf_string(
-          "note: Megatron-LM runs each chunk for a group of micro-batches in turn, so each chunk waits for its "
-          "slowest stage; these chunks differ across stages (unequal layers, the output layer in the last "
-          "chunk), which may add up to %.4g s (%+.0f%%) to the %.4g s estimated, which counts a stage's chunks "
-          "together\n",
-          more, 100 * more / estimated, estimated);
+    if (static_cast<int>(plan.stages.size()) <= kMaxTimelineStages && plan.num_micro_batches >= 1) {
+      const double simulated = plan_timeline(plan, stages).iteration_s;
+      if (std::abs(simulated - estimated) > 0.02 * estimated)
+        out += printf_string(
+            "note: Megatron-LM runs each chunk for a group of micro-batches in turn; with these chunks (unequal "
+            "layers, or the output layer in the last chunk) its schedule, simulated event by event, takes %.4g s "
+            "(%+.0f%%) against the %.4g s estimated, which counts a stage's chunks together\n",
+            simulated, 100 * (simulated - estimated) / estimated, estimated);
+    }
   }
   // An fp8 plan on a device without FP8 runs that stage's GEMMs (or that
   // replica set's) in 16 bits.

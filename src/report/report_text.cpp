@@ -55,7 +55,7 @@ std::string stage_chunks(const StagePlan& s, int vpp) {
   std::string text = "chunks ";
   for (int v = 0; v < vpp; ++v) {
     if (v > 0) text += '+';
-    text += std::to_string(chunk_layers(s.num_layers(), vpp, v));
+    text += std::to_string(s.chunk(vpp, v));
   }
   return text;
 }

@@ -68,13 +68,16 @@ std::vector<PassSlot> interleaved_order(int stage, int num_stages, int m, int vp
 
 namespace {
 
-// Share of stage i's work that chunk c holds, by layers (chunk_layers).
-std::vector<std::vector<double>> chunk_shares(const std::vector<int>& stage_layers, int v) {
+// Share of stage i's work that chunk c holds, by layers (the cut).
+std::vector<std::vector<double>> chunk_shares(const std::vector<std::vector<int>>& cut) {
   std::vector<std::vector<double>> share;
-  for (const int layers : stage_layers) {
+  for (const std::vector<int>& chunks : cut) {
+    const int v = static_cast<int>(chunks.size());
+    int layers = 0;
+    for (int n : chunks) layers += n;
     std::vector<double> s(v, 1.0);
     if (v > 1) {
-      for (int c = 0; c < v; ++c) s[c] = static_cast<double>(chunk_layers(layers, v, c)) / layers;
+      for (int c = 0; c < v; ++c) s[c] = static_cast<double>(chunks[c]) / layers;
     }
     share.push_back(std::move(s));
   }
@@ -200,20 +203,35 @@ Timeline simulate_1f1b(const std::vector<StageEstimate>& est, int m, std::size_t
 
 Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::vector<int>& stage_layers, int m,
                               int v, std::size_t max_passes) {
-  const int p = static_cast<int>(est.size());
-  if (p < 1 || m < 1) throw std::invalid_argument("simulate_1f1b: needs at least one stage and one micro-batch");
   if (v < 1 || stage_layers.size() != est.size())
     throw std::invalid_argument("simulate_interleaved: needs a layer count per stage and 1 or more chunks");
+  std::vector<std::vector<int>> cut;
+  for (const int layers : stage_layers) {
+    cut.emplace_back();
+    for (int c = 0; c < v; ++c) cut.back().push_back(chunk_layers(layers, v, c));
+  }
+  return simulate_interleaved(est, cut, m, max_passes);
+}
+
+Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::vector<std::vector<int>>& layers_per_chunk, int m,
+                              std::size_t max_passes) {
+  const int p = static_cast<int>(est.size());
+  if (p < 1 || m < 1) throw std::invalid_argument("simulate_1f1b: needs at least one stage and one micro-batch");
+  const int v = layers_per_chunk.empty() ? 0 : static_cast<int>(layers_per_chunk.front().size());
+  if (v < 1 || layers_per_chunk.size() != est.size())
+    throw std::invalid_argument("simulate_interleaved: needs a cut per stage and 1 or more chunks");
   if (v > 1 && m < p) throw std::invalid_argument("simulate_interleaved: needs a micro-batch per stage");
   // Without interleaving a stage is one chunk, layers or none (the
   // embedding alone); interleaved, each chunk holds a layer or more.
-  for (const int layers : stage_layers) {
-    if (v > 1 && layers < v) throw std::invalid_argument("simulate_interleaved: a chunk holds a layer or more");
+  for (const std::vector<int>& chunks : layers_per_chunk) {
+    if (static_cast<int>(chunks.size()) != v) throw std::invalid_argument("simulate_interleaved: vpp chunks a stage");
+    for (const int n : chunks)
+      if (v > 1 && n < 1) throw std::invalid_argument("simulate_interleaved: a chunk holds a layer or more");
   }
   if (p > kMaxTimelineStages)
     throw InputError("", "stages", std::to_string(p) + " pipeline stages",
                      "at most " + std::to_string(kMaxTimelineStages) + " for a schedule (a report draws each as a row)");
-  const std::vector<std::vector<double>> share = chunk_shares(stage_layers, v);
+  const std::vector<std::vector<double>> share = chunk_shares(layers_per_chunk);
   // Interleaved schedules repeat in groups of p micro-batches: the cut and
   // the elided stretch are whole groups, and the last (shorter) group stays.
   const int group = v > 1 ? p : 1;
@@ -261,9 +279,7 @@ Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::
 }
 
 Timeline plan_timeline(const Plan& plan, const std::vector<StageEstimate>& est) {
-  std::vector<int> layers;
-  for (const StagePlan& s : plan.stages) layers.push_back(s.num_layers());
-  return simulate_interleaved(est, layers, plan.num_micro_batches, plan.vpp);
+  return simulate_interleaved(est, plan.chunk_cut(), plan.num_micro_batches);
 }
 
 Timeline plan_timeline(const CostModel& model, const Plan& plan) {

@@ -1,6 +1,7 @@
 // The reference optimum: every structurally valid skeleton x every vpp the
 // interleaving rule allows (specs/parallel_rules.hpp) x every contiguous
-// layer split (each stage at least vpp layers) x every per-stage recompute
+// layer split (interleaved: stages of equal layers, at least vpp each, as
+// interleaving_searched allows, search/search_space.hpp) x every per-stage recompute
 // mode (one mode for all stages in a Megatron-runnable search), each scored with
 // a full CostModel::estimate. No memory pruning, no bounds, no cache: only
 // for small problems, hence the candidate limit.
@@ -73,14 +74,15 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
       ends[p - 1] = layers;
       do {
         int begin = 0;
-        bool chunks_fit = true;  // every stage holds a layer per chunk
+        std::vector<int> stage_layers;
         for (int i = 0; i < p; ++i) {
           plan.stages[i].layer_begin = begin;
           plan.stages[i].layer_end = ends[i];
-          chunks_fit = chunks_fit && ends[i] - begin >= vpp;
+          stage_layers.push_back(ends[i] - begin);
           begin = ends[i];
         }
-        if (!chunks_fit) continue;
+        // Every stage holds a layer per chunk, and equal layers where interleaved.
+        if (!interleaving_searched(problem, vpp, stage_layers, plan.num_micro_batches)) continue;
         std::fill(mode.begin(), mode.end(), 0);
         while (true) {
           for (int i = 0; i < p; ++i) plan.stages[i].recompute = modes[mode[i]];

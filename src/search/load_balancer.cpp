@@ -407,7 +407,8 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
         }
       }
       StageCostTable table = this->table(skeleton, modes, vpp);
-      BalanceResult r = balance_in(table, speeds, limit, stop);
+      // Interleaved, the one split of equal layers (interleaving_searched).
+      BalanceResult r = vpp == 1 ? balance_in(table, speeds, limit, stop) : equal_split_in(table, limit);
       if (r.status == BalanceResult::Status::stopped) return r;
       if (r.status == BalanceResult::Status::found) {
         if (best.status != BalanceResult::Status::found || r.split.iteration_time_s < best.split.iteration_time_s)
@@ -421,6 +422,31 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
     }
   }
   return best;
+}
+
+BalanceResult LoadBalancer::equal_split_in(StageCostTable& table, double bound) const {
+  const Problem& problem = cost_.problem();
+  const int p = table.stages(), L = problem.model.layers;
+  BalanceResult result;
+  result.status = BalanceResult::Status::no_feasible_split;
+  if (p < 1 || L % p != 0) return result;
+  const std::vector<int> layer_end = even_split(L, p);
+  std::vector<int> stage_layers(static_cast<std::size_t>(p), L / p);
+  if (!interleaving_searched(problem, table.vpp(), stage_layers, table.micro_batches())) return result;
+  // Infinite where a range does not fit; not a number where a stage's
+  // sends have no link (an infinite pace less itself).
+  const double time = table.iteration_time(layer_end);
+  if (!std::isfinite(time)) return result;
+  if (time > bound) {
+    result.status = BalanceResult::Status::above_bound;
+    return result;
+  }
+  result.status = BalanceResult::Status::found;
+  result.split.layer_end = layer_end;
+  result.split.iteration_time_s = time;
+  result.split.recompute = table.recompute_of(layer_end);
+  result.split.vpp = table.vpp();
+  return result;
 }
 
 BalanceResult LoadBalancer::balance_in(StageCostTable& table, const StageSpeeds& speeds, double bound,
@@ -512,7 +538,7 @@ BalanceResult LoadBalancer::evaluate(const Skeleton& skeleton, const std::vector
   for (const std::vector<Recompute>& modes : mode_sets()) {
     StageCostTable table = this->table(skeleton, modes, vpp);
     const double time = table.iteration_time(layer_end);
-    if (time == kInf) continue;
+    if (!std::isfinite(time)) continue;  // a range that does not fit, or sends without a link
     if (result.status == BalanceResult::Status::found && time >= result.split.iteration_time_s) continue;
     result.status = BalanceResult::Status::found;
     result.split.layer_end = layer_end;

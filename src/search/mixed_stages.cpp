@@ -155,9 +155,7 @@ double priced_at(const CostModel& model, Plan& plan, int B, TimeSource least, co
   std::vector<int> stage_layers;
   for (const StagePlan& s : plan.stages) stage_layers.push_back(s.num_layers());
   const Problem& problem = model.problem();
-  if (!interleaving_violation(problem.model, problem.training.runtime, plan.vpp, stage_layers, plan.num_micro_batches)
-           .empty())
-    plan.vpp = 1;
+  if (!interleaving_searched(problem, plan.vpp, stage_layers, plan.num_micro_batches)) plan.vpp = 1;
   for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
     StagePlan& s = plan.stages[i];
     if (!s.has_replica_sets()) {

@@ -117,10 +117,7 @@ Plan refine_plan(const CostModel& model, const Plan& plan, const StopCondition& 
     for (const StagePlan& s : best.stages) stage_layers.push_back(s.num_layers());
     const int most = *std::min_element(stage_layers.begin(), stage_layers.end());
     for (int vpp = 1; vpp <= most; ++vpp) {
-      if (vpp == best.vpp ||
-          !interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, best.num_micro_batches)
-               .empty())
-        continue;
+      if (vpp == best.vpp || !interleaving_searched(problem, vpp, stage_layers, best.num_micro_batches)) continue;
       Plan candidate = best;
       candidate.vpp = vpp;
       changed = try_plan(candidate) || changed;
@@ -151,9 +148,7 @@ Plan refine_uniform_plan(const CostModel& model, const Plan& plan, const StopCon
         !std::all_of(plan.stages.begin(), plan.stages.end(), [&](const StagePlan& s) { return cp_runs_on(problem, s, cp); }))
       continue;
     for (int vpp = 1; vpp <= most && !stop(); ++vpp) {
-      if (!interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, plan.num_micro_batches)
-               .empty())
-        continue;
+      if (!interleaving_searched(problem, vpp, stage_layers, plan.num_micro_batches)) continue;
       Plan candidate = plan;
       candidate.vpp = vpp;
       for (StagePlan& s : candidate.stages) set_cp(s, cp);

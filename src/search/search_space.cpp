@@ -402,6 +402,13 @@ StageDegrees stage_degrees(const Problem& problem, int group, int tp, int width,
   return {tp, cp, width / cp};
 }
 
+bool interleaving_searched(const Problem& problem, int vpp, const std::vector<int>& stage_layers,
+                           int num_micro_batches) {
+  return interleaving_violation(problem.model, problem.training.runtime, vpp, stage_layers, num_micro_batches)
+             .empty() &&
+         searched_interleaving_violation(stage_layers, vpp).empty();
+}
+
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
                const std::vector<Recompute>& recompute, int vpp) {
   Plan plan;

@@ -98,12 +98,12 @@ std::int64_t exhaustive_candidates(const Problem& problem) {
   stream_structural_skeletons(
       space,
       [&](Skeleton&& s) {
-        // Under vpp v every stage holds at least v layers: the splits of
-        // L - p (v - 1) layers into p non-empty ranges.
+        // Every split at vpp 1; interleaved, the one of equal layers
+        // (interleaving_searched), where p divides L.
         const int p = s.num_stages();
         const int most = max_interleaving(problem.model, problem.training.runtime, p, num_micro_batches(problem, s));
-        long double n = 0;
-        for (int v = 1; v <= most && n < cap; ++v) n += static_cast<long double>(count_splits(layers - p * (v - 1), p));
+        long double n = static_cast<long double>(count_splits(layers, p));
+        if (layers % p == 0) n += std::max(0, most - 1);
         for (int i = 0; i < p && n < cap; ++i) n *= modes;
         total += n;
       },
@@ -487,7 +487,10 @@ class LayoutFinishTimes {
 
 // The largest vpp of a pipeline of p stages (max_interleaving), per B,
 // and the largest of any p' >= p: what the walk asks of every skeleton and
-// prefix, read from a table (the rule builds strings).
+// prefix, read from a table (the rule builds strings). And per B and w,
+// the fewest layers a stage of any pipeline interleaved over w chunks
+// holds: stages of L / p' layers (interleaving_searched), p' at most the
+// most stages w allows.
 class InterleavingLimits {
  public:
   explicit InterleavingLimits(const SearchSpace& space) {
@@ -499,16 +502,21 @@ class InterleavingLimits {
       std::vector<int>& from = from_.emplace_back(static_cast<std::size_t>(layers) + 2, 1);
       for (int p = 1; p <= layers; ++p) at[p] = max_interleaving(problem.model, problem.training.runtime, p, m);
       for (int p = layers; p >= 0; --p) from[p] = std::max(at[p], from[p + 1]);
+      std::vector<int>& held = held_.emplace_back(static_cast<std::size_t>(std::max(0, from[0] - 1)), 0);
+      for (int p = 1; p <= layers; ++p)
+        for (int w = 2; w <= at[p]; ++w) held[w - 2] = layers / p;  // the last p, the most stages, wins
     }
   }
   int at(int b, int stages) const { return at_[b][clamp(stages)]; }
   int most_from(int b, int stages) const { return from_[b][clamp(stages)]; }
+  // [w - 2]: the fewest layers a stage holds interleaved over w chunks.
+  std::span<const int> stage_layers(int b) const { return held_[b]; }
 
  private:
   std::size_t clamp(int stages) const {
     return static_cast<std::size_t>(std::clamp(stages, 0, static_cast<int>(at_.front().size()) - 1));
   }
-  std::vector<std::vector<int>> at_, from_;
+  std::vector<std::vector<int>> at_, from_, held_;
 };
 
 // Whether the layouts of a group order lie in the space searched: with
@@ -950,6 +958,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         classes.push_back({finish, 0.0, to - from, true, kAnywhere});
     };
     std::vector<double> floors;  // interleaved_pace_floors of a prefix or whole skeleton
+    std::vector<int> stage_layers_each;  // a whole skeleton's L / p per w
     // The embedding and output-layer time of each layout of the first and
     // last positions (both for a lone stage), in the fastest mode.
     std::vector<double> first_edge, last_edge, both_edges;
@@ -1058,7 +1067,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           for (const bool where_it_sits : {false, true}) {
             if (where_it_sits && arranged) break;
             prefix_classes(where_it_sits);
-            interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors);
+            interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors, vpp.stage_layers(b));
             pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]),
                                                         enough_pace(pipe_below, sum, floors));
             lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
@@ -1125,7 +1134,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           for (const bool where_it_sits : {false, true}) {
             if (where_it_sits && arranged) break;
             if (!leaf_classes(where_it_sits)) return true;
-            interleaved_pace_floors(classes, max_vpp, floors);
+            stage_layers_each.assign(static_cast<std::size_t>(std::max(0, max_vpp - 1)), layers / p);
+            interleaved_pace_floors(classes, max_vpp, floors, stage_layers_each);
             const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers,
                                                                             std::max(bottleneck, pace_to[depth]),
                                                                             enough_pace(pipe_below, sum, floors)));

@@ -358,10 +358,12 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
                                                  : fractional_bottleneck(speeds.edge, rate, cap, need, least_stage);
   if (bottleneck == kInf) return kInf;
   // The least over v in [1, max_vpp] of m P + (S - P) / v (header).
-  const int v = std::max(1, max_vpp);
-  // Interleaved over w >= 2 chunks every stage holds at least w layers
-  // (one a chunk), so the pace is at least every stage's w-layer finish
-  // (identical layers; a stage that cannot hold w rules w out): each w
+  // Interleaving needs stages that divide the layers (max_interleaving).
+  const int v = L % p == 0 ? std::max(1, max_vpp) : 1;
+  // Interleaved over w >= 2 chunks every stage holds L / p layers (the
+  // one split a search interleaves, interleaving_searched), at least w,
+  // so the pace is at least every stage's (L / p)-layer finish (identical
+  // layers; a stage that cannot hold them rules interleaving out): each w
   // from 2 to v has its own floor, and the bound takes the least term.
   // Per thread: this runs for every skeleton the initialization builds.
   thread_local std::vector<double> interleaved_floor;  // [w - 2]
@@ -369,7 +371,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
   for (int w = 2; w <= v; ++w) {
     double floor = 0;  // generic layers: none
     if (speeds.layers.empty())
-      for (int i = 0; i < p; ++i) floor = finish.capacity(i) < w ? kInf : std::max(floor, finish.at(i, w));
+      for (int i = 0; i < p; ++i) floor = finish.capacity(i) < L / p ? kInf : std::max(floor, finish.at(i, L / p));
     interleaved_floor.push_back(floor);
   }
   // Each w's own capacities (the header), for the w whose term with the
@@ -383,7 +385,7 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
       if (m * P + (sum - P) / w > enough) continue;
       const StageFinish chunked(speeds.edge, interleaved(w));
       for (int i = 0; i < p && floor < kInf; ++i)
-        floor = chunked.capacity(i) < w ? kInf : std::max(floor, chunked.at(i, w));
+        floor = chunked.capacity(i) < L / p ? kInf : std::max(floor, chunked.at(i, L / p));
       if (floor < kInf) floor = std::max(floor, whole_layer_bottleneck(chunked, L, merge_from));
     }
   }
@@ -460,13 +462,16 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
   return std::max(pace, slowest_one);
 }
 
-void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out) {
+void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out,
+                             std::span<const int> stage_layers) {
   out.assign(static_cast<std::size_t>(std::max(0, max_vpp - 1)), 0.0);
   for (const FinishClass& c : classes) {
     if (!c.holds_one) continue;
     for (int w = 2; w <= max_vpp; ++w) {
+      const std::size_t k = static_cast<std::size_t>(w - 2);
+      const int held = std::max(w, k < stage_layers.size() ? stage_layers[k] : 0);
       double& floor = out[w - 2];
-      floor = c.capacity() < w ? kInf : std::max(floor, c.edge + (*c.finish)[w - 1]);
+      floor = c.capacity() < held ? kInf : std::max(floor, c.edge + (*c.finish)[held - 1]);
     }
   }
 }

@@ -23,12 +23,36 @@ std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int 
   return "";
 }
 
+std::string chunks_violation(const std::vector<int>& chunks, int vpp, int stage_layers) {
+  if (chunks.empty()) return "";
+  if (vpp <= 1) return "absent unless the plan interleaves (vpp > 1)";
+  const std::string want = std::to_string(vpp) + " chunk sizes (the plan's vpp), each at least 1, summing to the stage's " +
+                           std::to_string(stage_layers) + " layers";
+  if (static_cast<int>(chunks.size()) != vpp) return want;
+  long long sum = 0;  // a hostile file's counts must not overflow it
+  for (int n : chunks) {
+    if (n < 1) return want;
+    sum += n;
+  }
+  return sum == stage_layers ? "" : want;
+}
+
+std::string searched_interleaving_violation(const std::vector<int>& stage_layers, int vpp) {
+  if (vpp <= 1 || stage_layers.empty()) return "";
+  for (int layers : stage_layers)
+    if (layers != stage_layers.front())
+      return "1 in a search unless every stage holds the same number of layers (the estimate prices interleaved "
+             "chunks alike on every stage)";
+  return "";
+}
+
 int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int num_micro_batches) {
-  if (stages < 1) return 1;
+  // A search interleaves stages of equal layers only
+  // (searched_interleaving_violation), so stages must divide the layers.
+  if (stages < 1 || model.layers % stages != 0) return 1;
   const int most = model.layers / stages;
   if (most < 2) return 1;
-  // The even split's smallest stage holds `most` layers; the other rules do
-  // not depend on vpp.
+  // Every stage holds `most` layers; the other rules do not depend on vpp.
   const std::vector<int> even(static_cast<std::size_t>(stages), most);
   return interleaving_violation(model, runtime, most, even, num_micro_batches).empty() ? most : 1;
 }

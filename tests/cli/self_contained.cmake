@@ -19,16 +19,19 @@ file(WRITE ${_sc}/searched/mix.yaml
 file(WRITE ${_sc}/searched/train.yaml
      "global_batch: 32\nprecision: fp16\nzero: 1\nmicro_batch_sizes: [2, 4]\nrecompute: [none, full]\n")
 set(_searched ${_sc}/searched)
-# The searched plan interleaves (vpp 3, the V100 stage first: 0.0707 s);
-# choosing vpp after a vpp-1 search gave the A100s first and 0.0767 s.
+# The searched plan runs 7 layers on the A100s, then 1 on the V100s
+# (0.0842 s). It had interleaved 3 layers on the V100s and 5 on the A100s
+# at vpp 3 (0.0707 s estimated): unequal stages, which Megatron's schedule
+# runs slower than the estimate says, so the search no longer interleaves
+# them (searched_interleaving_violation, specs/parallel_rules.hpp).
 set(_sc_cases
   "searched|search_with_spec_files|0|plan written to plan.json.*status +: found|search|-m|tiny.yaml|-c|mix.yaml|-t|train.yaml|-o|plan.json"
   "searched|estimate_with_spec_files|0|plan written to uniform.yaml|estimate|-m|tiny.yaml|-c|mix.yaml|-t|train.yaml|--tp|2|--pp|2|--dp|1|--micro-batch|2|-o|uniform.yaml"
   "elsewhere|report_elsewhere|0|report written to p.svg \\(svg: [0-9]+ stages, [0-9]+ micro-batches|report|${_searched}/plan.json|-o|p.svg"
   "elsewhere|estimate_elsewhere|0|AutoHAAP estimate: tiny on mix .*global batch 32.*status +: estimated|estimate|--plan|${_searched}/plan.json"
   "elsewhere|export_elsewhere|0|--tensor-model-parallel-size 2 .\n--pipeline-model-parallel-size 2 .*--global-batch-size 32.*--fp16|export|${_searched}/uniform.yaml|--to|megatron"
-  "elsewhere|export_searched_elsewhere|0|GPUs on v100-32gb \\(stage 0\\), a100-40gb \\(stage 1\\).*interleaved 1F1B: 3 model chunks.*--pipeline-model-parallel-size 2 .*--global-batch-size 32.*--fp16|export|${_searched}/plan.json|--to|megatron"
-  "elsewhere|nodelist_searched_elsewhere|0|\nv100-32gb-node0 +v100-32gb +v100-32gb +4 +0,1,2,3 +0 +0 +3\na100-40gb-node0 +a100-40gb +a100-40gb +4 +0,1,2,3 +1 +4 +7\n|export|${_searched}/plan.json|--to|nodelist"
+  "elsewhere|export_searched_elsewhere|0|GPUs on a100-40gb \\(stage 0\\), v100-32gb \\(stage 1\\).*--pipeline-model-parallel-size 2 .*--global-batch-size 32.*--fp16|export|${_searched}/plan.json|--to|megatron"
+  "elsewhere|nodelist_searched_elsewhere|0|\na100-40gb-node0 +a100-40gb +a100-40gb +4 +0,1,2,3 +0 +0 +3\nv100-32gb-node0 +v100-32gb +v100-32gb +4 +0,1,2,3 +1 +4 +7\n|export|${_searched}/plan.json|--to|nodelist"
   "elsewhere|estimate_elsewhere_other_training|0|note: the training given .--train default. is not the one .*plan.json was made for|estimate|--plan|${_searched}/plan.json|-t|default"
   "elsewhere|estimate_elsewhere_other_batch|0|note: --train default has global_batch 512. the plan's 32 is kept .8 micro-batches of 4.|estimate|--plan|${_searched}/plan.json|-t|default"
 )

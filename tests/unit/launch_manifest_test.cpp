@@ -137,6 +137,30 @@ TEST(LaunchManifest, InterleavedLastStageFeedsTheFirst) {
   for (const LaunchStage& st : launch_manifest(plan, problem()).stages) EXPECT_TRUE(st.chunks.empty());
 }
 
+TEST(LaunchManifest, StatedChunksAreLaunchedAsStated) {
+  // A plan's stated cut puts each chunk's layers where Megatron-Core's
+  // layout of the same cut does; the manifest reads back with it.
+  Plan plan = two_stage_mixed_plan();
+  plan.vpp = 2;
+  std::vector<std::vector<int>> cut;
+  for (StagePlan& s : plan.stages) {
+    s.chunks = {s.num_layers() - 1, 1};
+    cut.push_back(s.chunks);
+  }
+  const LaunchManifest m = launch_manifest(plan, problem());
+  const MegatronLayout layout = parse_megatron_layout(format_megatron_layout(cut), 2);
+  int next = 0;
+  for (int v = 0; v < 2; ++v)
+    for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+      ASSERT_EQ(m.stages[i].chunks.size(), 2u);
+      EXPECT_EQ(layout.layers[i][v], cut[i][v]);
+      EXPECT_EQ(m.stages[i].chunks[v].layers, (IndexRange{next, next + cut[i][v]})) << i << " " << v;
+      next += cut[i][v];
+    }
+  EXPECT_NO_THROW(check_launch_manifest(m, "stated"));
+  EXPECT_EQ(launch_manifest_from_string(launch_manifest_to_json(m), "m.json"), m);
+}
+
 TEST(LaunchManifest, JsonRoundTrip) {
   const LaunchManifest m = mixed_manifest();
   const std::string text = launch_manifest_to_json(m);

@@ -25,7 +25,8 @@ using search_fixtures::random_problem;
 using search_fixtures::two_group_problem;
 
 // Least iteration time of a plan on this skeleton that fits memory, over
-// every vpp the interleaving rule allows, every contiguous split and every
+// every vpp the interleaving rule allows, every contiguous split the search
+// may interleave (interleaving_searched: equal layers at vpp > 1) and every
 // recompute mode per stage. `best_vpp`, when given, receives the vpp of the
 // best plan; `only_vpp`, when given, is the one vpp tried.
 double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = nullptr, int* best_vpp = nullptr,
@@ -39,6 +40,9 @@ double brute_force(const CostModel& cost, const Skeleton& s, Plan* best_plan = n
   std::vector<Recompute> rec(p, Recompute::none);
   Plan plan = make_plan(problem, s, even_split(L, p), rec);
   auto score = [&] {
+    std::vector<int> layers;
+    for (const StagePlan& st : plan.stages) layers.push_back(st.num_layers());
+    if (!interleaving_searched(problem, plan.vpp, layers, plan.num_micro_batches)) return;  // the searched space
     int total = 1;
     for (int i = 0; i < p; ++i) total *= static_cast<int>(modes.size());
     for (int code = 0; code < total; ++code) {

@@ -387,6 +387,19 @@ TEST(MegatronMixedDevices, InterleavedLayoutParsesBackPerChunk) {
   EXPECT_EQ(parsed.layers, (std::vector<std::vector<int>>{{5, 4}, {5, 5}, {4, 3}, {3, 3}}));
 }
 
+TEST(MegatronMixedDevices, StatedChunksAreTheLayout) {
+  // The plan's stated cut, chunk by chunk (9 -> 6+3, 10 -> 4+6, 7 -> 3+4,
+  // 6 -> 2+4), not the even one.
+  const Problem pb = problem("llama3-8b", "mixed-h100-a100");
+  Plan plan = h100_then_a100(pb);
+  plan.vpp = 2;
+  const std::vector<std::vector<int>> cut{{6, 3}, {4, 6}, {3, 4}, {2, 4}};
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) plan.stages[i].chunks = cut[i];
+  const std::string layout = value(megatron_arguments(plan, pb), "--pipeline-model-parallel-layout");
+  EXPECT_EQ(layout, "\"Et*6|t*4|t*3|t*2|t*3|t*6|t*4|t*4L\"");
+  EXPECT_EQ(parse_megatron_layout(layout.substr(1, layout.size() - 2), 4).layers, cut);
+}
+
 TEST(MegatronMixedDevices, StagesSpanningNodesLaunchOnTheirGroups) {
   // Nodes of 4 GPUs; tp 2 x dp 4 = two nodes per stage; the A100 stages
   // start mid-group (GPU 4: nodes 1-2, GPU 12: nodes 3-4).

@@ -90,27 +90,6 @@ TEST(Interleaving, IterationTimeIsMegatronsBubbleForEqualStages) {
   EXPECT_DOUBLE_EQ(CostModel::iteration_time_1f1b(two, 4, 2), 4 * 3 + 1.0 / 2);
 }
 
-// Each chunk paced at its slowest stage (CostModel::interleaved_pace). By
-// hand: stages of 9, 9, 9 and 5 layers of 1 s, the last also holding an
-// output layer of 3.4 s, at v = 5: chunks of 2 + 2 + 2 + 2 + 1 layers
-// beside 1 + 1 + 1 + 1 + (1 + 3.4), so 2 + 2 + 2 + 2 + 4.4 = 12.4 s a
-// micro-batch, where the stages' totals (9 s, 8.4 s) give 9. Chunks alike
-// on every stage (8 layers each at v = 4, no edges) pace at the stage.
-TEST(Interleaving, EachChunkPacesAtItsSlowestStage) {
-  std::vector<StageEstimate> st(4);
-  for (int i = 0; i < 4; ++i) {
-    st[i].layers = i == 3 ? 5 : 9;
-    st[i].forward_s = st[i].layers;
-  }
-  st[3].forward_s += 3.4;
-  st[3].edge_forward_s = 3.4;
-  EXPECT_DOUBLE_EQ(CostModel::interleaved_pace(st, 5), 12.4);
-  EXPECT_DOUBLE_EQ(CostModel::interleaved_pace(st, 1), 9);
-  std::vector<StageEstimate> even(4);
-  for (StageEstimate& s : even) s.layers = 8, s.forward_s = 8;
-  EXPECT_DOUBLE_EQ(CostModel::interleaved_pace(even, 4), 8);
-}
-
 TEST(Interleaving, PlanEstimateHoldsMoreActivationsAndSendsPerChunk) {
   Problem p = problem_on(flat_device(), gpt_model(8, 2048, 16), 1, 8);
   p.training.global_batch = 16;

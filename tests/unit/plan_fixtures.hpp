@@ -101,6 +101,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
     EXPECT_EQ(x.layer_begin, y.layer_begin);
     EXPECT_EQ(x.layer_end, y.layer_end);
     EXPECT_EQ(x.recompute, y.recompute);
+    EXPECT_EQ(x.chunks, y.chunks);
   }
   EXPECT_EQ(a.predicted.iteration_time_s, b.predicted.iteration_time_s);
   EXPECT_EQ(a.predicted.tokens_per_s, b.predicted.tokens_per_s);

@@ -50,6 +50,44 @@ TEST(PlanIo, YamlRoundTripKeepsEveryField) {
   expect_same_plan(plan, plan_from_string(plan_to_yaml(plan, 8), false, "plan.yaml"));
 }
 
+// An interleaved plan may state how each stage's layers fall into its
+// chunks (Megatron-Core's layout runs any cut): both formats keep the cut,
+// a plain plan writes none, and a cut that is not one of the stage's layers
+// into vpp chunks of a layer or more is refused by its key.
+TEST(PlanIo, StatedChunksRoundTripAndAreRefusedByKeyWhenTheyDoNotCutTheStage) {
+  Plan plan = sample_plan();
+  plan.global_batch = 384, plan.num_micro_batches = 96;  // a multiple of the 3 stages
+  plan.vpp = 2;
+  plan.stages[0].chunks = {6, 4};
+  plan.stages[1].chunks = {3, 5};
+  plan.stages[2].chunks = {2, 4};
+  for (const bool json : {false, true}) {
+    const std::string text = json ? plan_to_json(plan, 8) : plan_to_yaml(plan, 8);
+    const Plan back = plan_from_string(text, json, "plan");
+    expect_same_plan(plan, back);
+    EXPECT_EQ(back.chunk_cut(), (std::vector<std::vector<int>>{{6, 4}, {3, 5}, {2, 4}}));
+  }
+  EXPECT_EQ(plan_to_yaml(sample_plan(), 8).find("chunks"), std::string::npos);
+  const std::string yaml = plan_to_yaml(plan, 8);
+  for (const auto& [cut, allowed] : std::vector<std::pair<std::string, std::string>>{
+           {"[3, 4]", "summing to the stage's 8 layers"},
+           {"[8, 0]", "each at least 1"},
+           {"[2, 3, 3]", "2 chunk sizes (the plan's vpp)"}}) {
+    const InputError e = input_error_of([&] { plan_from_string(replaced(yaml, "[3, 5]", cut), false, "p.yaml"); });
+    EXPECT_EQ(e.key(), "stages[1].chunks") << cut;
+    EXPECT_EQ(e.value(), cut);
+    EXPECT_NE(e.allowed().find(allowed), std::string::npos) << e.allowed();
+  }
+  Plan plain = plan;
+  plain.vpp = 1;
+  const InputError e = input_error_of([&] { plan_from_string(plan_to_yaml(plain, 8), false, "p.yaml"); });
+  EXPECT_EQ(e.key(), "stages[0].chunks");
+  EXPECT_NE(e.allowed().find("absent unless the plan interleaves"), std::string::npos) << e.allowed();
+  // Unstated, a stage's chunks are the even cut.
+  plan.stages[1].chunks.clear();
+  EXPECT_EQ(plan.chunk_cut()[1], (std::vector<int>{4, 4}));
+}
+
 TEST(PlanIo, NonFiniteNumbersSurviveBothFormats) {
   Plan plan = sample_plan();
   plan.predicted.tokens_per_s = std::numeric_limits<double>::infinity();

@@ -142,14 +142,6 @@ class CostModel {
   // 1F1B with unequal stages (DESIGN.md "Iteration time"), interleaved
   // over vpp chunks per stage.
   static double iteration_time_1f1b(const std::vector<StageEstimate>& stages, int num_micro_batches, int vpp = 1);
-  // Each chunk of an interleaved schedule paced at its slowest stage: the
-  // steady state's time per micro-batch, Σ over chunks of the slowest
-  // stage's chunk (cost_model.cpp). At vpp 1, or where every stage's chunks
-  // are alike, the slowest stage's pace_s, which iteration_time_1f1b takes;
-  // above it where chunks differ across stages (unequal layers, the output
-  // layer in the last chunk), a limit the estimate does not price yet: the
-  // stage table says so (io/plan_printer.hpp).
-  static double interleaved_pace(const std::vector<StageEstimate>& stages, int vpp);
 
   // FLOPs of one iteration of `global_batch` sequences (without: the
   // training settings'): model FLOPs (forward + backward, no recompute);

@@ -114,8 +114,9 @@ struct LaunchStage {
   // (written only then): chunk-major, as Megatron-Core places them (the
   // layout export --to megatron writes): chunk v of stage i follows chunk v
   // of stage i-1, and chunk v+1 of the first stage follows chunk v of the
-  // last; a stage of n layers has chunks of n / vpp, the first n % vpp one
-  // larger (chunk_layers). `layers` is then the stage's count of layers,
+  // last; each chunk holds the layers the plan's cut gives it
+  // (StagePlan::chunk; read back: any cut chunks_violation allows, at
+  // least one layer a chunk). `layers` is then the stage's count of layers,
   // numbered in plan order, not the layers it runs.
   std::vector<LaunchChunk> chunks;
   bool operator==(const LaunchStage&) const = default;

@@ -30,13 +30,15 @@
 
 namespace autohaap {
 
-// The layout of `stage_layers` (transformer layers of each pipeline stage,
-// in order) split into `vpp` chunks per stage as chunk_layers splits them
-// (specs/parallel_rules.hpp), in Megatron-Core's grammar without quotes: E
-// before the first chunk, L after the last, a run of N > 1 layers written
-// t*N, and a run of equal segments before the last one written (seg|)*K.
-// Example: {3, 5, 5, 5, 6}, vpp 1 -> "Et*3|(t*5|)*3t*6L". Requires vpp >= 1
-// and stage_layers non-empty.
+// The layout of a cut: cut[i][c] transformer layers in chunk c of pipeline
+// stage i (every stage the same number of chunks, its vpp), in
+// Megatron-Core's grammar without quotes: E before the first chunk, L after
+// the last, a run of N > 1 layers written t*N, and a run of equal segments
+// before the last one written (seg|)*K. Example: {{3}, {5}, {5}, {5}, {6}}
+// -> "Et*3|(t*5|)*3t*6L". Requires cut non-empty, every stage >= 1 chunk.
+std::string format_megatron_layout(const std::vector<std::vector<int>>& cut);
+// `stage_layers` split into `vpp` chunks per stage as chunk_layers splits
+// them (specs/parallel_rules.hpp).
 std::string format_megatron_layout(const std::vector<int>& stage_layers, int vpp);
 
 // A parsed layout: transformer layers per (pipeline rank, chunk).

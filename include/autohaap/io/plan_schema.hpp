@@ -106,6 +106,7 @@ void describe(V& v, S& s) {
   v.optional("cp", s.cp, 1);  // plans from before context parallelism
   v.field("dp", s.dp);
   v.range("layers", s.layer_begin, s.layer_end);
+  v.optional("chunks", s.chunks, std::vector<int>{});  // interleaved plans only; before them: the even cut
   v.field("recompute", s.recompute);
 }
 

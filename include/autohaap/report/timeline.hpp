@@ -29,10 +29,10 @@
 // backward, then drains. Chunk c's forward on stage i waits for chunk c on
 // stage i − 1, and on stage 0 for chunk c − 1 on the last stage (the
 // wrap-around); backwards run the other way, chunk v − 1 of the last stage
-// after its own forward (the loss). Chunk c of stage i holds
-// chunk_layers(L_i, v, c) of the stage's L_i layers (specs/
-// parallel_rules.hpp, as the Megatron export lays them out) and takes that
-// share of the stage's forward and backward: the cost model prices a stage
+// after its own forward (the loss). Chunk c of stage i holds the layers
+// the plan's cut gives it (StagePlan::chunk: the stated cut, as the
+// Megatron export lays it out, else chunk_layers) and takes that share of
+// the stage's forward and backward: the cost model prices a stage
 // as a whole, and splitting it by layers is its "fill and drain in chunks
 // of 1/v" (CostModel::iteration_time_1f1b). A stage's transfer time p2p_s
 // (what the cost model leaves exposed) is spread evenly over the passes
@@ -161,6 +161,10 @@ Timeline simulate_1f1b(const std::vector<StageEstimate>& stages, int num_micro_b
 // InputError (key "stages").
 Timeline simulate_interleaved(const std::vector<StageEstimate>& stages, const std::vector<int>& stage_layers,
                               int num_micro_batches, int vpp, std::size_t max_passes = kMaxTimelinePasses);
+// The same for a stated cut: cut[i][c] layers in chunk c of stage i (the
+// plan's, Plan::chunk_cut), vpp = the chunks a stage.
+Timeline simulate_interleaved(const std::vector<StageEstimate>& stages, const std::vector<std::vector<int>>& cut,
+                              int num_micro_batches, std::size_t max_passes = kMaxTimelinePasses);
 
 // The plan's timeline from its stages' estimates (CostModel::stage, in
 // stage order): plain or interleaved as the plan's vpp says.

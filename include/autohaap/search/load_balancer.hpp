@@ -9,8 +9,11 @@
 // its pipeline sends (the steady state is paced by the slowest stage
 // including its sends) and v the chunks per stage; v = 1 is plain 1F1B,
 // (m - 1) max + sum. Every vpp the interleaving rule allows
-// (max_interleaving, specs/parallel_rules.hpp) gets its own exact split, in
-// ascending order, each with a stage cost table of that vpp: its p2p_i
+// (max_interleaving, specs/parallel_rules.hpp) gets its own split, in
+// ascending order: at vpp 1 the exact split, interleaved the one split of
+// equal layers (interleaving_searched, search_space.hpp: where stages
+// differ the schedule runs slower than this objective), each with a stage
+// cost table of that vpp: its p2p_i
 // crosses each boundary v times (Megatron hides it behind compute), its
 // memory holds that vpp's micro-batches in flight, and a stage keeps at
 // least v layers. The best over the vpps (the first on ties) is the
@@ -234,6 +237,10 @@ class LoadBalancer {
   // computed once per balance().
   BalanceResult balance_in(StageCostTable& table, const StageSpeeds& speeds, double bound,
                            const std::function<bool()>& stop) const;
+  // An interleaved table's one searched split, every stage L / p layers
+  // (none where p does not divide L or the rules refuse it), priced against
+  // `bound` as balance_in prices its best.
+  BalanceResult equal_split_in(StageCostTable& table, double bound) const;
 
   // lower_bound with the stages [loose_begin, loose_end) priced at place
   // loose_end - 1 for memory (none when the range is empty); with

@@ -219,6 +219,14 @@ int num_micro_batches(const Problem& problem, const Skeleton& skeleton);
 // C(layers-1, stages-1), saturating at INT64_MAX.
 std::int64_t count_splits(int layers, int stages);
 
+// Whether a search may run `stage_layers` interleaved over vpp chunks: the
+// schedule's rule (interleaving_violation) and what the estimate prices
+// (searched_interleaving_violation: stages of equal layers), both in
+// specs/parallel_rules.hpp. Every strategy, refinement and reference asks
+// this one question.
+bool interleaving_searched(const Problem& problem, int vpp, const std::vector<int>& stage_layers,
+                           int num_micro_batches);
+
 // The plan of a skeleton with a split (layer_end[i] = end of stage i's
 // range, the last one == layers), a recompute mode per stage and the
 // chunks per stage (vpp; 1: plain 1F1B). Prediction and search stats are

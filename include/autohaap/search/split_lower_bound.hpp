@@ -17,10 +17,12 @@
 // max) / v + tail = (m - 1/v) pace + sum / v + tail: increasing in pace and
 // sum, so the bounds B on the bottleneck and S on the sum give
 // m B + (S - B) / v, which is monotone in 1/v: the least over every v from
-// 1 to max_vpp is at v = 1 or v = max_vpp for one B. Over v chunks every
-// stage holds at least v layers (one a chunk), so with identical layers B
-// is at least every stage's v-layer finish there (a stage that cannot hold
-// v rules v out): each v has its own B, and the bound is the least term. The
+// 1 to max_vpp is at v = 1 or v = max_vpp for one B. A search interleaves
+// only the split of equal layers (interleaving_searched), every stage L / p
+// layers (at least v, one a chunk), so with identical layers B is at least
+// every stage's (L / p)-layer finish there (a stage that cannot hold them
+// rules interleaving out): each v has its own B, and the bound is the least
+// term. The
 // capacities are those of plain 1F1B: interleaving holds at least as many
 // micro-batches in flight on every stage (CostModel::in_flight), so a stage
 // holds no more layers under any vpp, and the bottleneck bound stays valid.
@@ -164,10 +166,15 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
 
 // Per interleaving degree w = 2 .. max_vpp (out[w - 2]): the least pace of
 // a pipeline of these stages interleaved over w chunks. Every stage holds
-// at least w layers (one a chunk), so the pace is at least every stage's
-// w-layer finish; infinity where a stage holds fewer than w (w impossible).
+// at least w layers (one a chunk), and at least stage_layers[w - 2] where
+// the caller knows more: a search interleaves stages of L / p layers only
+// (interleaving_searched), so a whole skeleton's hold L / p and a prefix's
+// at least L over the most stages any pipeline interleaved over w may have
+// (InterleavingLimits, searcher.cpp). The pace is at least every stage's
+// finish of that many; infinity where a stage holds fewer (w impossible).
 // Envelopes (classes that need not hold one) do not count.
-void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out);
+void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out,
+                             std::span<const int> stage_layers = {});
 
 // The least iteration time of a 1F1B pipeline of m micro-batches whose
 // pace (slowest stage, communication included) is at least `pace` and

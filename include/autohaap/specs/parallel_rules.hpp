@@ -42,13 +42,28 @@ enum class Precision;  // specs/training.hpp
 std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int vpp,
                                    const std::vector<int>& stage_layers, int num_micro_batches);
 
-// The largest vpp interleaving_violation allows for some split of the
-// model's layers over `stages` stages with `num_micro_batches`
-// micro-batches: layers / stages (the even split's smallest stage) when
-// interleaving can run at all, else 1. Every vpp from 2 to it is allowed
-// for the even split, and none above it for any split. The search
-// enumerates vpp up to it (load_balancer.hpp) and its bounds hold for every
-// vpp up to it (split_lower_bound.hpp).
+// What the searches interleave: stages of equal layers only (the split
+// Megatron-LM's --num-layers-per-virtual-pipeline-stage runs and the
+// published interleaved recipes use). There every stage's chunks are alike
+// and the estimate's interleaved iteration (CostModel::iteration_time_1f1b)
+// is what the schedule runs; where stages differ, Megatron-LM runs each
+// chunk for a group of micro-batches in turn, a stage's steps differ and
+// the stages wait for each other's, which the estimate does not price: a
+// Llama 3 8B split of 9, 9, 9, 5 layers at vpp 5, estimated 2.53 s, runs
+// 2.77 s or more in the schedule's event simulation under any cut of its
+// chunks, against 2.62 s uninterleaved (tests/unit/timeline_test.cpp). A
+// plan a user writes may still interleave unequal stages: its estimate
+// says how far the simulation differs (io/plan_printer.hpp). Returns what
+// the search allows when the rule fails, else "".
+std::string searched_interleaving_violation(const std::vector<int>& stage_layers, int vpp);
+
+// The largest vpp a search interleaves `stages` stages with, given
+// `num_micro_batches` micro-batches: layers / stages where the stages
+// divide the model's layers (the one split searched_interleaving_violation
+// lets a search interleave) and interleaving_violation allows it, else 1.
+// Every vpp from 2 to it is allowed for that split. The search enumerates
+// vpp up to it (load_balancer.hpp) and its bounds hold for every vpp up to
+// it (split_lower_bound.hpp).
 int max_interleaving(const ModelSpec& model, Runtime runtime, int stages, int num_micro_batches);
 
 // The most pipeline stages a plan may have: one layer or more each, and
@@ -66,6 +81,12 @@ std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, i
 inline int chunk_layers(int stage_layers, int vpp, int v) {
   return stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
 }
+
+// A stage's stated chunks (StagePlan::chunks): none, or one count per chunk
+// of the plan's vpp, each at least one layer, summing to the stage's layers
+// (Megatron-Core's layout runs any such cut, io/megatron_layout.hpp).
+// Returns what is allowed when the rule fails, else "".
+std::string chunks_violation(const std::vector<int>& chunks, int vpp, int stage_layers);
 
 // Context parallelism over `cp` GPUs: a transformer family whose attention
 // runs fused (the model's flash_attention: the ring runs inside Transformer
