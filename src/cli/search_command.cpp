@@ -151,6 +151,21 @@ Problem load_search_problem(const SearchArgs& a) {
   if (problem.runnable_by != RunnableBy::any && a.settings.search.strategy == "metis")
     throw InputError("command line", "--runnable", to_string(problem.runnable_by),
                      "any with --strategy metis (the Metis baseline searches its own space)");
+  if (problem.runnable_by != RunnableBy::any) {
+    // The comparison searches the unrestricted space with the same
+    // strategy, after the restricted plan is written: a strategy that would
+    // refuse it is refused now, before any plan is.
+    Problem unrestricted = problem;
+    unrestricted.runnable_by = RunnableBy::any;
+    SearchOptions limits;
+    static_cast<SearchSettings&>(limits) = a.settings.search;
+    if (const std::string why = strategy_size_violation(unrestricted, limits, a.settings.search.strategy);
+        !why.empty())
+      throw InputError("command line", "--runnable", to_string(problem.runnable_by),
+                       "any with --strategy " + a.settings.search.strategy +
+                           " on this problem (the comparison searches the unrestricted space with it too: " + why +
+                           ")");
+  }
   // A bad extension fails before the search.
   if (!a.out.empty()) check_plan_file_name(a.out, "-o");
   if (!a.report.empty()) report_format_for(a.report, "--report");

@@ -570,24 +570,35 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
     // the even one, and its chunks placed chunk-major.
     const std::vector<int> counts = stage_layer_counts(m);
     std::vector<std::vector<int>> cut;
+    bool any_stated = false;  // a cut other than the even one
+    const int v_count = std::max(1, m.vpp);
     for (std::size_t i = 0; i < m.stages.size(); ++i) {
       std::vector<int> sizes;
       for (const LaunchChunk& c : m.stages[i].chunks) sizes.push_back(c.layers.end - c.layers.first);
       const bool stated = m.vpp > 1 && static_cast<int>(sizes.size()) == m.vpp && counts[i] >= m.vpp &&
                           chunks_violation(sizes, m.vpp, counts[i]).empty();
       cut.emplace_back();
-      for (int v = 0; v < std::max(1, m.vpp); ++v)
-        cut.back().push_back(stated ? sizes[v] : chunk_layers(counts[i], std::max(1, m.vpp), v));
+      for (int v = 0; v < v_count; ++v) {
+        cut.back().push_back(stated ? sizes[v] : chunk_layers(counts[i], v_count, v));
+        any_stated = any_stated || cut.back().back() != chunk_layers(counts[i], v_count, v);
+      }
     }
     const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(cut);
     for (std::size_t i = 0; i < m.stages.size(); ++i)
       if (m.stages[i].chunks != chunks[i]) {
+        // The ranges themselves where every stage keeps the even cut; where
+        // some state another, one stage's ranges move with the others', so
+        // the rule is said instead.
         std::string want;
         for (const LaunchChunk& c : chunks[i]) want += (want.empty() ? "" : ", ") + range_text(c.layers);
+        const std::string rule = "the layers of its " + std::to_string(m.vpp) +
+                                 " chunks, chunk-major as Megatron-Core places them (chunk 0 of every stage in "
+                                 "stage order, then chunk 1, ...), each at least one layer, together the stage's " +
+                                 std::to_string(counts[i]) + " layers";
         throw InputError(file, stage_key(i, "chunks"), std::to_string(m.stages[i].chunks.size()) + " chunks",
                          chunks[i].empty() ? std::string("none (vpp 1 or one stage: the stage runs its layers)")
-                                           : "the layers of its " + std::to_string(m.vpp) +
-                                                 " chunks, chunk-major as Megatron-Core places them: " + want);
+                         : any_stated      ? rule
+                                           : rule + ": with the even cut, " + want);
       }
   }
   if (gpus != m.world_size)

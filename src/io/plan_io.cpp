@@ -273,6 +273,10 @@ class FileReader {
   void optional(const char* key, T& member, const U& absent) {
     const auto v = find(key);
     member = v ? get<T>(*v) : static_cast<T>(absent);
+    // An optional list means something only with items: an empty one is
+    // refused rather than read as its absence.
+    if constexpr (requires { member.empty(); } && !std::is_same_v<T, std::string>)
+      if (v && member.empty()) fail(*v, "a non-empty list, or no such key");
   }
   void range(const char* key, int& begin, int& end) {
     const YamlValue v = required(key, expected_kind<std::vector<int>>());

@@ -373,9 +373,14 @@ double draw_timeline(std::string& out, const Picture& pic, double top) {
   if (v > 1) {
     // How the chunks are cut, which the boxes draw: by layers, as the
     // export lays them out, each taking that share of its stage's time.
+    const bool stated = std::any_of(pic.plan.stages.begin(), pic.plan.stages.end(),
+                                    [](const StagePlan& s) { return !s.chunks.empty(); });
+    const std::string cut = stated ? "the layers the plan states for it (each row says how many)"
+                                   : "the c-th of " + std::to_string(v) +
+                                         " near-equal shares of its layers (the first ones larger)";
     out += text(20, top + 15,
-                "Chunk c of a stage holds the c-th of " + std::to_string(v) +
-                    " near-equal shares of its layers (the first ones larger) and that share of its time; "
+                "Chunk c of a stage holds " + cut +
+                    " and that share of its time; "
                     "later chunks darker; dashed: the last stage's chunk c feeds the first stage's chunk c + 1",
                 "font-size=\"11\" class=\"chunk-note\"");
     top += 15;

@@ -37,16 +37,8 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   const Problem& problem = cost.problem();
   // Counted (streaming) before the list is built: a refused problem must
   // not first materialize its skeletons.
-  const std::int64_t candidates = exhaustive_candidates(problem);
-  result.candidates = candidates;
-  if (candidates > options.exhaustive_limit) {
-    throw InputError("search options", "strategy", "exhaustive",
-                     "a problem of at most " + std::to_string(options.exhaustive_limit) +
-                         " candidates for the exhaustive reference (a check of small cases); this one has " +
-                         (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
-                                                                                 : std::to_string(candidates)) +
-                         ": use --strategy autohaap, whose answer is the same optimum with a proof");
-  }
+  if (const std::string why = strategy_size_violation(problem, options, "exhaustive", &result.candidates); !why.empty())
+    throw InputError("search options", "strategy", "exhaustive", why);
   const SearchSpace space(problem);
   const SkeletonList list = initialize_skeletons(space, nullptr);
   result.prune = list.report;

@@ -21,17 +21,8 @@ bool run_reference(const CostModel& cost, const SearchOptions& options, const St
                    ProgressReporter& progress, SearchResult& result) {
   const Problem& problem = cost.problem();
   const SearchSpace space(problem);
-  // Counted (streaming) up to one past the limit: a refused problem must
-  // not first materialize its skeletons.
-  std::int64_t count = 0;
-  stream_structural_skeletons(space, [&](Skeleton&&) { ++count; }, [&] { return count > options.reference_limit; });
-  result.candidates = count;
-  if (count > options.reference_limit) {
-    throw InputError("search options", "strategy", "reference",
-                     "a problem of at most " + std::to_string(options.reference_limit) +
-                         " structurally valid skeletons for the wide reference (a check of 16-64 GPU cases); "
-                         "this one has more: use --strategy autohaap, whose answer is the same optimum with a proof");
-  }
+  if (const std::string why = strategy_size_violation(problem, options, "reference", &result.candidates); !why.empty())
+    throw InputError("search options", "strategy", "reference", why);
   const SkeletonList list = initialize_skeletons(space, nullptr);
   result.prune = list.report;
   // The memory pruner answers the balancer's capacity questions exactly

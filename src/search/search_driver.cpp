@@ -656,7 +656,7 @@ class SearchDriver {
     if (result.top.empty()) {
       result.infeasible_reason = stopped_ ? "the search stopped (time limit or interrupt) before any plan that "
                                             "fits memory was found"
-                                          : infeasible_reason(cost_, result.prune);
+                                          : infeasible_reason(CostModel(problem_), result.prune);  // the cluster as given, not its merged parts and halves
     }
     if (options_.live_progress) {
       progress_.add_pruned(total_search_prune().skipped_in_search());

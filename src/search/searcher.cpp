@@ -76,7 +76,7 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options) {
   if (result.top.empty()) {
     result.infeasible_reason = stopped ? "the search stopped (time limit or interrupt) before any plan that "
                                                   "fits memory was found"
-                                                : infeasible_reason(cost, result.prune);
+                                                : infeasible_reason(CostModel(problem), result.prune);  // as given, not halved
   }
   progress.finish();
   return result;
@@ -110,6 +110,34 @@ std::int64_t exhaustive_candidates(const Problem& problem) {
       [&] { return total >= cap; });
   if (total >= cap) return std::numeric_limits<std::int64_t>::max();
   return static_cast<std::int64_t>(total);
+}
+
+std::string strategy_size_violation(const Problem& problem, const SearchOptions& options, const std::string& strategy,
+                                    std::int64_t* size) {
+  if (strategy == "exhaustive") {
+    // Counted (streaming) before the list is built: a refused problem must
+    // not first materialize its skeletons.
+    const std::int64_t candidates = exhaustive_candidates(problem);
+    if (size) *size = candidates;
+    if (candidates <= options.exhaustive_limit) return "";
+    return "a problem of at most " + std::to_string(options.exhaustive_limit) +
+           " candidates for the exhaustive reference (a check of small cases); this one has " +
+           (candidates == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
+                                                                   : std::to_string(candidates)) +
+           ": use --strategy autohaap, whose answer is the same optimum with a proof";
+  }
+  if (strategy == "reference") {
+    // Counted (streaming) up to one past the limit.
+    std::int64_t count = 0;
+    stream_structural_skeletons(SearchSpace(problem), [&](Skeleton&&) { ++count; },
+                                [&] { return count > options.reference_limit; });
+    if (size) *size = count;
+    if (count <= options.reference_limit) return "";
+    return "a problem of at most " + std::to_string(options.reference_limit) +
+           " structurally valid skeletons for the wide reference (a check of 16-64 GPU cases); this one has more: "
+           "use --strategy autohaap, whose answer is the same optimum with a proof";
+  }
+  return "";
 }
 
 namespace {

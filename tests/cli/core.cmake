@@ -64,6 +64,13 @@ set(_cli_cases
   # stage's chunks together; the stage table says what the schedule's event
   # simulation takes (report/timeline.hpp).
   "estimate_uneven_chunks_note|0|note: Megatron-LM runs each chunk for a group of micro-batches in turn.*takes 3.2[0-9]+ s .[+][23][0-9]%. against the 2.5[0-9]+ s estimated|estimate|-m|llama3-8b|-c|h100-sxm-4nodes|-t|llama3-h100-fp8-megatron|--tp|1|--pp|4|--cp|4|--dp|2|--vpp|5|--micro-batch|2|--layer-split|9,9,9,5"
+  # A --runnable search compares its plan with the unrestricted search of
+  # the same strategy: a strategy that would refuse that space is refused
+  # before the restricted plan is written (it had been written, then exit 2).
+  # The reason counts the cluster's own GPUs: the halves the search also
+  # tries (cluster_split.hpp) had doubled them (64 GPUs, 107 GiB).
+  "search_infeasible_counts_the_clusters_gpus|3|llama3-405b does not fit: its weights, gradients and optimizer states alone need 213.6 GiB per GPU even spread evenly over all 32 GPUs|search|-m|llama3-405b|-c|h100-sxm-4nodes"
+  "search_runnable_exhaustive_refused_first|2|--runnable: got 'megatron'. allowed: any with --strategy exhaustive on this problem .the comparison searches the unrestricted space|search|-m|gpt3-125m|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/h100-a100-pair.yaml|-s|exhaustive|--runnable|megatron|-o|${CMAKE_CURRENT_BINARY_DIR}/never_written.yaml"
   "search_no_mixed_stages|0|stages +: h100-sxm 1x8 .0,12. none\n|search|-m|gpt3-125m|-c|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/h100-a100-pair.yaml|--no-mixed-stages"
   "validate_replica_sets|0|mixed_stage.yaml: valid plan|validate|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml"
   "export_megatron_replica_sets|3|stage 1 mixes device types in its replicas .2 x a100-40gb with 3 sequences each, 2 x v100-32gb with 1 sequences each.. Megatron-LM gives every data-parallel replica the same micro-batch|export|${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml|--to|megatron|-m|gpt3-1.3b|-c|mixed-a100-v100"

@@ -159,6 +159,14 @@ TEST(LaunchManifest, StatedChunksAreLaunchedAsStated) {
     }
   EXPECT_NO_THROW(check_launch_manifest(m, "stated"));
   EXPECT_EQ(launch_manifest_from_string(launch_manifest_to_json(m), "m.json"), m);
+  // A stage's chunks removed: refused by key, with the rule rather than
+  // ranges that would move with the other stages' stated cuts.
+  LaunchManifest edited = m;
+  edited.stages[0].chunks.clear();
+  const InputError e = input_error_of([&] { check_launch_manifest(edited, "stated"); });
+  EXPECT_EQ(e.key(), "stages[0].chunks");
+  EXPECT_NE(e.allowed().find("each at least one layer"), std::string::npos) << e.allowed();
+  EXPECT_EQ(e.allowed().find("with the even cut"), std::string::npos) << e.allowed();
 }
 
 TEST(LaunchManifest, JsonRoundTrip) {

@@ -78,6 +78,9 @@ TEST(PlanIo, StatedChunksRoundTripAndAreRefusedByKeyWhenTheyDoNotCutTheStage) {
     EXPECT_EQ(e.value(), cut);
     EXPECT_NE(e.allowed().find(allowed), std::string::npos) << e.allowed();
   }
+  const InputError empty = input_error_of([&] { plan_from_string(replaced(yaml, "[3, 5]", "[]"), false, "p.yaml"); });
+  EXPECT_EQ(empty.key(), "stages[1].chunks");
+  EXPECT_NE(empty.allowed().find("a non-empty list"), std::string::npos) << empty.allowed();
   Plan plain = plan;
   plain.vpp = 1;
   const InputError e = input_error_of([&] { plan_from_string(plan_to_yaml(plain, 8), false, "p.yaml"); });

@@ -150,6 +150,29 @@ TEST(SvgReport, InterleavedPlanDrawsABoxPerChunkPassAndTheWrapAroundSends) {
   EXPECT_EQ(count(svg.substr(wrap, svg.find("</g>", wrap) - wrap), "<line "), 2u * 8);
 }
 
+TEST(SvgReport, StatedChunksAreDrawnAndSaidAsStated) {
+  // The same four stages of 6 layers, the plan stating 5 + 1 layers on
+  // each: the rows and the caption say so, and chunk 0's boxes are the
+  // longer (five times the compute; the sends are shared evenly).
+  const Problem pb = mixed_problem();
+  UniformPlanRequest r;
+  r.tp = 2, r.pp = 4, r.dp = 2, r.micro_batch_per_replica = 2, r.vpp = 2, r.global_batch = 32;
+  Plan plan = make_uniform_plan(pb, r);
+  const CostModel model(pb);
+  EXPECT_NE(render_svg_report(model, plan).find("near-equal shares"), std::string::npos);
+  for (StagePlan& s : plan.stages) s.chunks = {5, 1};
+  const std::string svg = render_svg_report(model, plan);
+  EXPECT_NE(svg.find("in chunks 5+1"), std::string::npos);
+  EXPECT_NE(svg.find("the layers the plan states for it"), std::string::npos);
+  EXPECT_EQ(svg.find("near-equal shares"), std::string::npos);
+  const Timeline t = plan_timeline(model, plan);
+  double chunk0 = 0, chunk1 = 0;
+  for (const PipelineOp& op : t.stages[1].ops)
+    if (op.kind == PassKind::forward && op.micro_batch == 0) (op.chunk == 0 ? chunk0 : chunk1) = op.end_s - op.start_s;
+  EXPECT_GT(chunk0, 0);
+  EXPECT_GT(chunk0, 2 * chunk1);
+}
+
 TEST(SvgReport, ManyMicroBatchesStayLight) {
   // 8 stages x 256 micro-batches: every box drawn, without tooltips or numbers.
   const Problem pb = mixed_problem();

@@ -149,6 +149,16 @@ SearchResult run_search(const Problem& problem, const SearchOptions& options);
 // INT64_MAX): sum over valid skeletons of C(L-1, p-1) * modes^p.
 std::int64_t exhaustive_candidates(const Problem& problem);
 
+// Why `strategy` refuses `problem` for its size (the exhaustive and
+// reference strategies, checks of small cases: options.exhaustive_limit
+// candidates, options.reference_limit skeletons), else "". The strategies
+// throw it; a --runnable search asks it of the unrestricted problem its
+// comparison searches too, before any plan is written. `size`, when given,
+// receives what was counted (candidates, or skeletons up to one past the
+// limit).
+std::string strategy_size_violation(const Problem& problem, const SearchOptions& options, const std::string& strategy,
+                                    std::int64_t* size = nullptr);
+
 // --- pieces of the search driver ---------------------------------------------
 // Every participant prepares the skeleton list (it is deterministic); it is
 // cut into chunks (cut_into_chunks), searched with a shared Incumbent and a
