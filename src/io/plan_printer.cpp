@@ -125,8 +125,9 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
       if (std::abs(simulated - estimated) > 0.02 * estimated)
         out += printf_string(
             "note: Megatron-LM runs each chunk for a group of micro-batches in turn; with these chunks (unequal "
-            "layers, or the output layer in the last chunk) its schedule, simulated event by event, takes %.4g s "
-            "(%+.0f%%) against the %.4g s estimated, which counts a stage's chunks together\n",
+            "in time across stages: unequal layers or devices, or the output layer in the last chunk) its "
+            "schedule, simulated event by event, takes %.4g s (%+.0f%%) against the %.4g s estimated, which "
+            "counts a stage's chunks together\n",
             simulated, 100 * (simulated - estimated) / estimated, estimated);
     }
   }

@@ -44,17 +44,19 @@ std::string interleaving_violation(const ModelSpec& model, Runtime runtime, int 
 
 // What the searches interleave: stages of equal layers only (the split
 // Megatron-LM's --num-layers-per-virtual-pipeline-stage runs and the
-// published interleaved recipes use). There every stage's chunks are alike
-// and the estimate's interleaved iteration (CostModel::iteration_time_1f1b)
-// is what the schedule runs; where stages differ, Megatron-LM runs each
-// chunk for a group of micro-batches in turn, a stage's steps differ and
-// the stages wait for each other's, which the estimate does not price: a
-// Llama 3 8B split of 9, 9, 9, 5 layers at vpp 5, estimated 2.53 s, runs
-// 2.77 s or more in the schedule's event simulation under any cut of its
-// chunks, against 2.62 s uninterleaved (tests/unit/timeline_test.cpp). A
-// plan a user writes may still interleave unequal stages: its estimate
-// says how far the simulation differs (io/plan_printer.hpp). Returns what
-// the search allows when the rule fails, else "".
+// published interleaved recipes use). Megatron-LM runs each chunk for a
+// group of micro-batches in turn, so where chunks differ in time across
+// stages the stages wait for each other's, which the estimate's
+// interleaved iteration (CostModel::iteration_time_1f1b, a stage's chunks
+// together) does not price. Unequal layers make the most of it: a Llama 3
+// 8B split of 9, 9, 9, 5 layers at vpp 5, estimated 2.53 s, runs 2.77 s or
+// more in the schedule's event simulation under any cut of its chunks,
+// against 2.62 s uninterleaved (tests/unit/timeline_test.cpp). Equal
+// layers on one device type run as estimated; on stages of unequal speed,
+// or with a heavy output layer in the last chunk, the simulation still
+// runs up to 14% longer (the estimate's note says so, io/plan_printer.hpp).
+// A plan a user writes may interleave unequal stages. Returns what the
+// search allows when the rule fails, else "".
 std::string searched_interleaving_violation(const std::vector<int>& stage_layers, int vpp);
 
 // The largest vpp a search interleaves `stages` stages with, given
