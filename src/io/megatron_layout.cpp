@@ -65,12 +65,7 @@ std::string expand_symbols(const std::string& original, const std::string& s) {
 }  // namespace
 
 std::string format_megatron_layout(const std::vector<int>& stage_layers, int vpp) {
-  std::vector<std::vector<int>> cut;
-  for (int layers : stage_layers) {
-    cut.emplace_back();
-    for (int v = 0; v < vpp; ++v) cut.back().push_back(chunk_layers(layers, vpp, v));
-  }
-  return format_megatron_layout(cut);
+  return format_megatron_layout(even_chunk_cut(stage_layers, vpp));
 }
 
 std::string format_megatron_layout(const std::vector<std::vector<int>>& cut) {

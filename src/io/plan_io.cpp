@@ -114,6 +114,15 @@ void write_specs(DocumentWriter& out, const PlanSpecs& s) {
   out.end_map();
 }
 
+// An optional list (StagePlan::chunks): written only with items, and read
+// back refused when empty, so the file never says an empty list means
+// something its absence does not.
+template <class T>
+constexpr bool is_list = requires(const T& t) {
+  t.empty();
+  t.front();
+} && !std::is_same_v<T, std::string>;
+
 // The schema visitor that writes a plan file (plan_schema.hpp): every key
 // but the sections a plan does not have; each stage's node count where
 // known.
@@ -132,7 +141,7 @@ class FileWriter {
   }
   template <class T, class U>
   void optional(const char* key, const T& v, const U&) {
-    if constexpr (requires { v.empty(); })
+    if constexpr (is_list<T>)
       if (v.empty()) return;  // an empty list is what its absence means
     field(key, v);
   }
@@ -275,7 +284,7 @@ class FileReader {
     member = v ? get<T>(*v) : static_cast<T>(absent);
     // An optional list means something only with items: an empty one is
     // refused rather than read as its absence.
-    if constexpr (requires { member.empty(); } && !std::is_same_v<T, std::string>)
+    if constexpr (is_list<T>)
       if (v && member.empty()) fail(*v, "a non-empty list, or no such key");
   }
   void range(const char* key, int& begin, int& end) {

@@ -82,6 +82,10 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
       out += line + "\n";
     }
   }
+  // Each stage's estimate, once, for the notes below that read them.
+  std::vector<StageEstimate> stages;
+  if (!model.problem().profiles.empty() || plan.vpp > 1)
+    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) stages.push_back(model.stage(plan, i));
   if (any_sets)
     out += "stages 'Na', 'Nb', ...: the replica sets of stage N, each on its own device with its share of each "
            "micro-batch (tp x dp: its replicas); the slowest paces the stage, the gradient sync spans all of them\n";
@@ -91,7 +95,7 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
     out += "stage times:";
     bool edges_apart = false;
     for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) {
-      const StageEstimate e = model.stage(plan, i);
+      const StageEstimate& e = stages[i];
       out += printf_string(" %d %s", i, to_string(e.time_source));
       if (e.layers_source != e.time_source) {
         out += printf_string(" (layers %s)", to_string(e.layers_source));
@@ -117,8 +121,6 @@ std::string format_stage_table(const CostModel& model, const Plan& plan) {
     // chunks together; the schedule's event simulation (report/
     // timeline.hpp) runs the plan's chunks as they are. Said where the two
     // differ by more than 2%.
-    std::vector<StageEstimate> stages;
-    for (int i = 0; i < static_cast<int>(plan.stages.size()); ++i) stages.push_back(model.stage(plan, i));
     const double estimated = CostModel::iteration_time_1f1b(stages, plan.num_micro_batches, plan.vpp);
     if (static_cast<int>(plan.stages.size()) <= kMaxTimelineStages && plan.num_micro_batches >= 1) {
       const double simulated = plan_timeline(plan, stages).iteration_s;

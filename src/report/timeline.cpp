@@ -205,12 +205,7 @@ Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::
                               int v, std::size_t max_passes) {
   if (v < 1 || stage_layers.size() != est.size())
     throw std::invalid_argument("simulate_interleaved: needs a layer count per stage and 1 or more chunks");
-  std::vector<std::vector<int>> cut;
-  for (const int layers : stage_layers) {
-    cut.emplace_back();
-    for (int c = 0; c < v; ++c) cut.back().push_back(chunk_layers(layers, v, c));
-  }
-  return simulate_interleaved(est, cut, m, max_passes);
+  return simulate_interleaved(est, even_chunk_cut(stage_layers, v), m, max_passes);
 }
 
 Timeline simulate_interleaved(const std::vector<StageEstimate>& est, const std::vector<std::vector<int>>& layers_per_chunk, int m,

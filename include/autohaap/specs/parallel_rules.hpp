@@ -83,6 +83,15 @@ std::string pipeline_stages_violation(const ModelSpec& model, Runtime runtime, i
 inline int chunk_layers(int stage_layers, int vpp, int v) {
   return stage_layers / vpp + (v < stage_layers % vpp ? 1 : 0);
 }
+// Every stage's chunks so (cut[i][v]): the cut of a plan that states none.
+inline std::vector<std::vector<int>> even_chunk_cut(const std::vector<int>& stage_layers, int vpp) {
+  std::vector<std::vector<int>> cut;
+  for (int layers : stage_layers) {
+    cut.emplace_back();
+    for (int v = 0; v < vpp; ++v) cut.back().push_back(chunk_layers(layers, vpp, v));
+  }
+  return cut;
+}
 
 // A stage's stated chunks (StagePlan::chunks): none, or one count per chunk
 // of the plan's vpp, each at least one layer, summing to the stage's layers
