@@ -935,6 +935,24 @@ StageEstimate stage_of_sets(const std::vector<StageEstimate>& sets) {
 
 }  // namespace
 
+double CostModel::boundary_send_s(const StagePlan& a, const StagePlan& b, int last_layer_of_a, int B) const {
+  // The activation to the next stage (or its gradient back), between the
+  // replicas of the two stages (the side with fewer replicas moves the
+  // larger share; each cp rank sends its share of the sequence). With
+  // scatter/gather each tp rank sends 1/tp and the receiving stage
+  // all-gathers over its intra-node link; otherwise every tp rank sends the
+  // whole replica tensor (TrainingSpec::pipeline_p2p).
+  const TrainingSpec& tr = problem_.training;
+  const int seq = problem_.seq_len(), eb = bytes_per_element(tr.precision);
+  const bool scatter = pipeline_p2p(tr) == PipelineP2P::scatter_gather;
+  const double replica =
+      layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.dp, b.dp) / std::min(a.cp, b.cp);
+  const int split = scatter ? std::min(a.tp, b.tp) : 1;
+  double t = point_to_point_s(replica / split, pipeline_link(problem_.cluster, a, b, parameters_));
+  if (scatter && b.tp > 1) t += ring_allgather_s(replica, b.tp, tp_link(problem_.cluster.groups.at(b.group), parameters_));
+  return t;
+}
+
 StageEstimate CostModel::stage(const Plan& plan, int i) const {
   // A one-device stage (the search's every estimate) is priced directly,
   // without the list of sets.
@@ -984,28 +1002,14 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
   params = rank_params(edge_model(s.tp), params, first, last, s.tp);
   e.backward_s += gradient_accumulation_s(params, tr, zero, g.device);
 
-  // Pipeline transfers of one micro-batch: the activation to the next stage
-  // and the gradient to the previous one, between the replicas of the two
-  // stages (the side with fewer replicas moves the larger share; each cp
-  // rank sends its share of the sequence). With scatter/gather each tp rank
-  // sends 1/tp and the receiving stage all-gathers over its intra-node
-  // link; otherwise every tp rank sends the whole replica tensor
-  // (TrainingSpec::pipeline_p2p).
-  const int seq = problem_.seq_len(), eb = bytes_per_element(tr.precision);
-  const bool scatter = pipeline_p2p(tr) == PipelineP2P::scatter_gather;
-  auto boundary_s = [&](const StagePlan& a, const StagePlan& b, int last_layer_of_a) {
-    const double replica = layer_output_bytes(problem_.model, last_layer_of_a, B, seq, eb) / std::min(a.dp, b.dp) /
-                           std::min(a.cp, b.cp);
-    const int split = scatter ? std::min(a.tp, b.tp) : 1;
-    double t = point_to_point_s(replica / split, pipeline_link(problem_.cluster, a, b, parameters_));
-    if (scatter && b.tp > 1)
-      t += ring_allgather_s(replica, b.tp, tp_link(problem_.cluster.groups.at(b.group), parameters_));
-    return t;
-  };
+  // Pipeline transfers of one micro-batch each way (boundary_send_s).
   // Interleaved (vpp > 1): every micro-batch crosses each boundary once per
   // chunk, and chunk k of the last stage feeds chunk k + 1 of the first.
   const int v = plan.vpp;
   auto stage_at = [&](int j) -> const StagePlan& { return j == i ? s : plan.stages[j]; };
+  auto boundary_s = [&](const StagePlan& a, const StagePlan& b, int last_layer_of_a) {
+    return boundary_send_s(a, b, last_layer_of_a, B);
+  };
   if (!last) e.p2p_s += v * boundary_s(s, plan.stages[i + 1], s.layer_end - 1);
   if (!first) e.p2p_s += v * boundary_s(plan.stages[i - 1], s, s.layer_begin - 1);
   if (v > 1 && (first || last)) e.p2p_s += (v - 1) * boundary_s(stage_at(p - 1), stage_at(0), s.layer_end - 1);
@@ -1021,7 +1025,7 @@ StageEstimate CostModel::stage_part(const Plan& plan, int i, const StagePlan& s,
     // all-gathers the weights for the forward and again for the backward and
     // reduce-scatters the gradients, partly hidden by prefetching.
     const int replicas = s.dp * s.cp;
-    const double gather = ring_allgather_s(params * eb, replicas, dp_link);
+    const double gather = ring_allgather_s(params * bytes_per_element(tr.precision), replicas, dp_link);
     const double scatter_grads = ring_reduce_scatter_s(params * bytes_per_element(grad_precision(tr)), replicas, dp_link);
     const double x = parameters_.zero3_exposed_fraction;
     auto overlap = [x](double compute, double comm) {

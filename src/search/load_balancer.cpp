@@ -457,10 +457,10 @@ BalanceResult LoadBalancer::balance_in(StageCostTable& table, const StageSpeeds&
   BalanceResult infeasible;
   infeasible.status = BalanceResult::Status::no_feasible_split;
   if (p < 1 || p > max_pipeline_stages(problem) || table.micro_batches() < 1) return infeasible;
-  // Lower bounds of the sum term (split_lower_bound.hpp) and of the sync
-  // term (every stage holds at least one layer per chunk; identical layers
-  // only).
-  const double sum_lower = sum_term_lower_bound(speeds, L);
+  // Lower bounds of the sum term (split_lower_bound.hpp; plain 1F1B, so
+  // with the sends) and of the sync term (every stage holds at least one
+  // layer per chunk; identical layers only).
+  const double sum_lower = plain_sum_term_lower_bound(speeds, L);
   double sync_lower = 0;
   if (table.tails_vary()) {
     // A one-layer stage's tail bounds nothing here; the tail's own floor

@@ -409,6 +409,19 @@ bool interleaving_searched(const Problem& problem, int vpp, const std::vector<in
          searched_interleaving_violation(stage_layers, vpp).empty();
 }
 
+StagePlan slot_stage(const Problem& problem, const StageSlot& slot, int micro_batch) {
+  StagePlan stage;
+  stage.group = slot.group;
+  stage.device = problem.cluster.groups[slot.group].device.name;
+  stage.first_gpu = slot.first_gpu;
+  stage.gpus = slot.gpus;
+  const StageDegrees degrees = stage_degrees(problem, slot, micro_batch);
+  stage.tp = degrees.tp;
+  stage.cp = degrees.cp;
+  stage.dp = degrees.dp;
+  return stage;
+}
+
 Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vector<int>& layer_end,
                const std::vector<Recompute>& recompute, int vpp) {
   Plan plan;
@@ -421,16 +434,7 @@ Plan make_plan(const Problem& problem, const Skeleton& skeleton, const std::vect
   plan.zero = problem.training.zero;
   int begin = 0;
   for (int i = 0; i < skeleton.num_stages(); ++i) {
-    const StageSlot& slot = skeleton.stages[i];
-    StagePlan stage;
-    stage.group = slot.group;
-    stage.device = problem.cluster.groups[slot.group].device.name;
-    stage.first_gpu = slot.first_gpu;
-    stage.gpus = slot.gpus;
-    const StageDegrees degrees = stage_degrees(problem, slot, skeleton.micro_batch);
-    stage.tp = degrees.tp;
-    stage.cp = degrees.cp;
-    stage.dp = degrees.dp;
+    StagePlan stage = slot_stage(problem, skeleton.stages[i], skeleton.micro_batch);
     stage.layer_begin = begin;
     stage.layer_end = layer_end[i];
     stage.recompute = recompute[i];

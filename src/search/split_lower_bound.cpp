@@ -67,6 +67,8 @@ class StageFinish {
       stage_[i].capacity = caps[i];
     }
   }
+  // `other`'s modes and capacities from other edges (the same stages).
+  StageFinish(const StageFinish& other, const std::vector<double>& edge) : edge_(edge), stage_(other.stage_) {}
   std::size_t stages() const { return edge_.size(); }
   int capacity(std::size_t i) const { return stage_[i].capacity; }
   double at(std::size_t i, int k) const {
@@ -290,6 +292,20 @@ void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, co
       for (int l = 0; l < L; ++l) speeds.layers[i][l] = lookup(s, l, false, false);
     }
   }
+  // Identical layers send alike across every boundary, so each stage's
+  // sends are known before the split. Generic layers: none counted.
+  speeds.send.clear();
+  if (!identical) return;
+  speeds.send.assign(p, 0.0);
+  const Problem& problem = cost.problem();
+  StagePlan before = slot_stage(problem, skeleton.stages[0], skeleton.micro_batch);
+  for (int i = 0; i + 1 < p; ++i) {
+    StagePlan after = slot_stage(problem, skeleton.stages[i + 1], skeleton.micro_batch);
+    const double t = cost.boundary_send_s(before, after, 0, skeleton.micro_batch);
+    speeds.send[i] += t;
+    speeds.send[i + 1] += t;
+    before = std::move(after);
+  }
 }
 
 double sum_term_lower_bound(const StageSpeeds& speeds, int L) {
@@ -312,12 +328,20 @@ double sum_term_lower_bound(const StageSpeeds& speeds, int L) {
   return sum;
 }
 
+double plain_sum_term_lower_bound(const StageSpeeds& speeds, int L) {
+  double sends = 0;
+  for (const double s : speeds.send) sends += s;
+  return sum_term_lower_bound(speeds, L) + sends;
+}
+
 namespace {
 
 // Both bounds: the whole-layer bottleneck of `finish` and, with `paced`,
 // the sum term at each pace (paced_sum_bound); else the unpaced sum.
-double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
-                      double enough, const InterleavedTiers& interleaved) {
+// Without `plain`, only the interleaved schedules' terms (infinity where
+// none can run).
+double lower_bound_core(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
+                        double enough, const InterleavedTiers& interleaved, bool plain) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   // Per thread, reused: this runs for every skeleton the initialization
@@ -390,23 +414,57 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
     }
   }
   auto time_at = [&](double pace, double stage_sum) {
-    return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor);
+    return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor, plain);
   };
   if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
   return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, enough, time_at) * (1 - 1e-12);
 }
 
+bool has_sends(const StageSpeeds& speeds) {
+  return std::any_of(speeds.send.begin(), speeds.send.end(), [](double s) { return s > 0; });
+}
+
+// `speeds` with every stage's sends in its edge: what its finish and the
+// sum term are under plain 1F1B (in a buffer per thread, reused).
+const StageSpeeds& sending(const StageSpeeds& speeds) {
+  thread_local StageSpeeds out;
+  out.edge.resize(speeds.edge.size());
+  for (std::size_t i = 0; i < speeds.edge.size(); ++i) out.edge[i] = speeds.edge[i] + speeds.send[i];
+  out.layer = speeds.layer;
+  out.layers.clear();
+  out.send.clear();
+  return out;
+}
+
+// Plain 1F1B pays every stage's sends in its pace and in the sum, where
+// the interleaved schedule hides them behind other chunks (header): the
+// least of the plain schedule's bound with them and the interleaved
+// schedules' without.
+double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
+                      double enough, const InterleavedTiers& interleaved) {
+  if (!has_sends(speeds)) return lower_bound_core(speeds, finish, paced, L, m, max_vpp, enough, interleaved, true);
+  const StageSpeeds& plain_speeds = sending(speeds);
+  const double plain = lower_bound_core(plain_speeds, StageFinish(finish, plain_speeds.edge), paced, L, m, 1, enough,
+                                        {}, true);
+  const int p = static_cast<int>(speeds.edge.size());
+  if (max_vpp < 2 || L % p != 0) return plain;
+  // Only a term below the plain one changes the answer.
+  return std::min(plain, lower_bound_core(speeds, finish, paced, L, m, max_vpp, std::min(enough, plain), interleaved,
+                                          false));
+}
+
 }  // namespace
 
-double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
-                              double uncapped_tail, const CappedTail& capped_tail, double enough) {
-  if (!speeds.layers.empty() || m < 1) return uncapped_tail;
+namespace {
+
+// paced_tail_lower_bound over the paces of `finish`, each time f(P) =
+// rest(P) with the sum term `sum`.
+template <class Rest>
+double paced_tail_walk(const StageSpeeds& speeds, const StageFinish& finish, int L, double uncapped_tail,
+                       const CappedTail& capped_tail, double enough, const Rest& rest) {
   const int p = static_cast<int>(speeds.edge.size());
-  const StageFinish finish(speeds.edge, tiers);
   double pace = identical_layer_bottleneck(speeds, finish, L);
   if (pace == kInf) return kInf;
-  const double sum = sum_term_lower_bound(speeds, L);
-  auto rest = [&](double at) { return pipeline_time_lower_bound(at, sum, m, max_vpp); };
   thread_local std::vector<int> caps;  // per thread, reused: asked of every skeleton kept
   caps.resize(p);
   double best = kInf;
@@ -426,6 +484,26 @@ double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers
   }
   // Paces not tried: no less than the uncapped tail at the last one.
   return std::min(best, rest(pace) + uncapped_tail) * (1 - 1e-12);
+}
+
+}  // namespace
+
+double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
+                              double uncapped_tail, const CappedTail& capped_tail, double enough) {
+  if (!speeds.layers.empty() || m < 1) return uncapped_tail;
+  const int p = static_cast<int>(speeds.edge.size());
+  const StageFinish finish(speeds.edge, tiers);
+  const int v = L % p == 0 ? max_vpp : 1;
+  // As lower_bound_of: the plain schedule with its sends, each
+  // interleaved one without.
+  const StageSpeeds& plain_speeds = has_sends(speeds) ? sending(speeds) : speeds;
+  const double plain_sum = sum_term_lower_bound(plain_speeds, L);
+  const double plain = paced_tail_walk(plain_speeds, StageFinish(finish, plain_speeds.edge), L, uncapped_tail,
+                                       capped_tail, enough, [&](double at) { return plain_sum + (m - 1) * at; });
+  if (v < 2) return plain;
+  const double sum = sum_term_lower_bound(speeds, L);
+  return std::min(plain, paced_tail_walk(speeds, finish, L, uncapped_tail, capped_tail, std::min(enough, plain),
+                                         [&](double at) { return m * at + (sum - at) / v; }));
 }
 
 double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below, double enough) {
@@ -476,8 +554,8 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
   }
 }
 
-double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span<const double> floors) {
-  double best = stage_sum + (m - 1) * pace;
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span<const double> floors, bool plain) {
+  double best = plain ? stage_sum + (m - 1) * pace : kInf;
   for (std::size_t k = 0; k < floors.size(); ++k) {
     if (floors[k] == kInf) continue;
     const double w = static_cast<double>(k + 2);

@@ -266,7 +266,11 @@ StageKey StageCostTable::key(int i, int begin, int end, Recompute recompute) con
     k.next_dp = q.dp;
   }
   k.vpp = vpp_;
-  if (vpp_ > 1 && (i == 0 || i + 1 == stages_)) {
+  // The pipeline's other end: under interleaving it sends to this stage;
+  // with tied embeddings the two ends all-reduce the shared matrix's
+  // gradient over the link between them (CostModel::stage_tail).
+  const bool other_end_counts = vpp_ > 1 || cost_.problem().model.tied_embeddings;
+  if (other_end_counts && stages_ > 1 && (i == 0 || i + 1 == stages_)) {
     const StageSlot& w = skeleton_.stages[i == 0 ? stages_ - 1 : 0];
     k.wrap_group = w.group;
     k.wrap_first_gpu = w.first_gpu;

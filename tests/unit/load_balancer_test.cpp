@@ -426,6 +426,49 @@ TEST(LoadBalancer, PaceAndTailBoundedTogetherNeverExceedTheOptimum) {
   EXPECT_GT(tighter, 5);
 }
 
+// The pipeline sends in the plain schedule's bound (split_lower_bound.hpp):
+// on a slow fabric between and inside groups, each stage's sends
+// (StageSpeeds::send) are what the estimate counts in its p2p_s for any
+// split of the skeleton at vpp 1; the bound with them never passes the
+// optimum over every split, recompute mode and vpp (brute force, where
+// interleaving may hide them), and it is above the bound without them on
+// most skeletons of more than one stage.
+TEST(LoadBalancer, PipelineSendsRaiseThePlainBoundAndNeverPassTheOptimum) {
+  int checked = 0, raised = 0;
+  for (std::uint32_t seed = 1; seed < 41; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.cluster.inter_group_GBps = 1;
+    for (NodeGroup& g : problem.cluster.groups) g.inter_node_GBps = 2;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    const int L = problem.model.layers;
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
+      const int p = s.num_stages(), m = num_micro_batches(problem, s);
+      if (p < 2 || !balancer.identical_layers(s) || count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
+      const StageSpeeds speeds = stage_speeds(cost, nullptr, Recompute::none, s, true);
+      const Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, Recompute::none));
+      for (int i = 0; i < p; ++i)
+        EXPECT_NEAR(speeds.send[i], cost.stage(plan, i).p2p_s, 1e-15) << "seed " << seed << " stage " << i;
+      const double truth = brute_force(cost, s);
+      if (truth == kInf) continue;
+      EXPECT_LE(balancer.searched_lower_bound(s), truth) << "seed " << seed << " skeleton " << s.id;
+      StageSpeeds silent = speeds;
+      silent.send.clear();
+      const std::vector<int> caps = memory.capacities(s);
+      const int most = balancer.max_vpp(s);
+      const double with = iteration_lower_bound(speeds, caps, L, m, most);
+      const double without = iteration_lower_bound(silent, caps, L, m, most);
+      EXPECT_GE(with, without) << "seed " << seed << " skeleton " << s.id;
+      raised += with > without * (1 + 1e-9);
+      ++checked;
+    }
+  }
+  std::printf("pipeline sends: %d skeletons checked, bound raised on %d\n", checked, raised);
+  EXPECT_GT(checked, 60);
+  EXPECT_GT(raised * 2, checked);
+}
+
 TEST(LoadBalancer, BoundDecidesOnlyWhetherToGiveUp) {
   const Problem problem = two_group_problem(8);
   const CostModel cost(problem);

@@ -126,6 +126,13 @@ class CostModel {
   // independent of the split and recompute: what a bound on every split of
   // a skeleton asks (LoadBalancer::tail_lower_bound).
   double stage_tail_floor(const Plan& plan, int stage_index, int layers) const;
+  // One micro-batch of B sequences across the pipeline boundary from
+  // one-device stage a, whose last layer is `last_layer_of_a`, to stage b:
+  // the activation forward, or its gradient back (the same time). A stage's
+  // p2p_s counts it once per boundary it has and chunk it runs. The same
+  // for every layer of a transformer family, so independent of the split:
+  // what a bound on every split of a skeleton asks (stage_speeds).
+  double boundary_send_s(const StagePlan& a, const StagePlan& b, int last_layer_of_a, int micro_batch) const;
 
   // The least time one GPU of group `group` could take for a whole
   // iteration's work on its own: the forward and backward of every layer,

@@ -76,9 +76,10 @@ struct StageKey {
   int prev_group = -1, prev_first_gpu = 0, prev_gpus = 0, prev_tp = 0, prev_dp = 0;
   int next_group = -1, next_first_gpu = 0, next_gpus = 0, next_tp = 0, next_dp = 0;
   // Interleaving: chunks per stage, and for the first and last stage under
-  // vpp > 1 the other end of the pipeline (chunk k of the last stage feeds
-  // chunk k + 1 of the first; group = -1: none). They change the sends and
-  // the micro-batches in flight.
+  // vpp > 1 or with tied embeddings the other end of the pipeline (chunk k
+  // of the last stage feeds chunk k + 1 of the first; the two ends
+  // all-reduce the tied matrix's gradient; group = -1: none). They change
+  // the sends, the micro-batches in flight and the sync.
   int vpp = 1;
   int wrap_group = -1, wrap_first_gpu = 0, wrap_gpus = 0, wrap_tp = 0, wrap_dp = 0;
 

@@ -227,6 +227,10 @@ std::int64_t count_splits(int layers, int stages);
 bool interleaving_searched(const Problem& problem, int vpp, const std::vector<int>& stage_layers,
                            int num_micro_batches);
 
+// The stage a slot makes at micro-batch B: its group, device, GPUs and
+// degrees (stage_degrees), without layers (an empty range) or recompute.
+StagePlan slot_stage(const Problem& problem, const StageSlot& slot, int micro_batch);
+
 // The plan of a skeleton with a split (layer_end[i] = end of stage i's
 // range, the last one == layers), a recompute mode per stage and the
 // chunks per stage (vpp; 1: plain 1F1B). Prediction and search stats are

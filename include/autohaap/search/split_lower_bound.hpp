@@ -9,9 +9,14 @@
 // has a bottleneck of at least the least T with
 // sum_i min(c_i, (T - E_i) / tau_i) >= L (a fractional split), and a sum
 // term of at least sum_i (E_i + tau_i) + (L - p) min_i tau_i (every stage
-// holds a layer; the rest run at best on the fastest stage). Communication,
-// sync and recompute only add. Generic layer lists use per-stage speed
-// ratios against stage 0 and, for the sum, each layer on its fastest stage.
+// holds a layer; the rest run at best on the fastest stage). Under plain
+// 1F1B, E_i counts stage i's pipeline sends s_i too: with identical layers
+// every boundary moves the same bytes, so they are known before the split
+// (on Llama 3 70B over five node groups they are 2% of the pace, and
+// counting them halved the skeletons the search keeps). Other
+// communication, sync and recompute only add. Generic layer lists use
+// per-stage speed ratios against stage 0 and, for the sum, each layer on
+// its fastest stage, and count no sends.
 //
 // Interleaved over v chunks the time is m max_i (t_i + p2p_i) + (sum -
 // max) / v + tail = (m - 1/v) pace + sum / v + tail: increasing in pace and
@@ -32,8 +37,9 @@
 // plain 1F1B is then bounded by the plain schedule's bubble, not by an
 // interleaving it cannot run (Llama 3 70B on six node groups: the least
 // bounds lay 12.8% under their skeletons' best times, each of them vpp 1).
-// The p2p term an interleaved schedule adds (and Megatron hides behind
-// compute) is left out like every communication term.
+// The sends of an interleaved schedule (which Megatron hides behind
+// compute) are left out, so the interleaved terms take the edges without
+// s_i and the plain term with them: the bound is the least of the two.
 //
 // Thread safety: pure functions of their arguments (the cache is
 // concurrent). Cost: O(stages + groups * distinct layers) cached layer
@@ -64,6 +70,10 @@ struct StageSpeeds {
   std::vector<double> edge;                 // E_i (0 for a middle stage)
   std::vector<double> layer;                // identical layers: tau_i
   std::vector<std::vector<double>> layers;  // generic: tau_il
+  // Identical layers: s_i, stage i's pipeline sends of one micro-batch
+  // under plain 1F1B (CostModel::boundary_send_s, once per boundary it
+  // has), the same whatever the split; empty for generic layers.
+  std::vector<double> send;
 };
 StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton,
                          bool identical);
@@ -71,8 +81,11 @@ StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute m
 void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton, bool identical,
                   StageSpeeds& out);
 
-// Lower bound of the sum term sum_i (t_i + p2p_i) over every split.
+// Lower bound of the sum term sum_i (t_i + p2p_i) over every split (the
+// sends left out: an interleaved schedule may hide them).
 double sum_term_lower_bound(const StageSpeeds& speeds, int layers);
+// The same under plain 1F1B, which pays every stage's sends.
+double plain_sum_term_lower_bound(const StageSpeeds& speeds, int layers);
 
 // Per stage, its recompute modes as the bound sees them: each mode's
 // per-layer time (forward + backward) and the most layers it holds
@@ -183,7 +196,11 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
 // (m - 1) P + S plain, and over w chunks m P_w + (S - P_w) / w with
 // P_w = max(P, floors[w - 2]). Both are increasing in P and S, so bounds
 // on them bound the time.
-double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors);
+// Without `plain`, the interleaved terms only (infinity where no floor is
+// finite): what bounds the interleaved schedules apart from the plain one,
+// whose pace and sum count the pipeline sends the others may hide.
+double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors,
+                                 bool plain = true);
 // A pace past which pipeline_time_lower_bound(pace, stage_sum,
 // micro_batches, floors) exceeds `limit` (each of its terms is linear and
 // non-decreasing in the pace: the largest of their crossings); -infinity
