@@ -953,6 +953,25 @@ double CostModel::boundary_send_s(const StagePlan& a, const StagePlan& b, int la
   return t;
 }
 
+double CostModel::boundary_send_floor_s(const StagePlan& a, bool a_receives, int B) const {
+  // boundary_send_s with every factor of the unknown side at its least:
+  // min(a.dp, b.dp) <= a.dp and likewise cp, a split of at most a.tp, and
+  // the faster of the links two groups can have (pipeline_link: the fabric
+  // between groups, or between the nodes of one group split in halves).
+  // The all-gather after a scatter runs on the receiver: counted only
+  // where that is a.
+  const TrainingSpec& tr = problem_.training;
+  const bool scatter = pipeline_p2p(tr) == PipelineP2P::scatter_gather;
+  const double replica =
+      layer_output_bytes(problem_.model, 0, B, problem_.seq_len(), bytes_per_element(tr.precision)) / a.dp / a.cp;
+  const double sent = replica / (scatter ? a.tp : 1);
+  const NodeGroup& g = problem_.cluster.groups.at(a.group);
+  double t = point_to_point_s(sent, inter_group_link(problem_.cluster, parameters_));
+  if (g.half_of >= 0) t = std::min(t, point_to_point_s(sent, inter_node_link(g, parameters_)));
+  if (a_receives && scatter && a.tp > 1) t += ring_allgather_s(replica, a.tp, tp_link(g, parameters_));
+  return t;
+}
+
 StageEstimate CostModel::stage(const Plan& plan, int i) const {
   // A one-device stage (the search's every estimate) is priced directly,
   // without the list of sets.

@@ -291,7 +291,7 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   thread_local std::vector<double> layer_s;  // [mode * p + stage]
   thread_local std::vector<StageTiers> chunked;
   thread_local std::vector<char> chunked_filled;
-  stage_speeds(cost_, cache_, modes_.front(), skeleton, identical, speeds);
+  stage_speeds(cost_, cache_, modes_.front(), skeleton, identical, speeds, loose_begin, loose_end);
   capacities.resize(p);
   for (int i = 0; i < p; ++i)
     capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);

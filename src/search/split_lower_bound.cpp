@@ -262,7 +262,7 @@ StageSpeeds stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute m
 }
 
 void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, const Skeleton& skeleton, bool identical,
-                  StageSpeeds& speeds) {
+                  StageSpeeds& speeds, int loose_begin, int loose_end) {
   const int p = skeleton.num_stages();
   const int L = cost.problem().model.layers;
   speeds.edge.resize(p);
@@ -298,12 +298,21 @@ void stage_speeds(const CostModel& cost, LatencyCache* cache, Recompute mode, co
   if (!identical) return;
   speeds.send.assign(p, 0.0);
   const Problem& problem = cost.problem();
-  StagePlan before = slot_stage(problem, skeleton.stages[0], skeleton.micro_batch);
+  const int B = skeleton.micro_batch;
+  auto loose = [&](int i) { return i >= loose_begin && i < loose_end; };
+  StagePlan before = slot_stage(problem, skeleton.stages[0], B);
   for (int i = 0; i + 1 < p; ++i) {
-    StagePlan after = slot_stage(problem, skeleton.stages[i + 1], skeleton.micro_batch);
-    const double t = cost.boundary_send_s(before, after, 0, skeleton.micro_batch);
-    speeds.send[i] += t;
-    speeds.send[i + 1] += t;
+    StagePlan after = slot_stage(problem, skeleton.stages[i + 1], B);
+    // Between two groups of which one may move, the neighbour is not
+    // known: each side's floor over any stage of another group.
+    if (before.group != after.group && (loose(i) || loose(i + 1))) {
+      speeds.send[i] += cost.boundary_send_floor_s(before, false, B);
+      speeds.send[i + 1] += cost.boundary_send_floor_s(after, true, B);
+    } else {
+      const double t = cost.boundary_send_s(before, after, 0, B);
+      speeds.send[i] += t;
+      speeds.send[i + 1] += t;
+    }
     before = std::move(after);
   }
 }

@@ -133,6 +133,12 @@ class CostModel {
   // for every layer of a transformer family, so independent of the split:
   // what a bound on every split of a skeleton asks (stage_speeds).
   double boundary_send_s(const StagePlan& a, const StagePlan& b, int last_layer_of_a, int micro_batch) const;
+  // The least boundary_send_s between one-device stage a of a transformer
+  // family and any one-device stage of another node group, a receiving
+  // (`a_receives`: the boundary before a) or sending: what a bound asks
+  // where the neighbour is not known yet (the walk's prefixes, every
+  // arrangement of a group order's middle).
+  double boundary_send_floor_s(const StagePlan& a, bool a_receives, int micro_batch) const;
 
   // The least time one GPU of group `group` could take for a whole
   // iteration's work on its own: the forward and backward of every layer,

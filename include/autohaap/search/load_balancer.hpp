@@ -160,7 +160,9 @@ class LoadBalancer {
   // [front, p - back) among themselves (the middle groups of a group
   // order, SkeletonWalk::arrangements): each of those stages holds what it
   // holds at the last of those places, where the fewest micro-batches are
-  // in flight (CostModel::in_flight), so no arrangement's bound is below it.
+  // in flight (CostModel::in_flight), and a boundary between two groups
+  // there sends at least its floor over any neighbour (stage_speeds), so
+  // no arrangement's bound is below it.
   double arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
                                  double refine_below = std::numeric_limits<double>::infinity()) const;
 
