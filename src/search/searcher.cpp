@@ -513,6 +513,70 @@ class LayoutFinishTimes {
   std::vector<Group> of_;
 };
 
+// Per (group, B, layout): what a stage of the layout sends of one
+// micro-batch under plain 1F1B, at least (split_lower_bound.hpp: the
+// plain schedule's bound counts them, interleaved ones do not). Across
+// the layout's own boundaries the least of them (CostModel::
+// boundary_send_s); across the boundary before its first stage and after
+// its last, to a group the walk may not have placed yet, each side's
+// floor over any neighbour (CostModel::boundary_send_floor_s). A
+// transformer family's only (every boundary moves the same bytes); a
+// generic layer list's are 0.
+class LayoutSends {
+ public:
+  struct Sends {
+    double inside = 0;    // the least boundary between two of its stages
+    double into = 0;      // the boundary before its first stage
+    double out_of = 0;    // the boundary after its last
+    // Stage k of `stages`: its sends, the pipeline's first or last stage
+    // with no boundary before or after it.
+    double stage(int k, int stages, bool pipeline_first, bool pipeline_last) const {
+      const double before = k > 0 ? inside : pipeline_first ? 0.0 : into;
+      const double after = k + 1 < stages ? inside : pipeline_last ? 0.0 : out_of;
+      return before + after;
+    }
+    // All of its stages' together.
+    double all(int stages, bool pipeline_first, bool pipeline_last) const {
+      return (pipeline_first ? 0.0 : into) + (pipeline_last ? 0.0 : out_of) + 2.0 * (stages - 1) * inside;
+    }
+  };
+  LayoutSends(const SearchSpace& space, const CostModel& cost)
+      : num_b_(space.micro_batches().size()), of_(space.problem().cluster.groups.size() * num_b_) {
+    const Problem& problem = space.problem();
+    if (problem.model.family == ModelFamily::generic) {
+      for (std::size_t k = 0; k < of_.size(); ++k)
+        of_[k].resize(space.layouts(static_cast<int>(k / num_b_)).size());
+      return;
+    }
+    parallel::for_each(of_.size(), [&](std::size_t k) {
+      const int group = static_cast<int>(k / num_b_);
+      const int B = space.micro_batches()[k % num_b_];
+      for (const GroupLayout& layout : space.layouts(group)) {
+        auto stage = [&](int i) {
+          return slot_stage(problem, StageSlot{layout.group, i * layout.gpus_per_stage, layout.gpus_per_stage,
+                                               layout.tp, layout.dp},
+                            B);
+        };
+        Sends sends;
+        const StagePlan first = stage(0);
+        sends.into = cost.boundary_send_floor_s(first, true, B);
+        sends.out_of = cost.boundary_send_floor_s(first, false, B);  // any stage of it: the same degrees
+        double inside = layout.stages > 1 ? kInf : 0.0;
+        for (int i = 0; i + 1 < layout.stages; ++i) inside = std::min(inside, cost.boundary_send_s(stage(i), stage(i + 1), 0, B));
+        sends.inside = inside;
+        of_[k].push_back(sends);
+      }
+    });
+  }
+  const Sends& of(int group, int b, int layout_index) const {
+    return of_[static_cast<std::size_t>(group) * num_b_ + b][layout_index];
+  }
+
+ private:
+  std::size_t num_b_;
+  std::vector<std::vector<Sends>> of_;
+};
+
 // The largest vpp of a pipeline of p stages (max_interleaving), per B,
 // and the largest of any p' >= p: what the walk asks of every skeleton and
 // prefix, read from a table (the rule builds strings). And per B and w,
@@ -850,6 +914,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   }
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
   const LayoutFinishTimes finish_times(space, memory, balancer);
+  const LayoutSends layout_sends(space, cost);
   const LayoutTaus taus(space, memory, balancer);
   const StageTailFloors tail_floors(space, cost);
   const LayoutRules rules(space);
@@ -944,6 +1009,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // j. Its children's are no less (they hold no more by any pace), so
     // their merges start there.
     std::vector<double> pace_to(n + 1, 0.0);
+    // plain_pace_to[j + 1]: the same with each stage's sends in its edge
+    // (plain 1F1B), where it was computed; else the parent's, or 0.
+    std::vector<double> plain_pace_to(n + 1, 0.0);
     std::vector<int> stages_to(n + 1, 0);     // stages before position j
     std::vector<int> fewest_after(n + 1, 0);  // the fewest stages positions >= j take
     // tail_to[j + 1]: the largest tail floor (StageTailFloors) of the
@@ -962,28 +1030,46 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least_tail);
     }
     std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
+    std::vector<int> slot_layout(n, 0);      // per position: the chosen layout's index in its group's
     std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
     std::vector<FinishClass> classes;
     // Adds stage k of a position's layout (finish times, edge, what it holds
     // where it sits) to `classes`: with the stage before it when that one is
-    // of the same layout, holds as much and neither runs an edge.
+    // of the same layout, holds as much and has the same edge.
     auto add_stage = [&](const std::vector<double>* finish, int k, double edge, int cap) {
-      if (k > 0 && edge == 0 && classes.back().edge == 0 && classes.back().limit == cap)
+      if (k > 0 && classes.back().edge == edge && classes.back().limit == cap)
         ++classes.back().count;
       else
         classes.push_back({finish, edge, 1, true, cap});
     };
-    // Stages [from, to) of a position's layout, none with an edge, each
+    // Stages [from, to) of a position's layout, all with edge `edge`, each
     // holding what it holds wherever it sits: what add_stage makes of them
     // one by one, at once (a layout of 64 one-GPU stages was 64 calls at
     // every prefix the walk tests, a seventh of its time).
     constexpr int kAnywhere = FinishClass{}.limit;
-    auto add_stages_anywhere = [&](const std::vector<double>* finish, int from, int to) {
+    auto add_stages_anywhere = [&](const std::vector<double>* finish, int from, int to, double edge) {
       if (from >= to) return;
-      if (from > 0 && classes.back().edge == 0 && classes.back().limit == kAnywhere)
+      if (from > 0 && classes.back().edge == edge && classes.back().limit == kAnywhere)
         classes.back().count += to - from;
       else
-        classes.push_back({finish, 0.0, to - from, true, kAnywhere});
+        classes.push_back({finish, edge, to - from, true, kAnywhere});
+    };
+    // Under plain 1F1B a stage's pipeline sends join its edge
+    // (split_lower_bound.hpp); `sending` says whether they count. Stage k
+    // of position j's layout, the pipeline `whole` or a prefix (then the
+    // prefix's last stage still sends to a later position).
+    auto sends_of = [&](std::size_t j, int k, bool whole, bool sending) {
+      if (!sending) return 0.0;
+      return layout_sends.of(space.group_orders()[o][j], b, slot_layout[j])
+          .stage(k, stages_at[j], j == 0, whole && j + 1 == n);
+    };
+    // Every stage's sends to position `last` (the whole pipeline's if it is
+    // the last position).
+    auto sends_to = [&](std::size_t last) {
+      double total = 0;
+      for (std::size_t j = 0; j <= last; ++j)
+        total += layout_sends.of(space.group_orders()[o][j], b, slot_layout[j]).all(stages_at[j], j == 0, j + 1 == n);
+      return total;
     };
     std::vector<double> floors;  // interleaved_pace_floors of a prefix or whole skeleton
     std::vector<int> stage_layers_each;  // a whole skeleton's L / p per w
@@ -1024,11 +1110,32 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       auto enough_pace = [&](double below, double sum, const std::vector<double>& floors) {
         return pace_passing(below * (1 + 1e-6), sum, m, floors);
       };
-      walk.keep_prefix = [&, n, enough_pace](int depth, const std::vector<int>& layout_index) {
+      // A prefix's or skeleton's bound from its whole-layer pace without
+      // the sends and `floors`: the least of the interleaved terms there
+      // and the plain term with the stages' sends (at least `sends` in
+      // all). The plain term's own pace, each stage's sends in its edge,
+      // comes from the classes `sending_classes` builds, merged only where
+      // the interleaved terms alone pass `below` and the plain one at the
+      // pace known so far does not (plain_pace_to[at] keeps it).
+      auto bound_with_sends = [&](double pace, double sum, double sends, double below, std::size_t at,
+                                  const auto& sending_classes) {
+        const double interleaved = pipeline_time_lower_bound(pace, sum, m, floors, /*plain=*/false);
+        plain_pace_to[at] = std::max(plain_pace_to[at], pace);
+        double plain = sum + sends + (m - 1) * plain_pace_to[at];
+        if (sends > 0 && interleaved * (1 - 1e-9) > below && plain * (1 - 1e-9) <= below) {
+          sending_classes();
+          plain_pace_to[at] = least_whole_layer_pace(classes, layers, plain_pace_to[at],
+                                                     pace_passing(below * (1 + 1e-6), sum + sends, m, {}));
+          plain = sum + sends + (m - 1) * plain_pace_to[at];
+        }
+        return std::min(interleaved, plain);
+      };
+      walk.keep_prefix = [&, n, enough_pace, bound_with_sends](int depth, const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
             std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
         pace_to[depth + 1] = pace_to[depth];  // until this prefix's own is known
+        plain_pace_to[depth + 1] = plain_pace_to[depth];
         rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
         tau_min[depth + 1] = std::min(tau_min[depth], t.tau[depth][i]);
         tau_at[depth] = t.tau[depth][i];
@@ -1036,6 +1143,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
         stages_to[depth + 1] = stages_to[depth] + stages_at[depth];
         slot_at[depth] = i;
+        slot_layout[depth] = layout_index[depth];
         finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
         // The tail this prefix's layouts and the open positions add at
         // least (StageTailFloors): the pipeline's own bound must stay
@@ -1054,22 +1162,31 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // in flight, p at least the prefix's stages and the fewest the
           // open positions take (they come after it).
           const int least_p = stages_to[depth + 1] + fewest_after[depth + 1];
-          auto prefix_classes = [&](bool where_it_sits) {
+          auto prefix_classes = [&](bool where_it_sits, bool sending) {
             classes.clear();
             for (int j = 0; j <= depth; ++j) {
               const int group = space.group_orders()[o][j];
+              const int count = stages_at[j];
               if (!where_it_sits) {
-                // Only the pipeline's first stage runs an edge here.
-                const int first = stages_to[j] == 0 ? 1 : 0;
-                if (first) add_stage(finish_at[j], 0, first_edge[slot_at[0]], kAnywhere);
-                add_stages_anywhere(finish_at[j], first, stages_at[j]);
+                // Only the pipeline's first stage runs an edge here; with
+                // the sends, a layout's first and last stage send across
+                // other boundaries than its middle ones.
+                const bool first = stages_to[j] == 0;
+                int from = 0, to = count;
+                if (first || sending) {
+                  add_stage(finish_at[j], 0, (first ? first_edge[slot_at[0]] : 0.0) + sends_of(j, 0, false, sending),
+                            kAnywhere);
+                  from = 1;
+                }
+                if (sending && count > 1) to = count - 1;
+                add_stages_anywhere(finish_at[j], from, to, sends_of(j, from, false, sending));
+                if (to < count) add_stage(finish_at[j], count - 1, sends_of(j, count - 1, false, true), kAnywhere);
                 continue;
               }
-              for (int k = 0, q = stages_to[j]; k < stages_at[j]; ++k, ++q) {
-                const int cap = where_it_sits
-                                    ? finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m))
-                                    : FinishClass{}.limit;
-                add_stage(finish_at[j], k, q == 0 ? first_edge[slot_at[0]] : 0.0, cap);
+              for (int k = 0, q = stages_to[j]; k < count; ++k, ++q) {
+                const int cap = finish_times.held_in_flight(group, b, layout_index[j], std::min(least_p - q, m));
+                add_stage(finish_at[j], k, (q == 0 ? first_edge[slot_at[0]] : 0.0) + sends_of(j, k, false, sending),
+                          cap);
               }
             }
             for (std::size_t j = depth + 1; j < n; ++j)
@@ -1092,13 +1209,19 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // wherever it sits (nothing to compute), then, if that keeps the
           // prefix and the walk is of this order alone, where its stages do
           // sit.
+          // Plain 1F1B pays the prefix's sends (at least), each
+          // interleaved schedule may hide them: the plain term with them,
+          // its pace from classes whose edges hold them only where the
+          // interleaved terms alone would cut the prefix.
+          const double sends = sends_to(static_cast<std::size_t>(depth));
           for (const bool where_it_sits : {false, true}) {
             if (where_it_sits && arranged) break;
-            prefix_classes(where_it_sits);
+            prefix_classes(where_it_sits, false);
             interleaved_pace_floors(classes, vpp.most_from(b, least_p), floors, vpp.stage_layers(b));
             pace_to[depth + 1] = least_whole_layer_pace(classes, layers, std::max(bottleneck, pace_to[depth]),
                                                         enough_pace(pipe_below, sum, floors));
-            lower = pipeline_time_lower_bound(pace_to[depth + 1], sum, m, floors);
+            lower = bound_with_sends(pace_to[depth + 1], sum, sends, pipe_below, depth + 1,
+                                     [&] { prefix_classes(where_it_sits, true); });
             if (lower * (1 - 1e-9) > pipe_below) return false;
           }
         } else {
@@ -1125,21 +1248,26 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // As at a prefix: first with what each layout holds wherever it
           // sits, then where each stage does (MemoryPruner::capacities) or,
           // for every arrangement, the balancer's bound of them all.
-          auto leaf_classes = [&](bool where_it_sits) {
+          auto leaf_classes = [&](bool where_it_sits, bool sending) {
             classes.clear();
             if (!where_it_sits) {
               // Every stage holds up to the model's layers (p of them, so
-              // together all of them); only the first and last run edges.
+              // together all of them); only the first and last run edges,
+              // and with the sends a layout's first and last stage send
+              // across other boundaries than its middle ones.
               for (std::size_t j = 0, q = 0; j < n; q += static_cast<std::size_t>(stages_at[j]), ++j) {
-                int from = 0, to = stages_at[j];
-                if (q == 0) {
-                  add_stage(finish_at[j], 0, e_first, kAnywhere);
+                const int count = stages_at[j];
+                int from = 0, to = count;
+                if (q == 0 || sending) {
+                  add_stage(finish_at[j], 0, (q == 0 ? e_first : 0.0) + sends_of(j, 0, true, sending), kAnywhere);
                   from = 1;
                 }
                 const bool holds_last = j + 1 == n && p > 1;
-                if (holds_last) to = std::max(from, to - 1);
-                add_stages_anywhere(finish_at[j], from, to);
-                if (holds_last) add_stage(finish_at[j], stages_at[j] - 1, e_last, kAnywhere);
+                if (holds_last || sending) to = std::max(from, to - 1);
+                add_stages_anywhere(finish_at[j], from, to, sends_of(j, from, true, sending));
+                if (to < count)
+                  add_stage(finish_at[j], count - 1, (holds_last ? e_last : 0.0) + sends_of(j, count - 1, true, sending),
+                            kAnywhere);
               }
               return true;
             }
@@ -1154,20 +1282,25 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                 // What memory removes is counted under its own rule.
                 if (cap == 0) return false;
                 held += std::min<long long>(cap, layers);
-                add_stage(finish_at[j], k, q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0, cap);
+                add_stage(finish_at[j], k,
+                          (q == 0 ? e_first : q + 1 == static_cast<std::size_t>(p) ? e_last : 0.0) +
+                              sends_of(j, k, true, sending),
+                          cap);
               }
             }
             return held >= layers;
           };
+          // As at a prefix, the plain term with every stage's sends.
+          const double sends = sends_to(n - 1);
           for (const bool where_it_sits : {false, true}) {
             if (where_it_sits && arranged) break;
-            if (!leaf_classes(where_it_sits)) return true;
+            if (!leaf_classes(where_it_sits, false)) return true;
             stage_layers_each.assign(static_cast<std::size_t>(std::max(0, max_vpp - 1)), layers / p);
             interleaved_pace_floors(classes, max_vpp, floors, stage_layers_each);
             const double pace = std::max(bottleneck, least_whole_layer_pace(classes, layers,
                                                                             std::max(bottleneck, pace_to[depth]),
                                                                             enough_pace(pipe_below, sum, floors)));
-            lower = pipeline_time_lower_bound(pace, sum, m, floors);
+            lower = bound_with_sends(pace, sum, sends, pipe_below, n, [&] { leaf_classes(where_it_sits, true); });
             if (lower * (1 - 1e-9) > pipe_below) return false;
           }
           // Every arrangement of the middle at once, before each is

@@ -1175,9 +1175,12 @@ TEST(Search, ListedBoundsCountTheTailAndStayAtMostEachSkeletonsBestPlan) {
 // the thread count, and the exhaustive optimum reached.
 TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoundKeeps) {
   int checked = 0;
-  for (std::uint32_t seed : {5u, 8u, 13u}) {
+  for (std::uint32_t seed : {5u, 8u, 13u, 21u}) {
     Problem problem = random_problem(seed);
     problem.model = search_fixtures::tiny_gpt(8, 512, 8);
+    // A slow fabric between groups: the pipeline sends the walk's bounds
+    // count (their floors across groups not placed yet) are a large share.
+    if (seed == 21) problem.cluster.inter_group_GBps = 0.5;
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> memory_GiB(0.3, 0.8);
     problem.cluster.groups.clear();
