@@ -540,41 +540,53 @@ class LayoutSends {
       return (pipeline_first ? 0.0 : into) + (pipeline_last ? 0.0 : out_of) + 2.0 * (stages - 1) * inside;
     }
   };
+  // Each entry computed on first use (as LayoutFinishTimes::held_in_flight):
+  // a group of half a million nodes has layouts by the thousand, and
+  // computing every one's sends up front took the two seconds a time limit
+  // gave its search. Threads that race on an entry compute the same values.
   LayoutSends(const SearchSpace& space, const CostModel& cost)
-      : num_b_(space.micro_batches().size()), of_(space.problem().cluster.groups.size() * num_b_) {
-    const Problem& problem = space.problem();
-    if (problem.model.family == ModelFamily::generic) {
-      for (std::size_t k = 0; k < of_.size(); ++k)
-        of_[k].resize(space.layouts(static_cast<int>(k / num_b_)).size());
-      return;
-    }
-    parallel::for_each(of_.size(), [&](std::size_t k) {
-      const int group = static_cast<int>(k / num_b_);
-      const int B = space.micro_batches()[k % num_b_];
-      for (const GroupLayout& layout : space.layouts(group)) {
-        auto stage = [&](int i) {
-          return slot_stage(problem, StageSlot{layout.group, i * layout.gpus_per_stage, layout.gpus_per_stage,
-                                               layout.tp, layout.dp},
-                            B);
-        };
-        Sends sends;
-        const StagePlan first = stage(0);
-        sends.into = cost.boundary_send_floor_s(first, true, B);
-        sends.out_of = cost.boundary_send_floor_s(first, false, B);  // any stage of it: the same degrees
-        double inside = layout.stages > 1 ? kInf : 0.0;
-        for (int i = 0; i + 1 < layout.stages; ++i) inside = std::min(inside, cost.boundary_send_s(stage(i), stage(i + 1), 0, B));
-        sends.inside = inside;
-        of_[k].push_back(sends);
-      }
-    });
+      : space_(space), cost_(cost), num_b_(space.micro_batches().size()),
+        of_(space.problem().cluster.groups.size() * num_b_) {
+    for (std::size_t k = 0; k < of_.size(); ++k)
+      of_[k] = std::make_unique<Entry[]>(space.layouts(static_cast<int>(k / num_b_)).size());
   }
-  const Sends& of(int group, int b, int layout_index) const {
-    return of_[static_cast<std::size_t>(group) * num_b_ + b][layout_index];
+  Sends of(int group, int b, int layout_index) const {
+    Entry& e = of_[static_cast<std::size_t>(group) * num_b_ + b][layout_index];
+    const double inside = e.inside.load(std::memory_order_acquire);
+    if (!std::isnan(inside)) return {inside, e.into.load(std::memory_order_relaxed), e.out_of.load(std::memory_order_relaxed)};
+    const Sends sends = compute(space_.layouts(group)[layout_index], space_.micro_batches()[b]);
+    e.into.store(sends.into, std::memory_order_relaxed);
+    e.out_of.store(sends.out_of, std::memory_order_relaxed);
+    e.inside.store(sends.inside, std::memory_order_release);
+    return sends;
   }
 
  private:
+  Sends compute(const GroupLayout& layout, int B) const {
+    const Problem& problem = space_.problem();
+    if (problem.model.family == ModelFamily::generic) return {};
+    auto stage = [&](int i) {
+      return slot_stage(problem, StageSlot{layout.group, i * layout.gpus_per_stage, layout.gpus_per_stage, layout.tp,
+                                           layout.dp},
+                        B);
+    };
+    Sends sends;
+    const StagePlan first = stage(0);
+    sends.into = cost_.boundary_send_floor_s(first, true, B);
+    sends.out_of = cost_.boundary_send_floor_s(first, false, B);  // any stage of it: the same degrees
+    double inside = layout.stages > 1 ? kInf : 0.0;
+    for (int i = 0; i + 1 < layout.stages; ++i) inside = std::min(inside, cost_.boundary_send_s(stage(i), stage(i + 1), 0, B));
+    sends.inside = inside;
+    return sends;
+  }
+  struct Entry {
+    std::atomic<double> inside{std::numeric_limits<double>::quiet_NaN()};  // NaN: not computed yet
+    std::atomic<double> into{0}, out_of{0};
+  };
+  const SearchSpace& space_;
+  const CostModel& cost_;
   std::size_t num_b_;
-  std::vector<std::vector<Sends>> of_;
+  std::vector<std::unique_ptr<Entry[]>> of_;
 };
 
 // The largest vpp of a pipeline of p stages (max_interleaving), per B,
