@@ -462,12 +462,8 @@ double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool
                                           false));
 }
 
-}  // namespace
-
-namespace {
-
-// paced_tail_lower_bound over the paces of `finish`, each time f(P) =
-// rest(P) with the sum term `sum`.
+// paced_tail_lower_bound over the paces of `finish`, the pipeline's time
+// at pace P (the tail left out) rest(P).
 template <class Rest>
 double paced_tail_walk(const StageSpeeds& speeds, const StageFinish& finish, int L, double uncapped_tail,
                        const CappedTail& capped_tail, double enough, const Rest& rest) {
