@@ -125,22 +125,26 @@ enum class Shares {
   power_of_two,  // its first node's first 1, 2, 4, ... GPUs and its first 2, 4, ... nodes
 };
 
-// A small space's layouts: raw_layouts' sizes and the shares of a one-part
-// group a plan can use (stages that divide the node). Why: a plan that
-// leaves GPUs idle can be the fastest (a slower device's node added to a
-// pipeline slows it; a model too small for a node fits in part of one; a
-// batch of 3 sequences feeds 3 replicas of 4 GPUs, a 3-layer model 3
-// stages), and with these more GPUs never give a slower answer; past
-// kSmallSpaceSkeletons they multiply the search time by the sizes' count
-// per group, so a larger space takes fewer (SearchSpace's constructor).
+// A small space's layouts: raw_layouts' sizes and the shares of a group a
+// plan can use (stages that divide the node); of a merged group, the
+// shares of its first part (the stages stay inside it, as raw_layouts'
+// do). Why: a plan that leaves GPUs idle can be the fastest (a slower
+// device's node added to a pipeline slows it; a model too small for a
+// node fits in part of one; a batch of 3 sequences feeds 3 replicas of 4
+// GPUs, a 3-layer model 3 stages), and with these more GPUs never give a
+// slower answer (two identical groups of 3 GPUs, merged, had no plan for a
+// 2-layer model of 16 heads at B = 2, where one such group has one on 2 of
+// its GPUs); past kSmallSpaceSkeletons they multiply the search time by
+// the sizes' count per group, so a larger space takes fewer (SearchSpace's
+// constructor).
 std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g, Shares shares) {
   std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
-  if (g.parts > 1) return raw;
   const long long most = most_useful_gpus(problem, g);
+  const long long share_nodes = g.part_gpus() / g.gpus_per_node;  // the nodes a share may take
   auto next = [&](long long n) { return shares == Shares::every ? n + 1 : n * 2; };
   std::vector<int> totals;
   for (long long t = 1; t < g.gpus_per_node && t <= most; t = next(t)) totals.push_back(static_cast<int>(t));
-  for (long long nodes = 1; nodes < g.nodes && nodes * g.gpus_per_node <= most; nodes = next(nodes))
+  for (long long nodes = 1; nodes < share_nodes && nodes * g.gpus_per_node <= most; nodes = next(nodes))
     totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
   std::vector<GroupLayout> out;
   for (const int total : totals) {

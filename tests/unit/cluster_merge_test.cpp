@@ -167,5 +167,31 @@ TEST(ClusterMerge, TwoIdenticalAndOneOtherMatchTheExhaustiveOptimum) {
   }
 }
 
+// A merged group offers the shares of its first part, as one group offers
+// its own: two identical groups of 3 GPUs had no plan for a 2-layer model
+// of 16 heads at B = 2 (3 stages are too many, tp 3 divides no heads, dp 3
+// no micro-batch), where one such group runs it on 2 of its GPUs and the
+// exhaustive search on the unmerged cluster finds the same 2-stage plan.
+TEST(ClusterMerge, AMergedGroupOffersTheSharesOfItsFirstPart) {
+  Problem p = tiny_on({named(make_node_group(catalog_device("a100-80gb"), 1, 3), "g0"),
+                       named(make_node_group(catalog_device("a100-80gb"), 1, 3), "g1")},
+                      2);
+  p.model = tiny_gpt(2, 2048, 16);
+  p.training.global_batch = 32;
+  p.training.micro_batch_sizes = {2};
+  ASSERT_TRUE(merge_identical_groups(p.cluster).merged());
+  Problem one = p;
+  one.cluster.groups.pop_back();
+  const SearchResult merged = merge_search(p, "autohaap"), alone = merge_search(one, "autohaap");
+  const SearchResult exhaustive = merge_search(p, "exhaustive");
+  ASSERT_FALSE(alone.top.empty());
+  ASSERT_FALSE(exhaustive.top.empty());
+  ASSERT_FALSE(merged.top.empty()) << "more GPUs must not leave no plan";
+  EXPECT_EQ(merged.top[0].predicted.iteration_time_s, exhaustive.top[0].predicted.iteration_time_s);
+  EXPECT_EQ(merged.top[0].predicted.iteration_time_s, alone.top[0].predicted.iteration_time_s);
+  EXPECT_EQ(merged.top[0].num_gpus(), 2);
+  expect_valid_on(merged.top[0], p);
+}
+
 }  // namespace
 }  // namespace autohaap
