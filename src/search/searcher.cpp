@@ -215,13 +215,12 @@ class LayoutTaus {
 class StageTailFloors {
  public:
   StageTailFloors(const SearchSpace& space, const CostModel& cost)
-      : shapes_(space.problem().cluster.groups.size()), by_layout_(shapes_.size()) {
+      : space_(space), cost_(cost), shapes_(space.problem().cluster.groups.size()), by_layout_(shapes_.size()) {
     const Problem& problem = space.problem();
-    const bool transformer = problem.model.family != ModelFamily::generic && problem.model.layers >= 1;
+    transformer_ = problem.model.family != ModelFamily::generic && problem.model.layers >= 1;
     for (std::size_t group = 0; group < shapes_.size(); ++group) {
-      const NodeGroup& g = problem.cluster.groups[group];
       for (const GroupLayout& layout : space.layouts(static_cast<int>(group))) {
-        if (!transformer) {
+        if (!transformer_) {
           by_layout_[group].push_back(0.0);
           continue;
         }
@@ -229,59 +228,95 @@ class StageTailFloors {
           by_layout_[group].push_back(known->floor);
           continue;
         }
-        double least = std::numeric_limits<double>::infinity();
-        // A middle stage (of three) at every place a stage of this shape
-        // can take in its group (a stage across a node boundary reduces
-        // over the NICs); its replicas dp, whatever cp B later asks. Where
-        // a place's stage crosses a node depends on its first GPU modulo
-        // the node, so the places repeat every lcm(stage, node) GPUs: at
-        // most a node's GPUs of them are priced, however large the group.
-        const long long period = std::lcm<long long>(layout.gpus_per_stage, g.gpus_per_node);
-        const long long places = std::min<long long>(g.gpus(), period);
-        for (int first = 0; first + layout.gpus_per_stage <= places; first += layout.gpus_per_stage) {
-          StagePlan stage;
-          stage.group = layout.group;
-          stage.device = g.device.name;
-          stage.first_gpu = first;
-          stage.gpus = layout.gpus_per_stage;
-          stage.tp = layout.tp;
-          stage.dp = layout.dp;
-          stage.layer_end = 1;
-          Plan plan;
-          plan.zero = problem.training.zero;
-          plan.stages = {stage, stage, stage};
-          least = std::min(least, cost.stage_tail_floor(plan, 1, 1));
-        }
-        // Rounding must never lift a bound above a plan's time.
-        const double floor = std::isfinite(least) ? least * (1 - 1e-12) : 0.0;
-        shapes_[group].push_back({layout.gpus_per_stage, layout.tp, layout.dp, floor});
-        by_layout_[group].push_back(floor);
+        Shape shape{layout.gpus_per_stage, layout.tp, layout.dp, 0.0, nullptr};
+        shape.floor = least_tail(static_cast<int>(group), shape, 1);
+        shape.holding = std::make_unique<std::atomic<double>[]>(static_cast<std::size_t>(problem.model.layers));
+        for (int k = 0; k < problem.model.layers; ++k)
+          shape.holding[k].store(k == 0 ? shape.floor : kNotYet, std::memory_order_relaxed);
+        by_layout_[group].push_back(shape.floor);
+        shapes_[group].push_back(std::move(shape));
       }
     }
   }
   // The floor of a stage of layout space.layouts(group)[layout_index]:
   // what the walk's prefix test reads, once per prefix.
   double floor(int group, int layout_index) const { return by_layout_[group][layout_index]; }
-  // The largest floor of a skeleton's stages (0 for a generic layer list).
+  // A skeleton's: the largest floor of its stages (0 for a generic layer
+  // list), and, since some stage of p holds at least ceil(L / p) layers
+  // and a tail grows with the layers, at least the least floor of its
+  // stages' shapes holding that many.
   double floor(const Skeleton& skeleton) const {
-    double most = 0;
+    if (!transformer_ || skeleton.stages.empty()) return 0;
+    const int p = skeleton.num_stages(), L = space_.problem().model.layers;
+    const int most = std::min(L, (L + p - 1) / p);
+    double one = 0, holding_most = kInf;
+    bool known = true;  // every stage of a layout's shape
     for (const StageSlot& slot : skeleton.stages) {
       const Shape* s = shape(slot.group, slot.gpus, slot.tp, slot.dp);
-      if (s) most = std::max(most, s->floor);
+      known = known && s;
+      if (!s) continue;
+      one = std::max(one, s->floor);
+      holding_most = std::min(holding_most, holding(slot.group, *s, most));
     }
-    return most;
+    return known ? std::max(one, holding_most) : one;
   }
 
  private:
+  static constexpr double kNotYet = -1;
   struct Shape {
     int gpus, tp, dp;
-    double floor;
+    double floor;  // holding one layer
+    // [k - 1]: holding k layers, kNotYet until asked (threads that race
+    // compute the same value).
+    std::unique_ptr<std::atomic<double>[]> holding;
   };
   const Shape* shape(int group, int gpus, int tp, int dp) const {
     for (const Shape& s : shapes_[group])
       if (s.gpus == gpus && s.tp == tp && s.dp == dp) return &s;
     return nullptr;
   }
+  double holding(int group, const Shape& s, int layers) const {
+    std::atomic<double>& entry = s.holding[layers - 1];
+    double floor = entry.load(std::memory_order_relaxed);
+    if (floor == kNotYet) {
+      floor = least_tail(group, s, layers);
+      entry.store(floor, std::memory_order_relaxed);
+    }
+    return floor;
+  }
+  // The least tail of a middle stage (of three) of this shape holding
+  // `layers` layers, at every place a stage of this shape can take in its
+  // group (a stage across a node boundary reduces over the NICs); its
+  // replicas dp, whatever cp B later asks. Where a place's stage crosses a
+  // node depends on its first GPU modulo the node, so the places repeat
+  // every lcm(stage, node) GPUs: at most a node's GPUs of them are priced,
+  // however large the group.
+  double least_tail(int group, const Shape& shape, int layers) const {
+    const Problem& problem = space_.problem();
+    const NodeGroup& g = problem.cluster.groups[group];
+    double least = std::numeric_limits<double>::infinity();
+    const long long period = std::lcm<long long>(shape.gpus, g.gpus_per_node);
+    const long long places = std::min<long long>(g.gpus(), period);
+    for (int first = 0; first + shape.gpus <= places; first += shape.gpus) {
+      StagePlan stage;
+      stage.group = group;
+      stage.device = g.device.name;
+      stage.first_gpu = first;
+      stage.gpus = shape.gpus;
+      stage.tp = shape.tp;
+      stage.dp = shape.dp;
+      stage.layer_end = layers;
+      Plan plan;
+      plan.zero = problem.training.zero;
+      plan.stages = {stage, stage, stage};
+      least = std::min(least, cost_.stage_tail_floor(plan, 1, layers));
+    }
+    // Rounding must never lift a bound above a plan's time.
+    return std::isfinite(least) ? least * (1 - 1e-12) : 0.0;
+  }
+  const SearchSpace& space_;
+  const CostModel& cost_;
+  bool transformer_ = false;
   std::vector<std::vector<Shape>> shapes_;        // per group, its layouts' distinct shapes
   std::vector<std::vector<double>> by_layout_;  // per group, each layout's floor
 };
