@@ -209,9 +209,10 @@ class LayoutTaus {
 // does not depend on B (it reduces what the stage's replicas hold). So a
 // skeleton's iteration time is at least its pipeline bound plus the
 // largest floor of its stages (the walk's pipeline bounds leave the tail
-// out), and an order's open positions add at least the least floor of
-// their groups' layouts. Zero for generic layer lists (their layers
-// differ: tail_lower_bound leaves them out too).
+// out), or the least floor of its shapes holding ceil(L / p) layers (some
+// stage holds that many), and an order's open positions add at least the
+// least floor of their groups' layouts. Zero for generic layer lists
+// (their layers differ: tail_lower_bound leaves them out too).
 class StageTailFloors {
  public:
   StageTailFloors(const SearchSpace& space, const CostModel& cost)
