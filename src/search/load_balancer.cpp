@@ -285,7 +285,7 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   const bool identical = identical_layers(skeleton);
   // Per thread, reused: the walk asks this of every skeleton it builds
   // (millions), where allocating these was a tenth of its time.
-  thread_local StageSpeeds speeds, in_mode;
+  thread_local StageSpeeds speeds;
   thread_local std::vector<int> capacities;
   thread_local StageTiers tiers;
   thread_local std::vector<double> layer_s;  // [mode * p + stage]
@@ -307,13 +307,15 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   tiers.resize(p);
   for (auto& t : tiers) t.clear();
   layer_s.assign(modes_.size() * p, 0.0);
+  // Only the per-layer times differ between modes: the edges and sends
+  // are read from `speeds`.
   for (std::size_t k = 0; k < modes_.size(); ++k) {
-    if (k > 0) stage_speeds(cost_, cache_, modes_[k], skeleton, true, in_mode);
-    const StageSpeeds& speeds_in_mode = k == 0 ? speeds : in_mode;
     for (int i = 0; i < p; ++i) {
-      tiers[i].push_back({memory_.max_layers(skeleton.stages[i], modes_[k], skeleton.micro_batch, place(i), p, m),
-                          speeds_in_mode.layer[i]});
-      layer_s[k * p + i] = speeds_in_mode.layer[i];
+      const StageSlot& slot = skeleton.stages[i];
+      const double layer =
+          k == 0 ? speeds.layer[i] : layer_seconds(cost_, cache_, modes_[k], slot, skeleton.micro_batch, -1, false, false);
+      tiers[i].push_back({memory_.max_layers(slot, modes_[k], skeleton.micro_batch, place(i), p, m), layer});
+      layer_s[k * p + i] = layer;
     }
   }
   // The same modes under w chunks: more micro-batches in flight

@@ -1078,7 +1078,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       open_tail[j] = std::max(open_tail[j + 1], t.ok[j].empty() ? 0.0 : least_tail);
     }
     std::vector<std::size_t> slot_at(n, 0);  // per position: the chosen layout's index in t.ok
-    std::vector<int> slot_layout(n, 0);      // per position: the chosen layout's index in its group's
     std::vector<const std::vector<double>*> finish_at(n, nullptr);  // per position: the chosen layout's
     std::vector<FinishClass> classes;
     // Adds stage k of a position's layout (finish times, edge, what it holds
@@ -1101,23 +1100,6 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         classes.back().count += to - from;
       else
         classes.push_back({finish, edge, to - from, true, kAnywhere});
-    };
-    // Under plain 1F1B a stage's pipeline sends join its edge
-    // (split_lower_bound.hpp); `sending` says whether they count. Stage k
-    // of position j's layout, the pipeline `whole` or a prefix (then the
-    // prefix's last stage still sends to a later position).
-    auto sends_of = [&](std::size_t j, int k, bool whole, bool sending) {
-      if (!sending) return 0.0;
-      return layout_sends.of(space.group_orders()[o][j], b, slot_layout[j])
-          .stage(k, stages_at[j], j == 0, whole && j + 1 == n);
-    };
-    // Every stage's sends to position `last` (the whole pipeline's if it is
-    // the last position).
-    auto sends_to = [&](std::size_t last) {
-      double total = 0;
-      for (std::size_t j = 0; j <= last; ++j)
-        total += layout_sends.of(space.group_orders()[o][j], b, slot_layout[j]).all(stages_at[j], j == 0, j + 1 == n);
-      return total;
     };
     std::vector<double> floors;  // interleaved_pace_floors of a prefix or whole skeleton
     std::vector<int> stage_layers_each;  // a whole skeleton's L / p per w
@@ -1169,12 +1151,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                                   const auto& sending_classes) {
         const double interleaved = pipeline_time_lower_bound(pace, sum, m, floors, /*plain=*/false);
         plain_pace_to[at] = std::max(plain_pace_to[at], pace);
-        double plain = sum + sends + (m - 1) * plain_pace_to[at];
+        double plain = pipeline_time_lower_bound(plain_pace_to[at], sum + sends, m, 1);
         if (sends > 0 && interleaved * (1 - 1e-9) > below && plain * (1 - 1e-9) <= below) {
           sending_classes();
           plain_pace_to[at] = least_whole_layer_pace(classes, layers, plain_pace_to[at],
                                                      pace_passing(below * (1 + 1e-6), sum + sends, m, {}));
-          plain = sum + sends + (m - 1) * plain_pace_to[at];
+          plain = pipeline_time_lower_bound(plain_pace_to[at], sum + sends, m, 1);
         }
         return std::min(interleaved, plain);
       };
@@ -1191,8 +1173,24 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         stages_at[depth] = space.layouts(group)[layout_index[depth]].stages;
         stages_to[depth + 1] = stages_to[depth] + stages_at[depth];
         slot_at[depth] = i;
-        slot_layout[depth] = layout_index[depth];
         finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
+        // Under plain 1F1B a stage's pipeline sends join its edge
+        // (split_lower_bound.hpp); `sending` says whether they count. Stage
+        // k of position j's layout, the pipeline `whole` or a prefix (then
+        // the prefix's last stage still sends to a later position).
+        auto sends_of = [&](std::size_t j, int k, bool whole, bool sending) {
+          if (!sending) return 0.0;
+          return layout_sends.of(space.group_orders()[o][j], b, layout_index[j])
+              .stage(k, stages_at[j], j == 0, whole && j + 1 == n);
+        };
+        // Every stage's sends to position `last` (the whole pipeline's if it
+        // is the last position).
+        auto sends_to = [&](std::size_t last) {
+          double total = 0;
+          for (std::size_t j = 0; j <= last; ++j)
+            total += layout_sends.of(space.group_orders()[o][j], b, layout_index[j]).all(stages_at[j], j == 0, j + 1 == n);
+          return total;
+        };
         // The tail this prefix's layouts and the open positions add at
         // least (StageTailFloors): the pipeline's own bound must stay
         // under keep_below less that.

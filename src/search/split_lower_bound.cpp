@@ -503,12 +503,13 @@ double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers
   // interleaved one without.
   const StageSpeeds& plain_speeds = has_sends(speeds) ? sending(speeds) : speeds;
   const double plain_sum = sum_term_lower_bound(plain_speeds, L);
-  const double plain = paced_tail_walk(plain_speeds, StageFinish(finish, plain_speeds.edge), L, uncapped_tail,
-                                       capped_tail, enough, [&](double at) { return plain_sum + (m - 1) * at; });
+  const double plain =
+      paced_tail_walk(plain_speeds, StageFinish(finish, plain_speeds.edge), L, uncapped_tail, capped_tail, enough,
+                      [&](double at) { return pipeline_time_lower_bound(at, plain_sum, m, 1); });
   if (v < 2) return plain;
   const double sum = sum_term_lower_bound(speeds, L);
   return std::min(plain, paced_tail_walk(speeds, finish, L, uncapped_tail, capped_tail, std::min(enough, plain),
-                                         [&](double at) { return m * at + (sum - at) / v; }));
+                                         [&](double at) { return pipeline_time_lower_bound(at, sum, m, v, false); }));
 }
 
 double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below, double enough) {
@@ -586,10 +587,10 @@ double pace_passing(double limit, double stage_sum, int m, std::span<const doubl
   return pace;
 }
 
-double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp) {
-  const double plain = stage_sum + (m - 1) * pace;
-  if (max_vpp < 2) return plain;
-  return std::min(plain, m * pace + (stage_sum - pace) / max_vpp);
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp, bool plain) {
+  const double plain_term = plain ? stage_sum + (m - 1) * pace : kInf;
+  if (max_vpp < 2) return plain_term;
+  return std::min(plain_term, m * pace + (stage_sum - pace) / max_vpp);
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {

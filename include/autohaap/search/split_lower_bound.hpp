@@ -212,7 +212,8 @@ double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batche
 // when it does at every pace, infinity when at none.
 double pace_passing(double limit, double stage_sum, int micro_batches, std::span<const double> floors);
 // The same with no floor on any w from 2 to max_vpp: the least term is
-// then at w = max_vpp.
-double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp);
+// then at w = max_vpp (without `plain`, that term alone; infinity where
+// max_vpp < 2).
+double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp, bool plain = true);
 
 }  // namespace autohaap
