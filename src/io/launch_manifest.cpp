@@ -14,7 +14,7 @@
 #include "autohaap/io/hostfile.hpp"
 #include "autohaap/io/spec_loader.hpp"  // limits
 #include "autohaap/io/yaml_value.hpp"
-#include "autohaap/specs/parallel_rules.hpp"  // chunk_layers
+#include "autohaap/specs/parallel_rules.hpp"  // even_chunk_cut, chunks_violation
 #include "document_writer.hpp"
 #include "job_precision.hpp"
 
@@ -569,20 +569,16 @@ void check_launch_manifest(const LaunchManifest& m, const std::string& file) {
     // The cut the manifest states (any that chunks_violation allows), else
     // the even one, and its chunks placed chunk-major.
     const std::vector<int> counts = stage_layer_counts(m);
-    std::vector<std::vector<int>> cut;
-    bool any_stated = false;  // a cut other than the even one
-    const int v_count = std::max(1, m.vpp);
+    const std::vector<std::vector<int>> even = even_chunk_cut(counts, std::max(1, m.vpp));
+    std::vector<std::vector<int>> cut = even;
     for (std::size_t i = 0; i < m.stages.size(); ++i) {
       std::vector<int> sizes;
       for (const LaunchChunk& c : m.stages[i].chunks) sizes.push_back(c.layers.end - c.layers.first);
-      const bool stated = m.vpp > 1 && static_cast<int>(sizes.size()) == m.vpp && counts[i] >= m.vpp &&
-                          chunks_violation(sizes, m.vpp, counts[i]).empty();
-      cut.emplace_back();
-      for (int v = 0; v < v_count; ++v) {
-        cut.back().push_back(stated ? sizes[v] : chunk_layers(counts[i], v_count, v));
-        any_stated = any_stated || cut.back().back() != chunk_layers(counts[i], v_count, v);
-      }
+      if (m.vpp > 1 && static_cast<int>(sizes.size()) == m.vpp && counts[i] >= m.vpp &&
+          chunks_violation(sizes, m.vpp, counts[i]).empty())
+        cut[i] = std::move(sizes);
     }
+    const bool any_stated = cut != even;  // a cut other than the even one
     const std::vector<std::vector<LaunchChunk>> chunks = interleaved_chunks(cut);
     for (std::size_t i = 0; i < m.stages.size(); ++i)
       if (m.stages[i].chunks != chunks[i]) {
