@@ -43,7 +43,6 @@ class ExactSplitSearch {
   double best() const { return best_; }
 
   Outcome run() {
-    using Measure = ThresholdSplit::Measure;
     const ThresholdSplit::Start start = split_.least_feasible_bottleneck([this] { return stopping(); });
     if (start.status == ThresholdSplit::Start::Status::stopped) return Outcome::stopped;
     if (start.status == ThresholdSplit::Start::Status::infeasible) return Outcome::infeasible;
@@ -65,7 +64,7 @@ class ExactSplitSearch {
       if (lower > limit()) break;
       if (hopeless(lower)) return Outcome::above_bound;
       try_bottleneck(T);
-      T = split_.next_event(split_.bottleneck_reach(), Measure::pace, nullptr);
+      T = split_.next_bottleneck_event();
       // Where tails vary, a leaner mode's pace is a bottleneck too.
       if (table_.tails_vary()) T = std::min(T, split_.next_option_pace(split_.bottleneck_reach()));
       if (T == kInf) break;
@@ -109,7 +108,6 @@ class ExactSplitSearch {
   // Every split whose slowest stage takes at most T: the least sum alone,
   // then with the sync term capped at each threshold S in turn.
   void try_bottleneck(double T) {
-    using Measure = ThresholdSplit::Measure;
     const Reach& reach_t = split_.bottleneck_reach();
     const double sum_t = split_.min_sum(reach_t, nullptr);
     consider(split_.split());
@@ -127,14 +125,14 @@ class ExactSplitSearch {
     }
     reach_s_.clear();
     double S = sync_lower_;
-    split_.grow(reach_s_, S, Measure::sync, &reach_t);
+    split_.grow_sync(reach_s_, S, &reach_t);
     while (steady(T) + S + w_ * sum_t <= limit() && !stopping()) {
       // For identical layers a cheap count test skips hopeless thresholds.
       const bool possible = !table_.identical() || split_.feasible(reach_s_, &reach_t);
       if (possible && split_.min_sum(reach_t, &reach_s_) < kInf) consider(split_.split());
-      S = split_.next_event(reach_s_, Measure::sync, &reach_t);
+      S = split_.next_sync_event(reach_s_, &reach_t);
       if (S == kInf) break;
-      split_.grow(reach_s_, S, Measure::sync, &reach_t);
+      split_.grow_sync(reach_s_, S, &reach_t);
     }
   }
 

@@ -10,6 +10,7 @@ namespace {
 
 using Choice = StageCostTable::Choice;
 double pace_of(const Choice& c) { return c.pace(); }
+double compute_of(const Choice& c) { return c.entry.time_s(); }
 double sync_of(const Choice& c) { return c.sync(); }
 
 }  // namespace
@@ -80,21 +81,31 @@ double ThresholdSplit::next_event_of(const Reach& reach, Value value, const Reac
   return next;
 }
 
-void ThresholdSplit::grow(Reach& reach, double limit, Measure measure, const Reach* cap) {
-  if (measure == Measure::pace)
-    grow_all(reach, limit, pace_of, cap);
-  else
-    grow_all(reach, limit, sync_of, cap);
+void ThresholdSplit::grow_sync(Reach& reach, double S, const Reach* cap) { grow_all(reach, S, sync_of, cap); }
+
+double ThresholdSplit::next_sync_event(const Reach& reach, const Reach* cap) {
+  return next_event_of(reach, sync_of, cap);
 }
 
-double ThresholdSplit::next_event(const Reach& reach, Measure measure, const Reach* cap) {
-  return measure == Measure::pace ? next_event_of(reach, pace_of, cap) : next_event_of(reach, sync_of, cap);
+ThresholdSplit::ReachMeasure ThresholdSplit::reach_measure() const {
+  return table_.identical() ? pace_of : compute_of;
 }
 
 void ThresholdSplit::set_threshold(double T) {
   T_ = T;
   if (!table_.identical()) narrow(T);
-  grow_all(reach_t_, T, pace_of, nullptr);
+  grow_all(reach_t_, T, reach_measure(), nullptr);
+}
+
+double ThresholdSplit::next_bottleneck_event() {
+  double next = next_event_of(reach_t_, reach_measure(), nullptr);
+  // Generic layers: ranges inside the reach whose pace is still above T
+  // (their compute is not) join the split when T reaches their pace.
+  if (!table_.identical())
+    for_each_range(reach_t_, [&](int, int, const Choice& c) {
+      if (c.pace() > T_) next = std::min(next, c.pace());
+    });
+  return next;
 }
 
 ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::function<bool()>& stopping) {
@@ -117,7 +128,7 @@ ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::funct
       start.status = Start::Status::stopped;
       return start;
     }
-    T = next_event_of(reach_t_, pace_of, nullptr);
+    T = next_bottleneck_event();
     if (T == kInf) return start;
     set_threshold(T);
   }
@@ -150,14 +161,14 @@ void ThresholdSplit::narrow(double T) {
       for (int j = 0; j < i; ++j) watch_lo_[j] = watch_hi_[j] = frontier[j];
       return;
     }
-    furthest = grow_one(reach_t_, i, frontier[i], T, pace_of, nullptr);
+    furthest = grow_one(reach_t_, i, frontier[i], T, reach_measure(), nullptr);
   }
   int need = L_, upper = L_ + 1;
   for (int i = p_ - 1; i >= 0; --i) {
     int l = i, h = frontier[i] + 1;  // least start whose reach covers `need`
     while (l < h) {
       const int mid = l + (h - l) / 2;
-      if (grow_one(reach_t_, i, mid, T, pace_of, nullptr) >= need) {
+      if (grow_one(reach_t_, i, mid, T, reach_measure(), nullptr) >= need) {
         h = mid;
       } else {
         l = mid + 1;
@@ -218,7 +229,9 @@ double ThresholdSplit::min_sum_of(const Reach& t_reach, const Reach* s_reach, Co
 }
 
 double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
-  return min_sum_of(t_reach, s_reach, pace_of);
+  // The reach of generic layers holds ranges whose pace is above T.
+  const double T = T_;
+  return min_sum_of(t_reach, s_reach, [T](const Choice& c) { return c.pace() <= T ? c.pace() : kInf; });
 }
 
 double ThresholdSplit::min_sum_within(const Reach& t_reach, double S) {

@@ -4,8 +4,17 @@
 // records how far each stage may reach from each start, and a DP over
 // contiguous splits inside the reaches minimizes the sum of the stages'
 // paces. Thresholds run through the "events" at which some stage's reach
-// grows, so the least feasible bottleneck is found by walking them upward
-// from the largest of the stages' least single-layer paces. The exact split
+// grows or a range in it comes under T, so the least feasible bottleneck is
+// found by walking them upward from the largest of the stages' least
+// single-layer paces.
+//
+// A reach must grow with the range's end. With identical layers the pace
+// does (every boundary sends the same bytes); with generic layer lists it
+// need not, as a range's sends are its first layer's input and its last
+// layer's output: [a, b + 1) can be faster than [a, b) when layer b - 1's
+// output is wide and layer b's narrow. There the reach grows on the compute
+// time alone, which does grow, the DP takes only the ranges in it whose
+// pace is <= T, and those above T are events. The exact split
 // (load_balancer.hpp) adds a second threshold on the sync term (a reach
 // where tails grow with the layers, a filter over each range's options
 // where they need not: StageCostTable::tails_vary); the
@@ -54,9 +63,6 @@ class Reach {
 
 class ThresholdSplit {
  public:
-  // What a threshold bounds: a stage's pace or its sync.
-  enum class Measure { pace, sync };
-
   explicit ThresholdSplit(StageCostTable& table);
 
   StageCostTable& table() { return table_; }
@@ -73,16 +79,19 @@ class ThresholdSplit {
   // Walks the pace events upward to the least T under which a split exists
   // and leaves it set. `stopping` (may be empty) is asked between events.
   Start least_feasible_bottleneck(const std::function<bool()>& stopping);
+  // The next bottleneck threshold above T at which the ranges a split may
+  // take can change (infinity: none).
+  double next_bottleneck_event();
 
   // Grows reach(i, a) of every kept-current start while the next range is
-  // feasible and its measure is at most `limit`, capped by `cap` when given.
-  void grow(Reach& reach, double limit, Measure measure, const Reach* cap);
-  // The smallest measure of a next range beyond the current reach (infinity: none).
-  double next_event(const Reach& reach, Measure measure, const Reach* cap);
+  // feasible and its sync is at most S, capped by `cap` when given.
+  void grow_sync(Reach& reach, double S, const Reach* cap);
+  // The smallest sync of a next range beyond the current reach (infinity: none).
+  double next_sync_event(const Reach& reach, const Reach* cap);
   // Whether a split inside both reaches exists.
   bool feasible(const Reach& reach, const Reach* cap);
-  // The least sum of paces over splits inside both reaches (infinity: none);
-  // the split is left in split().
+  // The least sum of paces over splits inside both reaches of ranges whose
+  // pace is <= T (infinity: none); the split is left in split().
   double min_sum(const Reach& t_reach, const Reach* s_reach);
 
   // Where the table's tails vary (StageCostTable::tails_vary), ranges and
@@ -114,6 +123,10 @@ class ThresholdSplit {
   void grow_all(Reach& reach, double limit, Value value, const Reach* cap);
   template <class Value>
   double next_event_of(const Reach& reach, Value value, const Reach* cap);
+  // What the bottleneck reach grows on: the pace, or for generic layers the
+  // compute time (see the top of this file).
+  using ReachMeasure = double (*)(const StageCostTable::Choice&);
+  ReachMeasure reach_measure() const;
   void narrow(double T);
   // Starts whose reach is kept current (grown, watched for events).
   int active_lo(int i) const;
