@@ -49,6 +49,14 @@ ClusterMerge merge_identical_groups(const ClusterSpec& cluster) {
   return out;
 }
 
+ClusterMerge merge_for_search(const ClusterSpec& cluster, int apart) {
+  if (static_cast<int>(cluster.groups.size()) > apart) return merge_identical_groups(cluster);
+  ClusterMerge out;
+  out.cluster = cluster;
+  for (int i = 0; i < static_cast<int>(cluster.groups.size()); ++i) out.members.push_back({i});
+  return out;
+}
+
 Plan unmerge_plan(const Plan& plan, const ClusterMerge& merge) {
   Plan out = plan;
   auto place = [&](int& group, int& first_gpu, int gpus) {

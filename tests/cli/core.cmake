@@ -78,21 +78,27 @@ set(_cli_cases
 )
 autohaap_cli_cases("cli" ${_cli_cases})
 
-# Identical node groups are searched as one and the plan written on the
-# original pods (the same time as the 256 GPUs as one group); the plan file
-# re-reads and re-estimates on the four pods. The merged pods are also
-# offered as two halves of two pods each (search/cluster_split.hpp): the
-# first two run tp 4 x cp 2 x dp 8, the last two tp 2 x cp 4 x dp 8
-# (41.9217 s, where one layout on all four gave 42.924 s).
+# Four identical node groups are searched apart (search/cluster_merge.hpp,
+# merge_for_search), so each pod takes its own layout: the first tp 4 x
+# cp 2 x dp 8, the other three tp 2 x cp 4 x dp 8 (41.9183 s; merged, two
+# pods of each, 41.9217 s; one layout on all four 42.924 s); the plan file
+# re-reads and re-estimates on the four pods. Six identical pods are
+# searched as one group of six parts and the plan written on the original
+# pods, which it re-estimates on (29.5309 s; the same 384 GPUs as one group
+# 29.4002 s, with stages of 128 GPUs across two pods).
 # micro_batch_per_replica lets 1024 GPUs run 128 data-parallel GPUs a
 # stage: B = 128, one sequence a replica (GPT-3's attention is unfused,
 # so no context parallelism).
 set(_merge ${CMAKE_CURRENT_SOURCE_DIR}/data/merge)
 set(_merge_cases
-  "search_identical_pods_merged|0|pipeline_stages +: 4\n.*a100-80gb 4x2x8 .0,20. none . a100-80gb 4x2x8 .20,40. none . a100-80gb 2x4x8 .40,60. none.*iteration_time_s +: 41.9217|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
-  "estimate_identical_pods_plan|0|iteration_time_s +: 41.9217|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "search_identical_pods_apart|0|pipeline_stages +: 4\n.*a100-80gb 4x2x8 .0,20. none . a100-80gb 2x4x8 .20,40. none . a100-80gb 2x4x8 .40,60. none . a100-80gb 2x4x8 .60,80. none.*iteration_time_s +: 41.9183|search|-m|llama3-70b|-c|${_merge}/a100-80gb-4pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "estimate_identical_pods_plan|0|iteration_time_s +: 41.9183|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/pods_plan.json"
+  "search_six_identical_pods_merged|0|pipeline_stages +: 9\n.*iteration_time_s +: 29.5309|search|-m|llama3-70b|-c|${_merge}/a100-80gb-6pods.yaml|-j|2|-o|${CMAKE_CURRENT_BINARY_DIR}/six_pods_plan.json"
+  "estimate_six_identical_pods_plan|0|iteration_time_s +: 29.5309|estimate|--plan|${CMAKE_CURRENT_BINARY_DIR}/six_pods_plan.json"
   "search_micro_batch_per_replica|0|stages +: a100-80gb 2x128 .*micro_batch_size +: 128\n.*iteration_time_s +: 0.1251|search|-m|gpt3-1.3b|-c|a100-80gb-128nodes|-t|${_merge}/per_replica.yaml|-j|2"
 )
 autohaap_cli_cases("cli" ${_merge_cases})
-set_tests_properties(cli_search_identical_pods_merged PROPERTIES FIXTURES_SETUP pods_plan)
+set_tests_properties(cli_search_identical_pods_apart PROPERTIES FIXTURES_SETUP pods_plan)
 set_tests_properties(cli_estimate_identical_pods_plan PROPERTIES FIXTURES_REQUIRED pods_plan)
+set_tests_properties(cli_search_six_identical_pods_merged PROPERTIES FIXTURES_SETUP six_pods_plan)
+set_tests_properties(cli_estimate_six_identical_pods_plan PROPERTIES FIXTURES_REQUIRED six_pods_plan)

@@ -29,6 +29,18 @@
 // the exhaustive strategy, which runs on the original cluster, still
 // covers them.
 //
+// When: only where the unmerged space is too large to search whole
+// (merge_for_search). Up to kGroupsSearchedApart groups the search takes
+// every group apart, identical ones included, and so also the plans merging
+// gives up. Measured (Llama 3 70B, groups of 8 nodes x 8 A100-80GB, 2
+// threads; groups kept apart by a different NIC latency each): four groups
+// 0.30 s and five 2.6 s apart (0.11 s merged), six 35 s and eight still
+// walking after 120 s (0.14 and 0.16 s merged); on three such groups apart
+// the plan is 0.6% faster than merged. Apart is dearest where few layouts
+// fit: Llama 3 405B on four groups of 4 x 8 A100-80GB takes 4.1 s (0.08 s
+// merged) for a plan 14% faster, and 9.7 s on four groups of 3 x 8 H100 to
+// prove that it fits none.
+//
 // Callers: the search driver (search_driver.cpp) merges before
 // initialization and unmerges its final plans; every rank of an MPI job
 // merges the same way (deterministic), so skeleton lists, checkpoints and
@@ -63,6 +75,13 @@ struct ClusterMerge {
 bool identical_groups(const NodeGroup& a, const NodeGroup& b);
 
 ClusterMerge merge_identical_groups(const ClusterSpec& cluster);
+
+// The most node groups a search takes apart, identical ones included.
+inline constexpr int kGroupsSearchedApart = 4;
+
+// The merge a search runs on: merge_identical_groups where the cluster has
+// more than `apart` groups, else none (each group its own member).
+ClusterMerge merge_for_search(const ClusterSpec& cluster, int apart = kGroupsSearchedApart);
 
 // A plan of merge.cluster as a plan of the original cluster (same
 // prediction and search stats): each stage's group and first GPU, and each

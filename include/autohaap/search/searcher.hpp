@@ -55,6 +55,7 @@
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/plan.hpp"
 #include "autohaap/plan_status.hpp"
+#include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/incumbent.hpp"
 #include "autohaap/search/init_progress.hpp"
 #include "autohaap/search/init_round.hpp"
@@ -102,6 +103,11 @@ struct SearchOptions : SearchSettings {
   // is written — that can take seconds, and a launcher that passes on a
   // stop kills the ranks a second later — so the caller can save it first.
   std::function<void(const Plan&)> ended;
+  // autohaap: clusters of at most this many node groups are searched with
+  // every group apart, identical ones unmerged (cluster_merge.hpp,
+  // merge_for_search); 0 merges always (the merged space alone, as tests
+  // of it want).
+  int groups_searched_apart = kGroupsSearchedApart;
 };
 
 struct SearchResult {
