@@ -198,12 +198,14 @@ StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end)
   if (!choice_.must_fit) {
     c.recompute = modes.front();
     c.entry = estimate(i, begin, end, c.recompute);
+    c.fastest_compute_s = c.entry.time_s();
     c.feasible = true;
     return c;
   }
   for (std::size_t r = 0; r < modes.size(); ++r) {
     if (identical_ && n > capacity_[i][r]) continue;
     const StageEntry e = estimate(i, begin, end, modes[r]);
+    if (r == 0) c.fastest_compute_s = e.time_s();
     if (!e.fits()) continue;
     if (!c.feasible) {
       c.feasible = true;

@@ -10,7 +10,7 @@ namespace {
 
 using Choice = StageCostTable::Choice;
 double pace_of(const Choice& c) { return c.pace(); }
-double compute_of(const Choice& c) { return c.entry.time_s(); }
+double compute_of(const Choice& c) { return c.fastest_compute_s; }
 double sync_of(const Choice& c) { return c.sync(); }
 
 }  // namespace
@@ -51,7 +51,7 @@ int ThresholdSplit::grow_one(Reach& reach, int i, int a, double limit, Value val
   if (table_.identical()) top = std::min(top, L_ - p_ + 1);
   while (b + 1 <= top) {
     const auto& c = table_.at(i, a, b + 1);
-    if (!c.feasible || value(c) > limit) break;
+    if ((!c.feasible && !passes_unfit()) || value(c) > limit) break;
     ++b;
   }
   reach.set(i, a, b);
@@ -75,7 +75,7 @@ double ThresholdSplit::next_event_of(const Reach& reach, Value value, const Reac
       if (table_.identical()) top = std::min(top, L_ - p_ + 1);
       if (b > top) continue;
       const auto& c = table_.at(i, a, b);
-      if (c.feasible) next = std::min(next, value(c));
+      if (c.feasible || passes_unfit()) next = std::min(next, value(c));
     }
   }
   return next;
@@ -110,14 +110,19 @@ double ThresholdSplit::next_bottleneck_event() {
 
 ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::function<bool()>& stopping) {
   Start start;
-  // No bottleneck below the slowest stage's fastest single layer.
+  // No bottleneck below the slowest stage's fastest single layer (a layer
+  // list's: its fastest compute, since a single layer that does not fit
+  // can start a longer range that does).
   double T = 0;
   for (int i = 0; i < p_; ++i) {
     double least = kInf;
     for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
       if (a + table_.min_layers() > table_.last_end(i)) continue;
       const auto& c = table_.at(i, a, a + table_.min_layers());
-      if (c.feasible) least = std::min(least, c.pace());
+      if (passes_unfit())
+        least = std::min(least, compute_of(c));
+      else if (c.feasible)
+        least = std::min(least, c.pace());
     }
     if (least == kInf) return start;  // stage i cannot hold any single layer
     T = std::max(T, least);
@@ -229,15 +234,18 @@ double ThresholdSplit::min_sum_of(const Reach& t_reach, const Reach* s_reach, Co
 }
 
 double ThresholdSplit::min_sum(const Reach& t_reach, const Reach* s_reach) {
-  // The reach of generic layers holds ranges whose pace is above T.
+  // The reach of generic layers holds ranges whose pace is above T, or
+  // that do not fit.
   const double T = T_;
-  return min_sum_of(t_reach, s_reach, [T](const Choice& c) { return c.pace() <= T ? c.pace() : kInf; });
+  return min_sum_of(t_reach, s_reach,
+                    [T](const Choice& c) { return c.feasible && c.pace() <= T ? c.pace() : kInf; });
 }
 
 double ThresholdSplit::min_sum_within(const Reach& t_reach, double S) {
   const double T = T_;
   return min_sum_of(t_reach, nullptr, [T, S](const Choice& c) {
     double least = kInf;
+    if (!c.feasible) return least;
     for (int k = 0; k < c.options(); ++k) {
       const StageCostTable::Option& o = c.option(k);
       if (o.pace() <= T && o.sync() <= S) least = std::min(least, o.pace());

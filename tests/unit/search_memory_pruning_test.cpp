@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <random>
 
 #include <cereal/archives/binary.hpp>
 #include <sstream>
@@ -56,6 +57,57 @@ TEST(MemoryPruning, CapacityIsTheMostLayersThatFit) {
     }
   }
   EXPECT_GT(binding, 10);  // the fixture's memory really binds
+}
+
+// A layer list under DeepSpeed: a stage that sends keeps its last layer's
+// output per micro-batch in flight, so memory does not grow with the range
+// and a range can fit where a shorter one from the same start does not. A
+// stage's capacity is the longest range that fits where the stage may sit
+// (the first stage from layer 0, the last to the end, a middle one
+// anywhere), found by trying every range; a bisection on the prefix had
+// called a stage that fits [0, 2) unable to hold one layer, and the model
+// infeasible on two T4s where the exhaustive search ran it.
+TEST(MemoryPruning, LayerListCapacityIsTheLongestRangeThatFits) {
+  int compared = 0, longer_fits = 0;
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> activation(1, 3000);
+    std::bernoulli_distribution wide(0.4);
+    Problem problem = two_group_problem(6, 3, 2);
+    problem.model = search_fixtures::tiny_layer_list(6);
+    for (GenericLayer& layer : problem.model.generic_layers) {
+      layer.activation_MB = activation(rng);
+      layer.output_MB = wide(rng) ? 3000 : 1;
+    }
+    problem.training.runtime = Runtime::deepspeed;
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const int L = problem.model.layers;
+    for (int group : {0, 1}) {
+      for (Recompute r : {Recompute::none, Recompute::full}) {
+        for (int stage = 0; stage < 3; ++stage) {
+          const StageSlot slot{group, 0, 1, 1, 1};
+          const int p = 3, B = 2, m = problem.training.global_batch / B;
+          const StageShape shape{group, 1, 1, r};
+          auto fits = [&](int begin, int end) {
+            return cost.stage_memory(shape, B, begin, end, stage, p, m).total() <= cost.capacity_bytes(group);
+          };
+          int longest = 0;
+          for (int begin = 0; begin < L; ++begin) {
+            for (int end = begin + 1; end <= L; ++end) {
+              const bool placed = (stage > 0 || begin == 0) && (stage < p - 1 || end == L);
+              if (placed && fits(begin, end)) longest = std::max(longest, end - begin);
+              longer_fits += placed && end + 1 <= L && !fits(begin, end) && fits(begin, end + 1);
+            }
+          }
+          EXPECT_EQ(memory.max_layers(slot, r, B, stage, p, m), longest) << "seed " << seed << " stage " << stage;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 480);
+  EXPECT_GT(longer_fits, 0) << "no range fits where a shorter one does not: the case is not exercised";
 }
 
 TEST(MemoryPruning, LeanerRecomputeHoldsMoreLayers) {

@@ -80,6 +80,11 @@ class StageCostTable {
   struct Choice : Option {
     bool computed = false;
     bool feasible = false;
+    // The range's compute time in the stage's first mode (its fastest),
+    // fitting or not: what a layer list's reach grows on
+    // (threshold_split.hpp). Set wherever that mode was estimated, which
+    // for layer lists is every range.
+    double fastest_compute_s = 0;
     // Where tails_vary() only: the later fitting modes whose tail is below
     // this one's (a mode no faster that hides no more sync cannot help).
     std::vector<Option> leaner;

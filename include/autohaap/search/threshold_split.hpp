@@ -9,15 +9,19 @@
 // single-layer paces.
 //
 // A reach must grow with the range's end. With identical layers the pace
-// does (every boundary sends the same bytes); with generic layer lists it
-// need not, as a range's sends are its first layer's input and its last
-// layer's output: [a, b + 1) can be faster than [a, b) when layer b - 1's
-// output is wide and layer b's narrow. There the reach grows on the compute
-// time alone, which does grow, the DP takes only the ranges in it whose
-// pace is <= T, and those above T are events. The exact split
-// (load_balancer.hpp) adds a second threshold on the sync term (a reach
-// where tails grow with the layers, a filter over each range's options
-// where they need not: StageCostTable::tails_vary); the
+// does (every boundary sends the same bytes) and so does the memory; with
+// generic layer lists neither need: a range's sends are its first layer's
+// input and its last layer's output, so [a, b + 1) can be faster than
+// [a, b) when layer b - 1's output is wide and layer b's narrow, and under
+// DeepSpeed a stage holds its last layer's output per micro-batch in
+// flight, so [a, b + 1) can fit where [a, b) does not. There the reach
+// grows on the compute time in the stage's fastest mode alone, fitting or
+// not (which does grow), the DP takes only the ranges in it that fit with
+// a pace <= T, and the paces above T are events.
+//
+// The exact split (load_balancer.hpp) adds a second threshold on the sync
+// term (a reach where tails grow with the layers, a filter over each
+// range's options where they need not: StageCostTable::tails_vary); the
 // Metis-style balancer (metis_balancer.hpp) stops at the least feasible
 // bottleneck.
 //
@@ -127,6 +131,8 @@ class ThresholdSplit {
   // compute time (see the top of this file).
   using ReachMeasure = double (*)(const StageCostTable::Choice&);
   ReachMeasure reach_measure() const;
+  // Whether reaches pass over ranges that do not fit (layer lists).
+  bool passes_unfit() const { return !table_.identical(); }
   void narrow(double T);
   // Starts whose reach is kept current (grown, watched for events).
   int active_lo(int i) const;
