@@ -665,6 +665,11 @@ LayerMemory CostModel::edge_memory(const StageShape& shape, int micro_batch, boo
   return m;
 }
 
+bool CostModel::memory_grows_with_range(int stage_index, int num_stages) const {
+  return problem_.model.family != ModelFamily::generic || problem_.training.runtime != Runtime::deepspeed ||
+         stage_index == num_stages - 1;
+}
+
 MemoryBreakdown CostModel::stage_memory(const StageShape& shape, int micro_batch, int layer_begin, int layer_end,
                                         int stage_index, int num_stages, int num_micro_batches, int vpp) const {
   return stage_memory(shape, problem_.training.zero, micro_batch, layer_begin, layer_end, stage_index, num_stages,

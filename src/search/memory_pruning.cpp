@@ -193,35 +193,51 @@ int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int mic
     return cost_.stage_memory(shape, micro_batch, begin, end, stage_index, num_stages, num_micro_batches).total() <=
            capacity;
   };
-  // Identical layers: the largest n in [0, layers] whose [0, n) fits
-  // (memory grows with n; the position is in the key, not the range).
-  auto largest_prefix = [&] {
-    if (!fits(0, 1)) return 0;
-    int lo = 1, hi = layers;  // fits(0, lo) holds
-    while (lo < hi) {
-      const int mid = lo + (hi - lo + 1) / 2;
-      if (fits(0, mid))
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    return lo;
-  };
-
   int result = 0;
-  const bool identical = cost_.problem().model.family != ModelFamily::generic;
-  if (identical) {
-    result = largest_prefix();
+  if (cost_.memory_grows_with_range(stage_index, num_stages)) {
+    // Largest n in [0, layers] whose range(n) fits; memory grows with n.
+    auto largest = [&](auto range) {
+      auto ok = [&](int n) {
+        const auto [begin, end] = range(n);
+        return fits(begin, end);
+      };
+      if (!ok(1)) return 0;
+      int lo = 1, hi = layers;  // ok(lo) holds
+      while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (ok(mid))
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      return lo;
+    };
+    // Identical layers: the position is in the key, not the range.
+    const bool identical = cost_.problem().model.family != ModelFamily::generic;
+    if (first || identical) {
+      result = largest([](int n) { return std::pair{0, n}; });
+    } else if (last) {
+      result = largest([layers](int n) { return std::pair{layers - n, layers}; });
+    } else {
+      // Longest window anywhere: two pointers, each window grown while it fits.
+      int begin = 0;
+      for (int end = 1; end <= layers; ++end) {
+        while (begin < end && !fits(begin, end)) ++begin;
+        result = std::max(result, end - begin);
+      }
+    }
   } else {
-    // A layer list's memory grows with the range but for one term: under
-    // DeepSpeed a stage that sends keeps its last layer's output per
-    // micro-batch in flight (CostModel::stage_memory), so a longer range
-    // ending on a narrower output can fit where a shorter one does not.
-    // For a fixed end the rest grows as the range starts earlier: per end,
-    // the earliest start that fits, by bisection (the first stage's start
-    // is 0, the last stage's end the model's last layer).
-    auto earliest_start = [&](int end) {  // end + 1 (none) when [end - 1, end) does not fit
-      if (!fits(end - 1, end)) return end + 1;
+    // A layer list's sending stage under DeepSpeed
+    // (CostModel::memory_grows_with_range): a range ending on a narrower
+    // output can fit where a shorter one does not, but for a fixed end the
+    // memory still grows as the range starts earlier. Per end, the
+    // earliest start that fits, by bisection (the first stage starts at 0).
+    for (int end = 1; end <= layers; ++end) {
+      if (first) {
+        if (fits(0, end)) result = end;
+        continue;
+      }
+      if (!fits(end - 1, end)) continue;
       int lo = 0, hi = end - 1;  // fits(hi, end) holds
       while (lo < hi) {
         const int mid = lo + (hi - lo) / 2;
@@ -230,19 +246,7 @@ int MemoryPruner::max_layers(const StageSlot& slot, Recompute recompute, int mic
         else
           lo = mid + 1;
       }
-      return lo;
-    };
-    if (last) {
-      const int begin = earliest_start(layers);
-      result = begin <= layers ? layers - begin : 0;
-    } else {
-      for (int end = 1; end <= layers; ++end) {
-        if (first) {
-          if (fits(0, end)) result = end;
-        } else if (const int begin = earliest_start(end); begin < end) {
-          result = std::max(result, end - begin);
-        }
-      }
+      result = std::max(result, end - lo);
     }
   }
   memo_->insert(key, result);

@@ -79,6 +79,14 @@ StageCostTable::StageCostTable(const CostModel& cost, const MemoryPruner* memory
       }
     }
   }
+  if (choice_.must_fit) {
+    for (int i = 0; i < stages_; ++i)
+      most_layers_.push_back(cost.memory_grows_with_range(i, stages_)
+                                 ? -1
+                                 : memory->max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, i, stages_,
+                                                              micro_batches_));
+    if (std::all_of(most_layers_.begin(), most_layers_.end(), [](int n) { return n < 0; })) most_layers_.clear();
+  }
 }
 
 const StageCostTable::Choice& StageCostTable::at(int i, int begin, int end) {
@@ -198,19 +206,20 @@ StageCostTable::Choice StageCostTable::compute(int i, int n, int begin, int end)
   if (!choice_.must_fit) {
     c.recompute = modes.front();
     c.entry = estimate(i, begin, end, c.recompute);
-    c.fastest_compute_s = c.entry.time_s();
+    c.reach_compute_s = c.entry.time_s();
     c.feasible = true;
     return c;
   }
   for (std::size_t r = 0; r < modes.size(); ++r) {
     if (identical_ && n > capacity_[i][r]) continue;
     const StageEntry e = estimate(i, begin, end, modes[r]);
-    if (r == 0) c.fastest_compute_s = e.time_s();
+    if (r == 0) c.reach_compute_s = e.time_s();
     if (!e.fits()) continue;
     if (!c.feasible) {
       c.feasible = true;
       c.recompute = modes[r];
       c.entry = e;
+      if (!fit_may_return(i)) c.reach_compute_s = e.time_s();
       // A slower mode hides only exposed sync: with none, it cannot help.
       if (!tails_vary_ || c.entry.dp_sync_s <= 0) return c;
     } else if (e.tail_s() < c.sync()) {

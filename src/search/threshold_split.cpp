@@ -10,7 +10,7 @@ namespace {
 
 using Choice = StageCostTable::Choice;
 double pace_of(const Choice& c) { return c.pace(); }
-double compute_of(const Choice& c) { return c.fastest_compute_s; }
+double compute_of(const Choice& c) { return c.reach_compute_s; }
 double sync_of(const Choice& c) { return c.sync(); }
 
 }  // namespace
@@ -44,14 +44,22 @@ void Reach::set(int i, int a, int b) {
 ThresholdSplit::ThresholdSplit(StageCostTable& table)
     : table_(table), L_(table.layers()), p_(table.stages()), reach_t_(table) {}
 
+int ThresholdSplit::reach_top(int i, int a, const Reach* cap) const {
+  int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
+  if (table_.identical()) top = std::min(top, L_ - p_ + 1);
+  // Passing over ranges that do not fit, a reach stops at the longest any
+  // range of the stage fits.
+  if (passes_unfit(i)) top = std::min(top, a + table_.most_layers(i));
+  return top;
+}
+
 template <class Value>
 int ThresholdSplit::grow_one(Reach& reach, int i, int a, double limit, Value value, const Reach* cap) {
   int b = reach.get(i, a);
-  int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
-  if (table_.identical()) top = std::min(top, L_ - p_ + 1);
+  const int top = reach_top(i, a, cap);
   while (b + 1 <= top) {
     const auto& c = table_.at(i, a, b + 1);
-    if ((!c.feasible && !passes_unfit()) || value(c) > limit) break;
+    if ((!c.feasible && !passes_unfit(i)) || value(c) > limit) break;
     ++b;
   }
   reach.set(i, a, b);
@@ -71,11 +79,9 @@ double ThresholdSplit::next_event_of(const Reach& reach, Value value, const Reac
   for (int i = 0; i < p_; ++i) {
     for (int a = active_lo(i); a <= active_hi(i); ++a) {
       const int b = reach.get(i, a) + 1;
-      int top = std::min(table_.last_end(i), cap ? cap->get(i, a) : table_.last_end(i));
-      if (table_.identical()) top = std::min(top, L_ - p_ + 1);
-      if (b > top) continue;
+      if (b > reach_top(i, a, cap)) continue;
       const auto& c = table_.at(i, a, b);
-      if (c.feasible || passes_unfit()) next = std::min(next, value(c));
+      if (c.feasible || passes_unfit(i)) next = std::min(next, value(c));
     }
   }
   return next;
@@ -110,19 +116,21 @@ double ThresholdSplit::next_bottleneck_event() {
 
 ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::function<bool()>& stopping) {
   Start start;
-  // No bottleneck below the slowest stage's fastest single layer (a layer
-  // list's: its fastest compute, since a single layer that does not fit
-  // can start a longer range that does).
+  // No bottleneck below the slowest stage's fastest single layer: its pace,
+  // or for a layer list, whose pace need not grow with the range (see the
+  // top of this file), its compute, counting on a stage where a longer
+  // range may fit the single layers that do not.
   double T = 0;
   for (int i = 0; i < p_; ++i) {
     double least = kInf;
     for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
       if (a + table_.min_layers() > table_.last_end(i)) continue;
       const auto& c = table_.at(i, a, a + table_.min_layers());
-      if (passes_unfit())
+      if (table_.identical()) {
+        if (c.feasible) least = std::min(least, c.pace());
+      } else if (c.feasible || passes_unfit(i)) {
         least = std::min(least, compute_of(c));
-      else if (c.feasible)
-        least = std::min(least, c.pace());
+      }
     }
     if (least == kInf) return start;  // stage i cannot hold any single layer
     T = std::max(T, least);

@@ -118,6 +118,12 @@ class CostModel {
   MemoryBreakdown stage_memory(const StageShape& shape, int zero, int micro_batch, int layer_begin, int layer_end,
                                int stage_index, int num_stages, int num_micro_batches, int vpp) const;
   double capacity_bytes(int group) const;
+  // Whether stage_memory grows as a range takes more layers at either end,
+  // for stage `stage_index` of `num_stages`: always, but for a layer list's
+  // stage that sends under DeepSpeed, which holds its last layer's output
+  // per micro-batch in flight (a narrow output after a wide one makes the
+  // longer range the leaner).
+  bool memory_grows_with_range(int stage_index, int num_stages) const;
   // The least tail (StageEstimate::tail_s) stage i of `plan`, a one-device
   // stage, can have holding `layers` layers of a transformer family (whose
   // layers hold alike parameters): its gradient sync and optimizer step as

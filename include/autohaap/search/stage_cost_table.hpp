@@ -80,11 +80,12 @@ class StageCostTable {
   struct Choice : Option {
     bool computed = false;
     bool feasible = false;
-    // The range's compute time in the stage's first mode (its fastest),
-    // fitting or not: what a layer list's reach grows on
-    // (threshold_split.hpp). Set wherever that mode was estimated, which
-    // for layer lists is every range.
-    double fastest_compute_s = 0;
+    // What a layer list's reach grows on (threshold_split.hpp), a compute
+    // time that grows with the range: where a range that does not fit may
+    // fit with more layers (fit_may_return), in the stage's first mode
+    // (its fastest) whether it fits or not; elsewhere in the mode chosen.
+    // Set for layer lists only.
+    double reach_compute_s = 0;
     // Where tails_vary() only: the later fitting modes whose tail is below
     // this one's (a mode no faster that hides no more sync cannot help).
     std::vector<Option> leaner;
@@ -116,6 +117,14 @@ class StageCostTable {
   int min_layers() const { return vpp_; }
   // Stage i starts at >= i and ends at <= last_end(i): every stage keeps a layer.
   int last_end(int i) const { return layers_ - (stages_ - 1 - i); }
+  // Whether a range that does not fit may still fit with more layers on
+  // stage i (CostModel::memory_grows_with_range; a must-fit table only).
+  bool fit_may_return(int i) const { return !most_layers_.empty() && most_layers_[i] >= 0; }
+  // Where it may, the most layers a range of stage i can hold and fit: its
+  // longest range that fits in the leanest mode
+  // (MemoryPruner::max_layers_leanest), which bounds the ranges a split
+  // passes over (threshold_split.hpp).
+  int most_layers(int i) const { return most_layers_[i]; }
 
   // Stage i on layers [begin, end).
   const Choice& at(int i, int begin, int end);
@@ -150,6 +159,7 @@ class StageCostTable {
   std::vector<int> picks_, trial_picks_;                // pick_options' result, its scratch
   std::vector<std::vector<Choice>> by_count_;           // identical: [stage][layers]
   std::vector<std::vector<int>> capacity_;              // identical, must fit: [stage][mode]
+  std::vector<int> most_layers_;                        // must fit: [stage], -1 where memory grows with the range
   std::unordered_map<std::uint64_t, Choice> by_range_;  // otherwise: (stage, begin, end)
 };
 

@@ -13,11 +13,13 @@
 // generic layer lists neither need: a range's sends are its first layer's
 // input and its last layer's output, so [a, b + 1) can be faster than
 // [a, b) when layer b - 1's output is wide and layer b's narrow, and under
-// DeepSpeed a stage holds its last layer's output per micro-batch in
-// flight, so [a, b + 1) can fit where [a, b) does not. There the reach
-// grows on the compute time in the stage's fastest mode alone, fitting or
-// not (which does grow), the DP takes only the ranges in it that fit with
-// a pace <= T, and the paces above T are events.
+// DeepSpeed a stage that sends holds its last layer's output per
+// micro-batch in flight, so [a, b + 1) can fit where [a, b) does not
+// (CostModel::memory_grows_with_range). There the reach grows on the
+// compute time alone, which does grow (StageCostTable::Choice::
+// reach_compute_s), on such a stage over ranges that do not fit, up to the
+// longest that can (StageCostTable::most_layers); the DP takes only the
+// ranges in it that fit with a pace <= T, and the paces above T are events.
 //
 // The exact split (load_balancer.hpp) adds a second threshold on the sync
 // term (a reach where tails grow with the layers, a filter over each
@@ -131,8 +133,11 @@ class ThresholdSplit {
   // compute time (see the top of this file).
   using ReachMeasure = double (*)(const StageCostTable::Choice&);
   ReachMeasure reach_measure() const;
-  // Whether reaches pass over ranges that do not fit (layer lists).
-  bool passes_unfit() const { return !table_.identical(); }
+  // Whether stage i's reaches pass over ranges that do not fit: where a
+  // longer one may fit (StageCostTable::fit_may_return).
+  bool passes_unfit(int i) const { return table_.fit_may_return(i); }
+  // The furthest end reach(i, a) may grow to, capped by `cap` when given.
+  int reach_top(int i, int a, const Reach* cap) const;
   void narrow(double T);
   // Starts whose reach is kept current (grown, watched for events).
   int active_lo(int i) const;
