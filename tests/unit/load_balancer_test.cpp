@@ -221,15 +221,9 @@ TEST(LoadBalancer, LayerListsWhoseOutputsRiseAndFallMatchBruteForce) {
   // as large as the compute; memory is ample, so only the split matters.
   int compared = 0, differ = 0;
   for (std::uint32_t seed = 1; seed <= 6; ++seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> gflop(5, 60);
-    std::bernoulli_distribution wide(0.4);
-    Problem problem = two_group_problem(7, 20, 12);
-    problem.model = search_fixtures::tiny_layer_list(7);
-    for (GenericLayer& layer : problem.model.generic_layers) {
-      layer.forward_gflop = gflop(rng);
-      layer.output_MB = wide(rng) ? 200 : 0.5;
-    }
+    const Problem problem = search_fixtures::rising_and_falling_outputs(
+        {.layers = 7, .fast_GiB = 20, .slow_GiB = 12, .wide_MB = 200, .narrow_MB = 0.5, .gflop_min = 5, .gflop_max = 60},
+        seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
     const LoadBalancer balancer(cost, memory, nullptr);
@@ -314,16 +308,8 @@ TEST(LoadBalancer, ALayerListsBottleneckCanLieBelowEverySingleLayersPace) {
 TEST(LoadBalancer, LayerListsWhereALongerRangeFitsMatchBruteForce) {
   int compared = 0;
   for (std::uint32_t seed = 1; seed <= 10; ++seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> activation(1, 1500);
-    std::bernoulli_distribution wide(0.4);
-    Problem problem = two_group_problem(6, 6, 4);
-    problem.model = search_fixtures::tiny_layer_list(6);
-    for (GenericLayer& layer : problem.model.generic_layers) {
-      layer.activation_MB = activation(rng);
-      layer.output_MB = wide(rng) ? 3000 : 1;
-    }
-    problem.training.runtime = Runtime::deepspeed;
+    const Problem problem = search_fixtures::rising_and_falling_outputs(
+        {.activation_max_MB = 1500, .runtime = Runtime::deepspeed}, seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
     const LoadBalancer balancer(cost, memory, nullptr);

@@ -46,6 +46,20 @@ inline ModelSpec tiny_layer_list(int layers) {
   return m;
 }
 
+// A layer list on two_group_problem's cluster whose layers' outputs are
+// wide or narrow at random (40% wide), so a stage's sends and, under
+// DeepSpeed, its memory need not grow with its range. Per layer, when
+// asked: its forward GFLOP uniform in [gflop_min, gflop_max], then its
+// stored activations uniform in [1, activation_max_MB], then its output;
+// the rest is tiny_layer_list's.
+struct RisingAndFallingOutputs {
+  int layers = 6;
+  double fast_GiB = 6, slow_GiB = 4;
+  double wide_MB = 3000, narrow_MB = 1;
+  double gflop_min = 0, gflop_max = 0;  // 0: tiny_layer_list's
+  double activation_max_MB = 0;         // 0: tiny_layer_list's
+  Runtime runtime = Runtime::megatron;
+};
 // A catalog device with `memory_GiB` left for the model's tensors by a
 // stage of a pipeline without tensor or data parallelism: the capacity also
 // covers the CUDA context and the pipeline's NCCL communicator, so small
@@ -81,6 +95,21 @@ inline Problem two_group_problem(int layers, double fast_GiB = 0.45, double slow
   p.training.headroom_GiB = 0;
   p.training.precision = Precision::fp16;  // the V100 has no BF16
   return p;
+}
+
+inline Problem rising_and_falling_outputs(const RisingAndFallingOutputs& o, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> gflop(o.gflop_min, o.gflop_max), activation(1, o.activation_max_MB);
+  std::bernoulli_distribution wide(0.4);
+  Problem problem = two_group_problem(o.layers, o.fast_GiB, o.slow_GiB);
+  problem.model = tiny_layer_list(o.layers);
+  for (GenericLayer& layer : problem.model.generic_layers) {
+    if (o.gflop_max > 0) layer.forward_gflop = gflop(rng);
+    if (o.activation_max_MB > 0) layer.activation_MB = activation(rng);
+    layer.output_MB = wide(rng) ? o.wide_MB : o.narrow_MB;
+  }
+  problem.training.runtime = o.runtime;
+  return problem;
 }
 
 // A seeded random small case. Sizes stay small enough for the exhaustive

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <random>
 
 #include <cereal/archives/binary.hpp>
 #include <sstream>
@@ -70,16 +69,8 @@ TEST(MemoryPruning, CapacityIsTheMostLayersThatFit) {
 TEST(MemoryPruning, LayerListCapacityIsTheLongestRangeThatFits) {
   int compared = 0, longer_fits = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> activation(1, 3000);
-    std::bernoulli_distribution wide(0.4);
-    Problem problem = two_group_problem(6, 3, 2);
-    problem.model = search_fixtures::tiny_layer_list(6);
-    for (GenericLayer& layer : problem.model.generic_layers) {
-      layer.activation_MB = activation(rng);
-      layer.output_MB = wide(rng) ? 3000 : 1;
-    }
-    problem.training.runtime = Runtime::deepspeed;
+    const Problem problem = search_fixtures::rising_and_falling_outputs(
+        {.fast_GiB = 3, .slow_GiB = 2, .activation_max_MB = 3000, .runtime = Runtime::deepspeed}, seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
     const int L = problem.model.layers;
