@@ -87,7 +87,7 @@ bool run_metis(const CostModel& cost, const SearchOptions& options, const StopCo
   const SearchSpace space(problem, /*every_share=*/false);
   const std::vector<Task> tasks = metis_tasks(space);
   const MetisBalancer balancer(cost);
-  Incumbent incumbent(options.top_k);
+  Incumbent incumbent(options.top_k, problem.cluster);
   std::atomic<std::int64_t> evaluated{0}, without_fit{0};
   std::atomic<bool> stopped{false};
   result.candidates = static_cast<std::int64_t>(tasks.size());

@@ -103,7 +103,7 @@ class SearchDriver {
       : problem_(problem), search_(search), options_(options), sync_(sync),
         merge_(merge_for_search(problem.cluster, search.groups_searched_apart)), split_(split_groups(merged(problem, merge_))),
         cost_(split_.problem), memory_(cost_),
-        cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k),
+        cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k, split_.problem.cluster),
         threads_(parallel::usable_threads(search.threads)),
         stop_(StopCondition::of(search.cancel, search.time_limit_s, clock_)), progress_(search, clock_) {
     stop_.goal = &goal_;
@@ -257,7 +257,7 @@ class SearchDriver {
       init_stopped_ = true;    // part of the space never listed: only the rate bound holds
       plans_gathered_ = true;  // rank 0's probes are the answer: nothing to gather
       if (root()) {
-        Incumbent best(search_.top_k);
+        Incumbent best(search_.top_k, split_.problem.cluster);
         for (const Plan& plan : prepared_.probes) best.offer(plan);
         final_top_ = best.plans();
         init_evaluated_ = static_cast<std::int64_t>(prepared_.probes.size());
@@ -518,7 +518,7 @@ class SearchDriver {
     SearchState state;
     for (const SkeletonChunk& c : chunks_) state.chunk_end.push_back(c.end);
     state.chunk_done = done_;
-    state.top = merge_top_k(plans, search_.top_k);
+    state.top = merge_top_k(plans, search_.top_k, split_.problem.cluster);
     state.evaluated = total_evaluated();
     state.pruned = total_search_prune();
     state.cache = cache_.snapshot();
@@ -533,7 +533,7 @@ class SearchDriver {
     try {
       if (!plans_gathered_) {
         std::vector<std::vector<Plan>> plans = sync_.gather_plans(incumbent_.plans());
-        if (root()) final_top_ = merge_top_k(plans, search_.top_k);
+        if (root()) final_top_ = merge_top_k(plans, search_.top_k, split_.problem.cluster);
       }
       const CacheCounters search_phase = minus(cache_.counters(), init_counters_);
       // Set here too: a search stopped in its initialization never dealt
@@ -570,7 +570,7 @@ class SearchDriver {
       Outcome outcome;
       if (root()) {
         build_result(out, outcome);
-        out.result.uniform = merge_top_k(uniform_all, kAnswerUniformPlans);
+        out.result.uniform = merge_top_k(uniform_all, kAnswerUniformPlans, split_.problem.cluster);
         out.result.uniform_searched = !uniform_stopped;
       }
       sync_.share_outcome(outcome);
@@ -613,7 +613,7 @@ class SearchDriver {
     // The skeleton limit may have dropped a probe's skeleton from the list
     // (its bound above the list's last): its plan is kept here alike.
     if ((stopped_ || limited()) && !init_stopped_ && !prepared_.probes.empty())
-      final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k);
+      final_top_ = merge_top_k({*final_top_, prepared_.probes}, search_.top_k, split_.problem.cluster);
     result.top = std::move(*final_top_);
     for (Plan& plan : result.top) {
       if (split_.split()) plan = unsplit_plan(plan, split_);

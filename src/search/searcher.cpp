@@ -971,7 +971,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // Balances skeletons and keeps the K best plans (with those already
   // held): their K-th time bounds the search's K-th best, since the
   // skeletons stay in the list (a plan is no faster than its bound).
-  Incumbent seeds(std::max(1, options.top_k));
+  Incumbent seeds(std::max(1, options.top_k), cost.problem().cluster);
   // Each of `probes` balanced: the plan of its best split that fits, if
   // any (none once stopped).
   auto balanced = [&](const std::vector<Skeleton>& probes) {

@@ -80,13 +80,13 @@ struct SkeletonBest {
 
 // The reference strategies' loop: best_of(skeleton) on each skeleton of
 // `skeletons`, in order on the worker threads, until `stop`; the top_k best
-// plans go to result.top, each skeleton without one is counted under
+// plans of `cluster` (Incumbent) go to result.top, each skeleton without one is counted under
 // no_feasible_split in result.prune, and the stats are filled. Returns
 // whether it stopped early.
 template <class BestOf>
-bool sweep_skeletons(const std::vector<Skeleton>& skeletons, int top_k, const StopCondition& stop,
-                     ProgressReporter& progress, SearchResult& result, BestOf best_of) {
-  Incumbent incumbent(top_k);
+bool sweep_skeletons(const std::vector<Skeleton>& skeletons, int top_k, const ClusterSpec& cluster,
+                     const StopCondition& stop, ProgressReporter& progress, SearchResult& result, BestOf best_of) {
+  Incumbent incumbent(top_k, cluster);
   std::atomic<std::int64_t> evaluated{0}, without_fit{0};
   std::atomic<bool> stopped{false};
   progress.set_total(static_cast<std::int64_t>(skeletons.size()));

@@ -157,7 +157,7 @@ std::vector<Plan> uniform_plans(const CostModel& cost, int top_k, std::int64_t& 
                                 bool context_and_interleaving, const StopCondition& stop, bool* stopped, int share,
                                 int shares) {
   const Problem& problem = cost.problem();
-  Incumbent best(top_k);
+  Incumbent best(top_k, problem.cluster);
   if (stopped) *stopped = false;
   // The sets of most GPUs first: their plans are the likeliest to be the
   // best, and a set whose rate bound is above the K-th best plan found

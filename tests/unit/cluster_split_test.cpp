@@ -14,6 +14,7 @@
 #include "autohaap/cost/cost_model.hpp"
 #include "autohaap/io/catalog.hpp"
 #include "autohaap/io/plan_io.hpp"
+#include "autohaap/io/spec_loader.hpp"
 #include "autohaap/search/cluster_merge.hpp"
 #include "autohaap/search/cluster_split.hpp"
 #include "autohaap/search/load_balancer.hpp"
@@ -211,6 +212,41 @@ TEST(ClusterSplit, OneGroupHoldsStagesOfTwoLayoutsWhereThatIsFastest) {
   ASSERT_FALSE(described.top.empty());
   EXPECT_NEAR(described.top[0].predicted.iteration_time_s, plan.predicted.iteration_time_s,
               1e-9 * plan.predicted.iteration_time_s);
+}
+
+// The top K are K plans of the cluster as given. A plan on a group's two
+// halves with the same stages as a plan on the whole group is that plan:
+// counted apart, the twins had taken places in the K kept, the K-th best's
+// bound pruned plans of the true top K, and the list shrank when the twins
+// became one (two V100 nodes, -k 5: ranks 4 and 5 were the 13th and 17th
+// plans, and the exhaustive strategy listed 3). Every strategy's K best
+// are now the first K of its longer list.
+TEST(ClusterSplit, TheTopKArePlansOfTheClusterAsGiven) {
+  const std::string dir = std::string(AUTOHAAP_TEST_DATA_DIR) + "/split/";
+  const Problem p = load_problem(dir + "topk-model.yaml", dir + "topk-cluster.yaml", dir + "topk-training.yaml");
+  ASSERT_TRUE(split_groups(p).split());
+  // The times of a strategy's K best, each plan once.
+  auto times = [&](const std::string& strategy, int k) {
+    SearchOptions options;
+    options.strategy = strategy;
+    options.threads = 2;
+    options.mixed_stages = false;
+    options.top_k = k;
+    const std::vector<Plan> top = run_search(p, options).top;
+    std::vector<double> out;
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      out.push_back(top[i].predicted.iteration_time_s);
+      for (std::size_t j = 0; j < i; ++j)
+        EXPECT_FALSE(same_skeleton(top[i], top[j])) << strategy << " lists one plan twice, as " << j + 1 << " and " << i + 1;
+    }
+    return out;
+  };
+  const std::vector<double> all = times("reference", 20);
+  ASSERT_GE(all.size(), 10u);
+  const std::vector<double> first_five(all.begin(), all.begin() + 5);
+  EXPECT_EQ(times("autohaap", 20), all);
+  for (const std::string strategy : {"autohaap", "exhaustive", "reference"})
+    EXPECT_EQ(times(strategy, 5), first_five) << strategy;
 }
 
 }  // namespace

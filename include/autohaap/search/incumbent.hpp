@@ -6,7 +6,12 @@
 // the split and recompute modes. The order is total, so the K plans kept
 // do not depend on which worker, thread count or rank offered what first.
 // One plan per skeleton is kept (the better one): the top-K are K different
-// parallel layouts, not K splits of one.
+// parallel layouts, not K splits of one. On a split cluster
+// (cluster_split.hpp) a skeleton is where its stages sit in the cluster
+// the split was made from: a plan on a group's two halves and the same
+// stages on the whole group are one plan, so the K kept are K plans of the
+// cluster as given (counted apart, they had filled the K-th place with a
+// twin and pruned plans of the true top K).
 //
 // Thread safety: offer() and tighten() may be called from any thread at
 // once; bound() and best() are lock-free reads. Cost: offer O(K) under a mutex.
@@ -18,6 +23,7 @@
 
 #include "autohaap/plan.hpp"
 #include "autohaap/search/parallel.hpp"
+#include "autohaap/specs/cluster.hpp"
 
 namespace autohaap {
 
@@ -29,6 +35,8 @@ bool same_skeleton(const Plan& a, const Plan& b);
 class Incumbent {
  public:
   explicit Incumbent(int k);
+  // Plans of `cluster`, which may hold halves of groups (NodeGroup::half_of).
+  Incumbent(int k, const ClusterSpec& cluster);
 
   int k() const { return k_; }
   // Offers a plan whose `predicted` is filled; plans that do not fit memory
@@ -46,7 +54,15 @@ class Incumbent {
   std::vector<Plan> plans() const;
 
  private:
+  // Canonical order: plan_before's with each stage placed where it sits in
+  // the cluster before the split, then as placed (a total order still).
+  bool before(const Plan& a, const Plan& b) const;
+  bool same(const Plan& a, const Plan& b) const;
+
   int k_;
+  // Per group: the group it lies in before the split and its first GPU
+  // there (empty: every group its own).
+  std::vector<std::pair<int, int>> origin_;
   mutable std::mutex mutex_;
   std::vector<Plan> plans_;  // sorted, at most k_
   parallel::AtomicMin bound_;
@@ -56,5 +72,6 @@ class Incumbent {
 // The K best plans of several lists (e.g. one per rank), one per skeleton,
 // in canonical order: the same answer whatever the lists' order.
 std::vector<Plan> merge_top_k(const std::vector<std::vector<Plan>>& lists, int k);
+std::vector<Plan> merge_top_k(const std::vector<std::vector<Plan>>& lists, int k, const ClusterSpec& cluster);
 
 }  // namespace autohaap
