@@ -12,7 +12,6 @@ namespace {
 ClusterSplit with_halves(const Problem& problem, const std::vector<int>& halved) {
   ClusterSplit out{problem, {}, halved};
   std::vector<NodeGroup>& groups = out.problem.cluster.groups;
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) out.origin.push_back({g, 0});
   for (const int g : halved) {
     const NodeGroup whole = problem.cluster.groups[g];
     for (int half = 1; half <= 2; ++half) {
@@ -22,10 +21,10 @@ ClusterSplit with_halves(const Problem& problem, const std::vector<int>& halved)
       h.parts = std::max(1, whole.parts / 2);
       h.half_of = g;
       h.half = half;
-      out.origin.push_back({g, half == 1 ? 0 : h.gpus()});
       groups.push_back(std::move(h));
     }
   }
+  out.origin = group_origins(out.problem.cluster);
   return out;
 }
 
@@ -37,6 +36,19 @@ bool halvable(const NodeGroup& g) {
 }
 
 }  // namespace
+
+std::vector<ClusterSplit::Origin> group_origins(const ClusterSpec& cluster) {
+  std::vector<ClusterSplit::Origin> out;
+  for (int g = 0; g < static_cast<int>(cluster.groups.size()); ++g) {
+    const NodeGroup& group = cluster.groups[g];
+    // The second half's GPUs follow the first's, as many.
+    if (group.half_of >= 0)
+      out.push_back({group.half_of, group.half == 1 ? 0 : group.gpus()});
+    else
+      out.push_back({g, 0});
+  }
+  return out;
+}
 
 ClusterSplit split_groups(const Problem& problem, bool every_share) {
   const std::vector<NodeGroup>& groups = problem.cluster.groups;

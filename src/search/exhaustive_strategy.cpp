@@ -49,7 +49,8 @@ bool run_exhaustive(const CostModel& cost, const SearchOptions& options, const S
   // A Megatron-runnable search gives every stage one recompute mode
   // (specs/runnable_by.hpp); its skeletons already share one stage shape.
   const bool one_mode = uniform_stages_required(problem.runnable_by);
-  return sweep_skeletons(list.skeletons, options.top_k, cost.problem().cluster, stop, progress, result, [&](const Skeleton& s) {
+  const ClusterSpec& cluster = cost.problem().cluster;
+  return sweep_skeletons(list.skeletons, options.top_k, cluster, stop, progress, result, [&](const Skeleton& s) {
     SkeletonBest out;
     const int p = s.num_stages();
     if (p > max_pipeline_stages(problem)) {

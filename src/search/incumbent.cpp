@@ -6,15 +6,16 @@
 namespace autohaap {
 namespace {
 
-using Origins = std::vector<std::pair<int, int>>;
+using Origins = std::vector<ClusterSplit::Origin>;
 
 // A stage's placement, with its group and first GPU as they lie in the
 // cluster before any split (`origin`; empty: as placed).
 auto placement(const StagePlan& s, const Origins& origin) {
   int group = s.group, first_gpu = s.first_gpu;
   if (!origin.empty()) {
-    first_gpu += origin[static_cast<std::size_t>(group)].second;
-    group = origin[static_cast<std::size_t>(group)].first;
+    const ClusterSplit::Origin& o = origin[static_cast<std::size_t>(group)];
+    group = o.group;
+    first_gpu += o.first_gpu;
   }
   return std::make_tuple(group, first_gpu, s.gpus, s.tp, s.dp);
 }
@@ -47,28 +48,6 @@ bool before_in(const Plan& a, const Plan& b, const Origins& origin) {
   return !origin.empty() && compare_skeletons(a, b, {}) < 0;
 }
 
-// Per group of `cluster`: the group it is a half of (NodeGroup::half_of)
-// and its first GPU there, the second half's after the first's; empty
-// where no group is a half.
-Origins origins_of(const ClusterSpec& cluster) {
-  const auto& groups = cluster.groups;
-  if (std::none_of(groups.begin(), groups.end(), [](const NodeGroup& g) { return g.half_of >= 0; })) return {};
-  Origins out;
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
-    const NodeGroup& group = groups[g];
-    if (group.half_of < 0) {
-      out.emplace_back(g, 0);
-      continue;
-    }
-    int offset = 0;
-    if (group.half == 2)
-      for (const NodeGroup& other : groups)
-        if (other.half_of == group.half_of && other.half == 1) offset = other.gpus();
-    out.emplace_back(group.half_of, offset);
-  }
-  return out;
-}
-
 }  // namespace
 
 bool same_skeleton(const Plan& a, const Plan& b) { return compare_skeletons(a, b, {}) == 0; }
@@ -77,7 +56,11 @@ bool plan_before(const Plan& a, const Plan& b) { return before_in(a, b, {}); }
 
 Incumbent::Incumbent(int k) : k_(std::max(1, k)) {}
 
-Incumbent::Incumbent(int k, const ClusterSpec& cluster) : k_(std::max(1, k)), origin_(origins_of(cluster)) {}
+Incumbent::Incumbent(int k, const ClusterSpec& cluster) : k_(std::max(1, k)) {
+  // Only a split cluster's groups lie elsewhere than where they are placed.
+  if (std::any_of(cluster.groups.begin(), cluster.groups.end(), [](const NodeGroup& g) { return g.half_of >= 0; }))
+    origin_ = group_origins(cluster);
+}
 
 bool Incumbent::before(const Plan& a, const Plan& b) const { return before_in(a, b, origin_); }
 

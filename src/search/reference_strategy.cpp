@@ -29,7 +29,8 @@ bool run_reference(const CostModel& cost, const SearchOptions& options, const St
   // (the most layers that fit); it removes no skeleton here.
   const MemoryPruner memory(cost);
   const LoadBalancer balancer(cost, memory, nullptr);
-  return sweep_skeletons(list.skeletons, options.top_k, cost.problem().cluster, stop, progress, result, [&](const Skeleton& s) {
+  const ClusterSpec& cluster = cost.problem().cluster;
+  return sweep_skeletons(list.skeletons, options.top_k, cluster, stop, progress, result, [&](const Skeleton& s) {
     SkeletonBest out;
     const BalanceResult r = balancer.balance(s, std::numeric_limits<double>::infinity(), [&] { return stop(); });
     out.stopped = r.status == BalanceResult::Status::stopped;

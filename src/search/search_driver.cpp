@@ -101,7 +101,8 @@ class SearchDriver {
   SearchDriver(const Problem& problem, const SearchOptions& search, const DriverOptions& options,
                SearchSynchronizer& sync)
       : problem_(problem), search_(search), options_(options), sync_(sync),
-        merge_(merge_for_search(problem.cluster, search.groups_searched_apart)), split_(split_groups(merged(problem, merge_))),
+        merge_(merge_for_search(problem.cluster, search.groups_searched_apart)),
+        split_(split_groups(merged(problem, merge_))),
         cost_(split_.problem), memory_(cost_),
         cache_(search.cache ? *search.cache : own_cache_), incumbent_(search.top_k, split_.problem.cluster),
         threads_(parallel::usable_threads(search.threads)),

@@ -116,21 +116,18 @@ double ThresholdSplit::next_bottleneck_event() {
 
 ThresholdSplit::Start ThresholdSplit::least_feasible_bottleneck(const std::function<bool()>& stopping) {
   Start start;
-  // No bottleneck below the slowest stage's fastest single layer: its pace,
-  // or for a layer list, whose pace need not grow with the range (see the
-  // top of this file), its compute, counting on a stage where a longer
-  // range may fit the single layers that do not.
+  // No bottleneck below the slowest stage's least single-layer measure
+  // (reach_measure: for a layer list its compute, since its pace need not
+  // grow with the range), counting on a stage where a longer range may fit
+  // the single layers that do not.
+  const ReachMeasure measure = reach_measure();
   double T = 0;
   for (int i = 0; i < p_; ++i) {
     double least = kInf;
     for (int a = reach_t_.first_start(i); a <= reach_t_.last_start(i); ++a) {
       if (a + table_.min_layers() > table_.last_end(i)) continue;
       const auto& c = table_.at(i, a, a + table_.min_layers());
-      if (table_.identical()) {
-        if (c.feasible) least = std::min(least, c.pace());
-      } else if (c.feasible || passes_unfit(i)) {
-        least = std::min(least, compute_of(c));
-      }
+      if (c.feasible || passes_unfit(i)) least = std::min(least, measure(c));
     }
     if (least == kInf) return start;  // stage i cannot hold any single layer
     T = std::max(T, least);

@@ -237,7 +237,8 @@ TEST(ClusterSplit, TheTopKArePlansOfTheClusterAsGiven) {
     for (std::size_t i = 0; i < top.size(); ++i) {
       out.push_back(top[i].predicted.iteration_time_s);
       for (std::size_t j = 0; j < i; ++j)
-        EXPECT_FALSE(same_skeleton(top[i], top[j])) << strategy << " lists one plan twice, as " << j + 1 << " and " << i + 1;
+        EXPECT_FALSE(same_skeleton(top[i], top[j]))
+            << strategy << " lists one plan twice, as " << j + 1 << " and " << i + 1;
     }
     return out;
   };

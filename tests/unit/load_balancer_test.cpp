@@ -221,9 +221,14 @@ TEST(LoadBalancer, LayerListsWhoseOutputsRiseAndFallMatchBruteForce) {
   // as large as the compute; memory is ample, so only the split matters.
   int compared = 0, differ = 0;
   for (std::uint32_t seed = 1; seed <= 6; ++seed) {
-    const Problem problem = search_fixtures::rising_and_falling_outputs(
-        {.layers = 7, .fast_GiB = 20, .slow_GiB = 12, .wide_MB = 200, .narrow_MB = 0.5, .gflop_min = 5, .gflop_max = 60},
-        seed);
+    const Problem problem = search_fixtures::rising_and_falling_outputs({.layers = 7,
+                                                                         .fast_GiB = 20,
+                                                                         .slow_GiB = 12,
+                                                                         .wide_MB = 200,
+                                                                         .narrow_MB = 0.5,
+                                                                         .gflop_min = 5,
+                                                                         .gflop_max = 60},
+                                                                        seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
     const LoadBalancer balancer(cost, memory, nullptr);

@@ -76,6 +76,11 @@ struct ClusterSplit {
   bool split() const { return !halved.empty(); }
 };
 
+// Per group of `cluster` (a split one, or any): where its GPUs lie in the
+// cluster it was split from (NodeGroup::half_of, half), what
+// ClusterSplit::origin holds.
+std::vector<ClusterSplit::Origin> group_origins(const ClusterSpec& cluster);
+
 // `problem` with the groups chosen above halved (see the header comment).
 // `every_share` as SearchSpace takes it.
 ClusterSplit split_groups(const Problem& problem, bool every_share = true);

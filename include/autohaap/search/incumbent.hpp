@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "autohaap/plan.hpp"
+#include "autohaap/search/cluster_split.hpp"
 #include "autohaap/search/parallel.hpp"
-#include "autohaap/specs/cluster.hpp"
 
 namespace autohaap {
 
@@ -60,9 +60,9 @@ class Incumbent {
   bool same(const Plan& a, const Plan& b) const;
 
   int k_;
-  // Per group: the group it lies in before the split and its first GPU
-  // there (empty: every group its own).
-  std::vector<std::pair<int, int>> origin_;
+  // Per group: where it lies before the split (group_origins; empty: every
+  // group its own).
+  std::vector<ClusterSplit::Origin> origin_;
   mutable std::mutex mutex_;
   std::vector<Plan> plans_;  // sorted, at most k_
   parallel::AtomicMin bound_;

@@ -6,7 +6,7 @@
 // paces. Thresholds run through the "events" at which some stage's reach
 // grows or a range in it comes under T, so the least feasible bottleneck is
 // found by walking them upward from the largest of the stages' least
-// single-layer paces.
+// single-layer measures (the pace, or for layer lists the compute: below).
 //
 // A reach must grow with the range's end. With identical layers the pace
 // does (every boundary sends the same bytes) and so does the memory; with
