@@ -546,6 +546,85 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
   return std::max(pace, slowest_one);
 }
 
+double paced_classes_lower_bound(std::span<const FinishClass> classes, int layers, int micro_batches, double pace,
+                                 double fixed_sum, double unpaced_sum, std::span<const double> floors, bool plain,
+                                 double enough) {
+  // Per thread, reused: asked of every prefix the walk's cheaper tests keep.
+  thread_local std::vector<std::size_t> cheapest;
+  thread_local std::vector<int> held;
+  const std::size_t n = classes.size();
+  auto tau = [&](std::size_t i) { return classes[i].finish->empty() ? kInf : classes[i].finish->front(); };
+  // Classes by per-layer time, least first: where the layers beyond one a
+  // stage go at least cost (a stage's k-th layer finishes no sooner than k
+  // times its first: LoadBalancer::layer_finish_times, whose envelope's
+  // first entry is its group's least one-layer time).
+  cheapest.resize(n);
+  for (std::size_t i = 0; i < n; ++i) cheapest[i] = i;
+  std::sort(cheapest.begin(), cheapest.end(), [&](std::size_t a, std::size_t b) { return tau(a) < tau(b); });
+  // What each class holds by `pace`, counted in its favour (more layers
+  // held only lowers the sum); afterwards raised one event at a time.
+  held.resize(n);
+  double base = fixed_sum;  // every stage that holds one: its edge and first layer
+  long long beyond = layers;
+  for (std::size_t i = 0; i < n; ++i) {
+    const FinishClass& c = classes[i];
+    const std::vector<double>& f = *c.finish;
+    held[i] = static_cast<int>(std::upper_bound(f.begin(), f.begin() + std::max(0, c.capacity()),
+                                                (pace - c.edge) * (1 + 1e-12)) -
+                               f.begin());
+    if (!c.holds_one) continue;
+    base += c.count * (c.edge + tau(i));
+    beyond -= c.count;
+  }
+  // More stages than layers: a rule of its own (more_stages_than_layers)
+  // removes them, which this bound leaves to it.
+  if (beyond < 0) return pipeline_time_lower_bound(pace, unpaced_sum, micro_batches, floors, plain) * (1 - 1e-12);
+  // The sum term by what the classes hold now; infinity where they cannot
+  // hold every layer (a pace below the least bottleneck: no split).
+  auto sum_now = [&] {
+    for (std::size_t i = 0; i < n; ++i)
+      if (classes[i].holds_one && held[i] < 1) return kInf;
+    double total = base;
+    long long extra = beyond;
+    for (std::size_t i : cheapest) {
+      if (extra == 0) break;
+      const FinishClass& c = classes[i];
+      const long long room = c.holds_one ? static_cast<long long>(held[i] - 1) * c.count : held[i];
+      const long long take = std::min(extra, room);
+      total += static_cast<double>(take) * tau(i);
+      extra -= take;
+    }
+    return extra > 0 ? kInf : std::max(unpaced_sum, total);
+  };
+  auto time_at = [&](double at, double sum) {
+    return pipeline_time_lower_bound(at, sum, micro_batches, floors, plain);
+  };
+  // The sum falls only where some class holds one more layer, and the
+  // time rises with the pace in between: only those paces are tried,
+  // ascending (below the least bottleneck, where no split is, only to
+  // reach it), until even the unpaced sum at the next cannot beat the
+  // best (or reach below `enough`).
+  double best = kInf;
+  for (int step = 0;; ++step) {
+    const double sum = sum_now();
+    if (sum < kInf) best = std::min(best, time_at(pace, sum));
+    double next = kInf;
+    for (std::size_t i = 0; i < n; ++i) {
+      const FinishClass& c = classes[i];
+      if (held[i] < c.capacity()) next = std::min(next, c.edge + (*c.finish)[held[i]]);
+    }
+    if (next == kInf) return best * (1 - 1e-12);
+    const double floor = time_at(next, unpaced_sum);
+    if (!(floor < best)) return best * (1 - 1e-12);
+    if (!(floor < enough) || step >= 8 * layers) return std::min(best, floor) * (1 - 1e-12);
+    pace = std::max(pace, next);
+    for (std::size_t i = 0; i < n; ++i) {
+      const FinishClass& c = classes[i];
+      while (held[i] < c.capacity() && c.edge + (*c.finish)[held[i]] <= pace * (1 + 1e-12)) ++held[i];
+    }
+  }
+}
+
 void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, std::vector<double>& out,
                              std::span<const int> stage_layers) {
   out.assign(static_cast<std::size_t>(std::max(0, max_vpp - 1)), 0.0);

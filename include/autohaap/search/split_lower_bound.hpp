@@ -182,6 +182,22 @@ struct FinishClass {
 double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double below,
                               double enough = std::numeric_limits<double>::infinity());
 
+// pipeline_time_lower_bound(P, S(P), micro_batches, floors, plain) of a
+// pipeline of these classes over every pace P from `pace` (at most their
+// least whole-layer pace) up, where S(P), the sum of stage times when no
+// stage takes longer than P, is at least `fixed_sum` plus each stage that
+// holds one its edge and first layer, and the layers beyond those on the
+// classes of least per-layer time first, each up to what it finishes by P
+// (an envelope, which need hold none, up to its own); never below
+// `unpaced_sum`. As paced_sum_bound for a whole skeleton: the fastest
+// stages cannot take every extra layer, so a pipeline paced near its
+// least bottleneck has its stages near that pace too. `enough` as in
+// least_whole_layer_pace. What the walk asks of a prefix its cheaper
+// tests keep.
+double paced_classes_lower_bound(std::span<const FinishClass> classes, int layers, int micro_batches, double pace,
+                                 double fixed_sum, double unpaced_sum, std::span<const double> floors, bool plain,
+                                 double enough = std::numeric_limits<double>::infinity());
+
 // Per interleaving degree w = 2 .. max_vpp (out[w - 2]): the least pace of
 // a pipeline of these stages interleaved over w chunks. Every stage holds
 // at least w layers (one a chunk), and at least stage_layers[w - 2] where
