@@ -1686,14 +1686,28 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         block.dropped_bound_s = std::min(block.dropped_bound_s, parts[k].dropped_bound);
         for (auto& s : parts[k].kept) block.kept.push_back(std::move(s));
       }
-      for (InitBlock& block : mine.blocks) {
-        if (options.top_k == 0 || block.kept.empty() || stopped.load()) continue;
-        std::vector<Skeleton> best = block.kept;
-        const std::size_t keep = std::min(per_block, best.size());
-        std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), by_bound);
-        best.resize(keep);
-        block.plans = balanced_plans(best);
+      // Every block's best bounds, balanced in one parallel loop: a block
+      // holds one or two, and balancing them block by block left a thread
+      // of two idle (Llama 3 405B on eight node groups: 228 s on two
+      // threads, 211 s now; 278 s on one). Each block's plans in the order
+      // of its bounds, as before.
+      std::vector<Skeleton> best;
+      std::vector<std::size_t> owner;  // per entry of `best`: its block in mine.blocks
+      for (std::size_t b = 0; b < mine.blocks.size() && options.top_k > 0 && !stopped.load(); ++b) {
+        const std::vector<Skeleton>& kept = mine.blocks[b].kept;
+        std::vector<std::size_t> order(kept.size());
+        for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+        const std::size_t keep = std::min(per_block, order.size());
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                          [&](std::size_t x, std::size_t y) { return by_bound(kept[x], kept[y]); });
+        for (std::size_t k = 0; k < keep; ++k) {
+          best.push_back(kept[order[k]]);
+          owner.push_back(b);
+        }
       }
+      std::vector<std::optional<Plan>> plans = balanced(best);
+      for (std::size_t k = 0; k < plans.size(); ++k)
+        if (plans[k]) mine.blocks[owner[k]].plans.push_back(std::move(*plans[k]));
     });
     // A walk the memory guard cut short has stopped too (must_stop): the
     // round says which, so every participant walks it again alike.
