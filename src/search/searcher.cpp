@@ -1160,7 +1160,35 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         }
         return std::min(interleaved, plain);
       };
-      walk.keep_prefix = [&, n, enough_pace, bound_with_sends](int depth, const std::vector<int>& layout_index) {
+      // Whether the sum term at each pace (paced_classes_lower_bound) puts
+      // a prefix or skeleton above `below`, the cheaper tests having kept
+      // it: paced near its least bottleneck, its stages are near that pace,
+      // well above the unpaced sum's every extra layer on the fastest
+      // stage. `classes_for(sending)` builds its classes into `classes`
+      // (with each stage's sends in its edge, or not); `from` and
+      // `plain_from` are the least paces known without and with the sends,
+      // `fixed` what the sum holds beyond the classes (an open last
+      // position's edge). The interleaved terms first, then the plain one
+      // with the sends. Llama 3 70B on eight node groups of 64 GPUs: a
+      // third of the prefixes the cheaper tests keep are cut here; with
+      // the leaves the search takes 48 s rather than 86, and Llama 3 405B
+      // there finishes (228 s; not in 300 s before).
+      auto paced_cuts = [&](const auto& classes_for, double from, double plain_from, double fixed, double sum,
+                            double sends, double below) {
+        const double enough = below * (1 + 1e-6);
+        classes_for(false);
+        double paced = floors.empty() ? kInf
+                                      : paced_classes_lower_bound(classes, layers, m, from, fixed, sum, floors,
+                                                                  /*plain=*/false, enough);
+        if (paced * (1 - 1e-9) > below) {
+          if (sends > 0) classes_for(true);
+          paced = std::min(paced, paced_classes_lower_bound(classes, layers, m, plain_from, fixed, sum + sends, {},
+                                                            /*plain=*/true, enough));
+        }
+        return paced * (1 - 1e-9) > below;
+      };
+      walk.keep_prefix = [&, n, enough_pace, bound_with_sends, paced_cuts](int depth,
+                                                                           const std::vector<int>& layout_index) {
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
             std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
@@ -1270,29 +1298,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                                      [&] { prefix_classes(where_it_sits, true); });
             if (lower * (1 - 1e-9) > pipe_below) return false;
           }
-          // The sum term at each pace (paced_classes_lower_bound): a
-          // prefix paced near its least bottleneck has its stages near that
-          // pace, well above the unpaced sum's every extra layer on the
-          // fastest stage. The interleaved terms first, with the stages
-          // where they sit when that is known, then the plain one with the
-          // sends. Llama 3 70B on eight node groups of 64 GPUs: a third of
-          // the prefixes the tests above keep are cut here; with the same
-          // at the leaves the search takes 48 s rather than 86, and Llama 3
-          // 405B there finishes (228 s; not in 300 s before).
-          {
-            const double enough = pipe_below * (1 + 1e-6);
-            prefix_classes(!arranged, false);
-            double paced = floors.empty() ? kInf
-                                          : paced_classes_lower_bound(classes, layers, m, pace_to[depth + 1],
-                                                                      least_last_edge, sum, floors, false, enough);
-            if (paced * (1 - 1e-9) > pipe_below) {
-              if (sends > 0) prefix_classes(!arranged, true);
-              const double from = std::max(pace_to[depth + 1], plain_pace_to[depth + 1]);
-              paced = std::min(paced, paced_classes_lower_bound(classes, layers, m, from, least_last_edge, sum + sends,
-                                                                {}, true, enough));
-            }
-            if (paced * (1 - 1e-9) > pipe_below) return false;
-          }
+          if (paced_cuts([&](bool sending) { prefix_classes(!arranged, sending); }, pace_to[depth + 1],
+                         std::max(pace_to[depth + 1], plain_pace_to[depth + 1]), least_last_edge, sum, sends,
+                         pipe_below))
+            return false;
         } else {
           // The skeleton is whole: its stage count, so each stage's place
           // and what memory lets it hold there (MemoryPruner::capacities,
@@ -1374,20 +1383,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
             lower = bound_with_sends(pace, sum, sends, pipe_below, n, [&] { leaf_classes(where_it_sits, true); });
             if (lower * (1 - 1e-9) > pipe_below) return false;
           }
-          // The sum term at each pace, as for a prefix.
-          {
-            const double enough = pipe_below * (1 + 1e-6);
-            if (!leaf_classes(!arranged, false)) return true;
-            double paced = floors.empty() ? kInf
-                                          : paced_classes_lower_bound(classes, layers, m, leaf_pace, 0.0, sum, floors,
-                                                                      false, enough);
-            if (paced * (1 - 1e-9) > pipe_below) {
-              if (sends > 0) leaf_classes(!arranged, true);
-              paced = std::min(paced, paced_classes_lower_bound(classes, layers, m, std::max(leaf_pace, plain_pace_to[n]),
-                                                                0.0, sum + sends, {}, true, enough));
-            }
-            if (paced * (1 - 1e-9) > pipe_below) return false;
-          }
+          // The sum term at each pace, as for a prefix (the loop above has
+          // built these classes once already, so they hold the layers).
+          if (paced_cuts([&](bool sending) { leaf_classes(!arranged, sending); }, leaf_pace,
+                         std::max(leaf_pace, plain_pace_to[n]), 0.0, sum, sends, pipe_below))
+            return false;
           // Every arrangement of the middle at once, before each is
           // visited: each middle stage where it holds the most.
           if (arranged) {
