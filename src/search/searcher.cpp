@@ -458,7 +458,9 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 // (LoadBalancer::layer_finish_times), what one of its middle stages holds
 // with f micro-batches in flight, and the group's envelope: the least
 // pace by which some layout of the group holds v layers over all its
-// stages, for v = 1, 2, ... (as far as any holds). What the walk over
+// stages, for v = 1, 2, ... (as far as any holds), over the layouts no
+// structural rule removes (LayoutRules: a layout's rules depend on its
+// group and B alone, so no skeleton holds the others). What the walk over
 // layouts bounds a prefix with: the layouts chosen hold what their finish
 // times allow where they sit, each position still open at most its
 // group's envelope. Computed once before the walk (the tasks share
@@ -466,7 +468,8 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 // profile).
 class LayoutFinishTimes {
  public:
-  LayoutFinishTimes(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer)
+  LayoutFinishTimes(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer,
+                    const LayoutRules& rules)
       : space_(space), memory_(memory), most_in_flight_(std::max(1, space.problem().model.layers)),
         num_b_(space.micro_batches().size()),
         of_(space.problem().cluster.groups.size() * num_b_) {
@@ -480,7 +483,9 @@ class LayoutFinishTimes {
       g.held_in_flight = std::make_unique<std::atomic<int>[]>(entries);
       for (std::size_t e = 0; e < entries; ++e) g.held_in_flight[e].store(-1, std::memory_order_relaxed);
       std::vector<double> envelope(static_cast<std::size_t>(layers), kInf);
-      for (const GroupLayout& layout : space.layouts(group)) {
+      const int b = static_cast<int>(k % num_b_);
+      for (std::size_t li = 0; li < space.layouts(group).size(); ++li) {
+        const GroupLayout& layout = space.layouts(group)[li];
         const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
         auto finish = balancer.layer_finish_times(slot, micro_batch);
         if (!finish) {
@@ -488,7 +493,7 @@ class LayoutFinishTimes {
           g.layout.emplace_back();
           continue;
         }
-        const int held = static_cast<int>(finish->size());
+        const int held = rules.rule(group, static_cast<int>(li), b) ? 0 : static_cast<int>(finish->size());
         for (int v = 1; v <= layers; ++v) {
           const int each = (v + layout.stages - 1) / layout.stages;  // layers per stage for v in all
           if (each > held) break;
@@ -961,11 +966,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     stopped.store(true);
   }
   prepared.rate_bound_s = space_rate_bound(space, memory, balancer);
-  const LayoutFinishTimes finish_times(space, memory, balancer);
+  const LayoutRules rules(space);
+  const LayoutFinishTimes finish_times(space, memory, balancer, rules);
   const LayoutSends layout_sends(space, cost);
   const LayoutTaus taus(space, memory, balancer);
   const StageTailFloors tail_floors(space, cost);
-  const LayoutRules rules(space);
   const InterleavingLimits vpp(space);
 
   // Balances skeletons and keeps the K best plans (with those already
@@ -1263,8 +1268,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                           cap);
               }
             }
+            // Each open position's group takes at least one stage, and each
+            // stage at least one layer: its envelope holds one, at least
+            // its group's least one-layer time (the pace cannot be under
+            // it, nor the sum term), whichever layout it takes.
             for (std::size_t j = depth + 1; j < n; ++j)
-              classes.push_back({finish_times.envelope(space.group_orders()[o][j], b), 0.0, 1, false});
+              classes.push_back({finish_times.envelope(space.group_orders()[o][j], b), 0.0, 1, true});
           };
           for (int j = 0; j <= depth; ++j)
             if (!finish_at[j]) return true;
@@ -1670,10 +1679,26 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         if (walker[block] == static_cast<std::uint32_t>(options.participant)) work.emplace_back(block, task);
       std::vector<Part> parts(work.size());
       std::vector<double> task_s(work.size());
-      parallel::for_each(parts.size(), [&](std::size_t k) {
+      // Walked heaviest first, each to the next free thread (longest
+      // processing time first): a round ends with its slowest task, and
+      // one walking every arrangement of six middle groups can take
+      // seconds where most take microseconds; started last, it left the
+      // other thread idle (Llama 3 405B on eight node groups, two threads).
+      // Each task writes its own part, merged below in block and task
+      // order, so the order they are walked in changes nothing kept.
+      std::vector<double> weight_of(end - round, 0.0);
+      for (const auto& [weight, task] : by_weight) weight_of[task - round] = weight;
+      std::vector<std::size_t> heaviest_first(work.size());
+      for (std::size_t k = 0; k < heaviest_first.size(); ++k) heaviest_first[k] = k;
+      std::stable_sort(heaviest_first.begin(), heaviest_first.end(), [&](std::size_t x, std::size_t y) {
+        return weight_of[work[x].second - round] > weight_of[work[y].second - round];
+      });
+      parallel::for_each_in_order(heaviest_first.size(), [&](std::size_t i) {
+        const std::size_t k = heaviest_first[i];
         const Stopwatch watch;
         walk_task(work[k].second, parts[k]);
         task_s[k] = watch.seconds();
+        return true;
       });
       for (std::size_t k = 0; k < work.size(); ++k) {
         if (mine.blocks.empty() || mine.blocks.back().index != work[k].first) {

@@ -250,6 +250,68 @@ TEST(SplitLowerBound, AMergeAskedOnlyWhetherItPassesAPaceStopsPastIt) {
   EXPECT_EQ(least_whole_layer_pace(classes, 9, 0.0, 10.0), std::numeric_limits<double>::infinity());
 }
 
+TEST(SplitLowerBound, TheWholeLayerPaceIsTheBruteForceOneAndPastEnoughItsFirstFinishPast) {
+  // Random classes (alike stages with edges and capacities, envelopes that
+  // may hold none) against a brute force over every finish of every stage:
+  // the pace is the layers-th smallest finish (at least the slowest first
+  // finish of a class that must hold one); asked about `enough` below it,
+  // the first finish past `enough`; from any start at or under the answer.
+  std::mt19937 rng(20261207);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  int past = 0, within = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 5);
+    std::vector<std::vector<double>> finishes(static_cast<std::size_t>(n));
+    std::vector<FinishClass> classes;
+    for (int i = 0; i < n; ++i) {
+      auto& f = finishes[static_cast<std::size_t>(i)];
+      const double tau = 0.2 + unit(rng);
+      const int size = static_cast<int>(rng() % 8);
+      for (int k = 1; k <= size; ++k) f.push_back(k * tau * (1 + 0.3 * unit(rng) / k));
+      std::sort(f.begin(), f.end());
+      FinishClass c{&f, unit(rng) < 0.5 ? 0.0 : unit(rng), 1 + static_cast<int>(rng() % 3), unit(rng) < 0.7};
+      if (unit(rng) < 0.3) c.limit = static_cast<int>(rng() % 5);
+      classes.push_back(c);
+    }
+    std::vector<double> every;
+    double slowest_one = 0;
+    bool impossible = false;
+    for (const FinishClass& c : classes) {
+      if (c.holds_one) {
+        if (c.capacity() < 1) impossible = true;
+        else slowest_one = std::max(slowest_one, c.edge + c.finish->front());
+      }
+      for (int k = 0; k < c.capacity(); ++k)
+        for (int s = 0; s < c.count; ++s) every.push_back(c.edge + (*c.finish)[static_cast<std::size_t>(k)]);
+    }
+    std::sort(every.begin(), every.end());
+    const int layers = 1 + static_cast<int>(rng() % 12);
+    const double exact = impossible || static_cast<int>(every.size()) < layers
+                             ? kInf
+                             : std::max(every[static_cast<std::size_t>(layers - 1)], slowest_one);
+    ASSERT_EQ(least_whole_layer_pace(classes, layers, 0.0), exact) << "trial " << trial;
+    if (exact == kInf) continue;
+    const double below = exact * unit(rng);
+    ASSERT_EQ(least_whole_layer_pace(classes, layers, below), exact) << "trial " << trial;
+    const double enough = exact * 1.3 * unit(rng);
+    const double asked = least_whole_layer_pace(classes, layers, std::min(below, enough), enough);
+    if (exact <= enough) {
+      ++within;
+      ASSERT_EQ(asked, exact) << "trial " << trial;
+    } else {
+      ++past;
+      const auto first_past = std::upper_bound(every.begin(), every.end(), enough);
+      ASSERT_NE(first_past, every.end());
+      ASSERT_EQ(asked, std::max(*first_past, slowest_one)) << "trial " << trial;
+      ASSERT_GT(asked, enough);
+      ASSERT_LE(asked, exact);
+    }
+  }
+  EXPECT_GT(past, 300);
+  EXPECT_GT(within, 300);
+}
+
 TEST(SplitLowerBound, ThePacePastWhichThePipelineBoundPassesALimit) {
   // Stage sum 20, 4 micro-batches, a 2-chunk floor of 3.5: the plain term
   // 3 P + 20 passes 41 past P = 7; the 2-chunk one, 3.5 max(P, 3.5) + 10,

@@ -154,8 +154,9 @@ double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers
 // wherever it sits). `limit`: the most it holds where it does sit (its
 // memory at its pipeline position), when that is known. With `holds_one`,
 // every stage of the class holds at least one layer (a stage of a
-// skeleton); without, it is an envelope that may hold none (the most any
-// layout of a group not placed yet could finish).
+// skeleton, or the envelope of a group not placed yet: the most any of its
+// layouts could finish, and it takes at least one stage); without, it may
+// hold none.
 struct FinishClass {
   const std::vector<double>* finish = nullptr;
   double edge = 0;
