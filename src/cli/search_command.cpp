@@ -95,11 +95,14 @@ class ProgressLine {
   double next_log_s_ = kLogInterval;
 };
 
-std::string format_top_table(const std::vector<Plan>& top) {
+// With `by_source` (measured profiles given), a column says where each
+// plan's times come from: such plans rank by it first (refine_plans), so a
+// faster analytic plan may be listed below a measured one.
+std::string format_top_table(const std::vector<Plan>& top, bool by_source) {
   std::string out;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-4s %12s %12s %7s %6s %4s  %s\n", "rank", "iteration s", "tokens/s", "MFU",
-                "stages", "B", "pipeline");
+  std::snprintf(buf, sizeof buf, "%-4s %12s %12s %7s %6s %4s  %s%s\n", "rank", "iteration s", "tokens/s", "MFU",
+                "stages", "B", by_source ? "times      " : "", "pipeline");
   out += buf;
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Plan& p = top[i];
@@ -111,9 +114,27 @@ std::string format_top_table(const std::vector<Plan>& top) {
     if (p.vpp > 1) pipeline += "  (vpp " + std::to_string(p.vpp) + ")";
     std::snprintf(buf, sizeof buf, "%-4zu %12.4f %12.0f %7.4f %6zu %4d  ", i + 1, p.predicted.iteration_time_s,
                   p.predicted.tokens_per_s, p.predicted.mfu, p.stages.size(), p.micro_batch_size);
-    out += buf + pipeline + "\n";
+    out += buf;
+    if (by_source) {
+      std::snprintf(buf, sizeof buf, "%-11s", to_string(p.predicted.time_source));
+      out += buf;
+    }
+    out += pipeline + "\n";
   }
   return out;
+}
+
+// The fastest plan of `top` timed less measured than the best (analytic
+// where the best is measured or corrected), when it is faster than the
+// best: what ranking by time source passed over.
+const Plan* faster_less_measured(const std::vector<Plan>& top) {
+  const Plan* fastest = nullptr;
+  for (const Plan& p : top)
+    if (p.predicted.time_source > top.front().predicted.time_source &&
+        p.predicted.iteration_time_s < top.front().predicted.iteration_time_s &&
+        (!fastest || p.predicted.iteration_time_s < fastest->predicted.iteration_time_s))
+      fastest = &p;
+  return fastest;
 }
 
 std::string format_prune_table(const PruneReport& r) {
@@ -317,8 +338,25 @@ int print_result(const Problem& problem, const SearchArgs& a, const SearchResult
   // was killed) still leaves its plan.
   if (!a.out.empty()) write_plan(best, a.out, problem);  // self-contained: with its specs
   if (!a.report.empty()) write_report(model, best, a.report, compared);
+  const bool by_source = !problem.profiles.empty();
+  std::string ranking_note;
+  if (by_source) {
+    extra.emplace_back("ranked_by", "time source (measured, corrected, analytic), then time: --profiles");
+    if (const Plan* faster = faster_less_measured(top)) {
+      char text[512];
+      std::snprintf(text, sizeof text, "%.6g", faster->predicted.iteration_time_s);
+      extra.emplace_back("faster_below_s", text);
+      std::snprintf(text, sizeof text,
+                    "note: with --profiles, plans timed on measured or corrected points rank before less measured "
+                    "ones, and the bound and gap are of those; a plan listed below, timed %s, is faster (%.4f s "
+                    "against %.4f s) by a model the profiles show to be optimistic where they measure\n",
+                    to_string(faster->predicted.time_source), faster->predicted.iteration_time_s,
+                    best.predicted.iteration_time_s);
+      ranking_note = text;
+    }
+  }
   std::cout << "\ntop " << top.size() << " plan" << (top.size() > 1 ? "s" : "") << "\n"
-            << format_top_table(top) << "\nbest plan\n"
+            << format_top_table(top, by_source) << ranking_note << "\nbest plan\n"
             << format_stage_table(model, best) << "\nmemory per GPU (GiB)\n"
             << format_memory_table(model, best) << "\n";
   if (!a.out.empty()) std::cout << "plan written to " << a.out << "\n";

@@ -353,3 +353,15 @@ autohaap_cli_cases("cli"
   "hostile_export_json_reads_back|0|valid plan|validate|${_hostile}/batch64_plan.json")
 set_tests_properties(cli_hostile_export_json_of_its_own_batch PROPERTIES FIXTURES_SETUP hostile_batch64)
 set_tests_properties(cli_hostile_export_json_reads_back PROPERTIES FIXTURES_REQUIRED hostile_batch64)
+# Profiles of one device type of two: plans timed on measured points rank
+# before analytic ones, so a faster analytic plan was listed far below the
+# answer, and the answer's gap of 0 read as a proof over every plan. The
+# listing now names each plan's time source and the note says what the
+# ranking passed over.
+file(MAKE_DIRECTORY ${_hostile}/metis_a100_only)
+file(COPY ${PROJECT_SOURCE_DIR}/tests/data/metis/gpt3-125m/DeviceType.A100_tp1_bs1.json
+          ${PROJECT_SOURCE_DIR}/tests/data/metis/gpt3-125m/DeviceType.A100_tp1_bs2.json
+          ${PROJECT_SOURCE_DIR}/tests/data/metis/gpt3-125m/DeviceType.A100_tp2_bs1.json
+     DESTINATION ${_hostile}/metis_a100_only)
+autohaap_cli_cases("cli"
+  "hostile_partial_profiles_rank_by_source|0|times +pipeline.*1 +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ +measured .*note: with --profiles, plans timed on measured or corrected points rank before less measured ones.*timed analytic.*ranked_by +: time source.*faster_below_s +: 0\\.8|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_hostile}/metis_a100_only|-k|60|-j|1")
