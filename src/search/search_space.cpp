@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "autohaap/error.hpp"
@@ -137,15 +138,23 @@ enum class Shares {
 // its GPUs); past kSmallSpaceSkeletons they multiply the search time by
 // the sizes' count per group, so a larger space takes fewer (SearchSpace's
 // constructor).
-std::vector<GroupLayout> small_space_layouts(const Problem& problem, int group, const NodeGroup& g, Shares shares) {
-  std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
+// Null where the group has more shares than `most_shares`: each share's
+// check costs time linear in its GPUs, so every share of a 65,536-node
+// group (a batch per replica lets a plan use all of it) took minutes
+// before the search began, deaf to its time limit; such a group has more
+// layouts than a small space holds anyway.
+std::optional<std::vector<GroupLayout>> small_space_layouts(const Problem& problem, int group, const NodeGroup& g,
+                                                            Shares shares, std::uint64_t most_shares) {
   const long long most = most_useful_gpus(problem, g);
   const long long share_nodes = g.part_gpus() / g.gpus_per_node;  // the nodes a share may take
   auto next = [&](long long n) { return shares == Shares::every ? n + 1 : n * 2; };
   std::vector<int> totals;
   for (long long t = 1; t < g.gpus_per_node && t <= most; t = next(t)) totals.push_back(static_cast<int>(t));
-  for (long long nodes = 1; nodes < share_nodes && nodes * g.gpus_per_node <= most; nodes = next(nodes))
+  for (long long nodes = 1; nodes < share_nodes && nodes * g.gpus_per_node <= most; nodes = next(nodes)) {
+    if (totals.size() >= most_shares) return std::nullopt;
     totals.push_back(static_cast<int>(nodes) * g.gpus_per_node);
+  }
+  std::vector<GroupLayout> raw = raw_layouts(problem, group, g);
   std::vector<GroupLayout> out;
   for (const int total : totals) {
     const bool listed =
@@ -251,21 +260,33 @@ SearchSpace::SearchSpace(const Problem& problem, bool every_share) : problem_(pr
   for (const auto& order : orders_)
     if (std::none_of(order.begin(), order.end(), [&](int g) { return groups[g].half_of >= 0; }))
       whole_orders.push_back(order);
+  // Whether the layouts `layouts_of` gives every group (null: too many)
+  // make at most `budget` raw skeletons; layouts_ holds them.
   auto take = [&](auto layouts_of, std::uint64_t budget) {
     layouts_.clear();
-    for (int g = 0; g < static_cast<int>(groups.size()); ++g)
-      layouts_.push_back(groups[g].half_of >= 0 ? raw_layouts(problem, g, groups[g]) : layouts_of(g));
+    for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
+      if (groups[g].half_of >= 0) {
+        layouts_.push_back(raw_layouts(problem, g, groups[g]));
+        continue;
+      }
+      std::optional<std::vector<GroupLayout>> of = layouts_of(g, budget);
+      if (!of) return false;
+      layouts_.push_back(std::move(*of));
+    }
     return raw_skeletons_within(whole_orders, layouts_, micro_batches_.size(), budget);
   };
+  auto shares_of = [&](Shares shares) {
+    return [&, shares](int g, std::uint64_t budget) {
+      return small_space_layouts(problem, g, groups[g], shares, budget);
+    };
+  };
   shares_ = SpaceShares::whole;
-  if (every_share &&
-      take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::every); }, kEveryShareSkeletons))
+  if (every_share && take(shares_of(Shares::every), kEveryShareSkeletons))
     shares_ = SpaceShares::every;
-  else if (every_share && take([&](int g) { return small_space_layouts(problem, g, groups[g], Shares::power_of_two); },
-                               kSmallSpaceSkeletons))
+  else if (every_share && take(shares_of(Shares::power_of_two), kSmallSpaceSkeletons))
     shares_ = SpaceShares::power_of_two;
   else
-    take([&](int g) { return raw_layouts(problem, g, groups[g]); }, kSaturated);
+    take([&](int g, std::uint64_t) { return std::optional(raw_layouts(problem, g, groups[g])); }, kSaturated);
 
   for (const auto& order : orders_) {
     std::uint64_t combos = 1;

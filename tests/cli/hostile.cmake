@@ -365,3 +365,11 @@ file(COPY ${PROJECT_SOURCE_DIR}/tests/data/metis/gpt3-125m/DeviceType.A100_tp1_b
      DESTINATION ${_hostile}/metis_a100_only)
 autohaap_cli_cases("cli"
   "hostile_partial_profiles_rank_by_source|0|times +pipeline.*1 +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ +measured .*note: with --profiles, plans timed on measured or corrected points rank before less measured ones.*timed analytic.*ranked_by +: time source.*faster_below_s +: 0\\.8|search|-m|gpt3-125m|-c|mixed-a100-v100|--profiles|${_hostile}/metis_a100_only|-k|60|-j|1")
+# One group of 65,536 nodes with the batch per replica (a plan may use all
+# 524,288 GPUs): every share of it was checked before the search began,
+# minutes deaf to --time-limit and to SIGTERM. Such a group now takes
+# power-of-two shares at once, and the search ends in seconds (5 s).
+file(WRITE ${_hostile}/huge_group.yaml "name: huge\ngroups:\n  - device: a100-80gb\n    nodes: 65536\n    gpus_per_node: 8\n")
+autohaap_cli_cases("cli"
+  "hostile_huge_group_per_replica_within_limit|0|status +: found|search|-m|llama3-405b|-c|${_hostile}/huge_group.yaml|-t|${PROJECT_SOURCE_DIR}/tests/data/merge/per_replica.yaml|-j|1|--time-limit|60")
+set_tests_properties(cli_hostile_huge_group_per_replica_within_limit PROPERTIES TIMEOUT 120)
