@@ -311,6 +311,15 @@ double layer_activation_bytes(const ModelSpec& m, int layer, const BatchShape& x
 }
 
 double layer_working_bytes(const ModelSpec& m, int layer, const BatchShape& x, Recompute recompute) {
+  // A listed layer's output exists while the layer makes it, whatever it
+  // keeps for its backward (activation_MB, which its author may count
+  // apart from it): a layer with a 100 GB output on a 40 GB GPU was said to
+  // fit, priced in time (its HBM traffic and sends) and not in memory.
+  if (is_generic(m)) {
+    const double output = layer_output_bytes(m, layer, x.sequences, x.seq_len, x.element_bytes);
+    const double replayed = recompute == Recompute::full ? layer_activation_bytes(m, layer, x, Recompute::none) : 0.0;
+    return std::max(output, replayed);
+  }
   if (recompute == Recompute::none) return 0;
   if (recompute == Recompute::full) return layer_activation_bytes(m, layer, x, Recompute::none);
   // Selective: the replayed attention core of one layer.

@@ -500,8 +500,9 @@ TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
   EXPECT_DOUBLE_EQ(m.gradients, 4 * params);
   EXPECT_DOUBLE_EQ(m.optimizer, 12 * params);
   // Activations: 10 MB per sequence per layer, 2 sequences per replica, 2 layers,
-  // in flight min(p − i, m) = 1.
-  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6);
+  // in flight min(p − i, m) = 1; and while a layer runs, its output (1 MB a
+  // sequence), which a listed layer's activation_MB need not count.
+  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 2 * 1e6);
   EXPECT_DOUBLE_EQ(m.headroom, GiB);
   // The framework: CUDA context + one NCCL communicator (dp = 2; no tp, one
   // stage); the allocator's fragmentation of the activations.
@@ -527,7 +528,24 @@ TEST(CostModel, MemoryBreakdownMixedPrecisionAdamAndZero) {
   // the one prefetched) and one layer's unsharded gradient: the largest
   // layer has 3e6 parameters (far below DeepSpeed's caps of 1e9 live
   // parameters and 5e8-element reduce buckets).
-  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 3e6 * (2 * 2 + 4));
+  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 3e6 * (2 * 2 + 4) + 2 * 1e6);
+}
+
+TEST(CostModel, AListedLayersOutputIsHeldWhileItRuns) {
+  // A layer whose output is 100 GB a sequence, far past its 10 MB kept for
+  // the backward: its output exists while it runs, so a stage of it holds
+  // at least 100 GB x 2 sequences a replica, and does not fit the 80 GiB of
+  // generic_problem's device (it was priced in time and said to fit).
+  Problem p = generic_problem(1.0);
+  p.model.generic_layers[0].output_MB = 1e5;
+  const CostModel cm(p);
+  const MemoryBreakdown m = cm.stage_memory(StageShape{0, 1, 2, Recompute::none}, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(m.activations, 2 * 2 * 10e6 + 2 * 1e11);
+  EXPECT_GT(m.total(), cm.capacity_bytes(0));
+  // Full recompute replays a layer's kept activations, or holds its output,
+  // whichever is more.
+  const MemoryBreakdown full = cm.stage_memory(StageShape{0, 1, 2, Recompute::full}, 4, 0, 2, 0, 1, 2);
+  EXPECT_DOUBLE_EQ(full.activations, 2 * (1e11 + 1e6) + 2 * 1e11);
 }
 
 TEST(CostModel, EightBitAdamAndDeepSpeedsAllocatorReserve) {

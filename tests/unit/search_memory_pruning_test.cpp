@@ -70,7 +70,7 @@ TEST(MemoryPruning, LayerListCapacityIsTheLongestRangeThatFits) {
   int compared = 0, longer_fits = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
     const Problem problem = search_fixtures::rising_and_falling_outputs(
-        {.fast_GiB = 3, .slow_GiB = 2, .activation_max_MB = 3000, .runtime = Runtime::deepspeed}, seed);
+        {.fast_GiB = 3, .slow_GiB = 2, .wide_MB = 1000, .activation_max_MB = 3000, .runtime = Runtime::deepspeed}, seed);
     const CostModel cost(problem);
     const MemoryPruner memory(cost);
     const int L = problem.model.layers;

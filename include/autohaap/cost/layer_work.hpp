@@ -180,7 +180,8 @@ double embedding_activation_bytes(const ModelSpec& model, const BatchShape& shap
 // micro-batch of `shape.sequences` sequences.
 double layer_activation_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);
 // Transient bytes while one layer runs its backward (with full recompute the
-// replayed layer's whole activation set lives for that one layer).
+// replayed layer's whole activation set lives for that one layer), and of
+// a listed (generic) layer at least its output while it makes it.
 double layer_working_bytes(const ModelSpec& model, int layer, const BatchShape& shape, Recompute recompute);
 // Bytes of one key/value block a GPU passes round the context-parallel
 // ring: K and V of its seq_len / cp tokens, its tp share of the kv heads.
