@@ -139,6 +139,14 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
                        "the plan's global_batch, " + std::to_string(out.plan.global_batch));
     }
   }
+  // The ZeRO stage is the plan's (a plan field, as Megatron's
+  // --use-distributed-optimizer is a launch flag), whatever a training
+  // file given says: said so, as for the batch (a training file of zero 3
+  // had been taken without a word for a plan of zero 1).
+  if (!args.train.empty() && out.problem.training.zero != out.plan.zero)
+    out.notes += "note: --train " + args.train + " has zero " + std::to_string(out.problem.training.zero) +
+                 "; the plan's zero " + std::to_string(out.plan.zero) +
+                 " is kept (a plan field: search again, or estimate --tp/--pp/--dp with --zero, for another)\n";
   // A plan priced here at another time than its file says (other profiles,
   // specs edited, another version's cost model) is said to be, with both:
   // read back with latencies twice its own, 0.2417 s had become 0.4576 s

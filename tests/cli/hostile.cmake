@@ -380,3 +380,10 @@ set_tests_properties(cli_hostile_huge_group_per_replica_within_limit PROPERTIES 
 file(WRITE ${_hostile}/seq_131072.yaml "global_batch: 64\nseq_len: 131072\n")
 autohaap_cli_cases("cli"
   "hostile_mfu_above_hfu_says_why|0|mfu +: 0\\.6[0-9]+\nhfu +: 0\\.3[0-9]+\nmfu_counts +: the whole causal score matrix|estimate|-m|llama3-8b|-c|h100-sxm-4nodes|-t|${_hostile}/seq_131072.yaml|--tp|4|--pp|1|--dp|1|--cp|8|--micro-batch|1")
+# A plan scored with a training file of another ZeRO stage keeps its own
+# (a plan field), which the note now says (it had said "scored with the
+# one given" and kept the plan's zero 1 under a file of zero 3).
+file(WRITE ${_hostile}/zero3_training.yaml "global_batch: 512\nzero: 3\n")
+autohaap_cli_cases("cli"
+  "hostile_plan_keeps_its_zero_and_says_so|0|note: --train .*zero3_training.yaml has zero 3. the plan.s zero [012] is kept|estimate|--plan|${_hostile}/measured_plan.json|-t|${_hostile}/zero3_training.yaml")
+set_tests_properties(cli_hostile_plan_keeps_its_zero_and_says_so PROPERTIES FIXTURES_REQUIRED hostile_measured_plan)
