@@ -1,5 +1,6 @@
 #include "plan_problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -151,8 +152,23 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
   // specs edited, another version's cost model) is said to be, with both:
   // read back with latencies twice its own, 0.2417 s had become 0.4576 s
   // without a word.
+  const PredictedPerformance priced = CostModel(out.problem).estimate(out.plan);
+  // Its memory too: a predicted block claiming 100 GiB that fit on 40 GiB
+  // GPUs had been read without a word.
+  const std::vector<double>& file_GiB = out.plan.predicted.stage_memory_GiB;
+  if (!file_GiB.empty() && file_GiB.size() == priced.stage_memory_GiB.size()) {
+    const double was = *std::max_element(file_GiB.begin(), file_GiB.end());
+    const double now = *std::max_element(priced.stage_memory_GiB.begin(), priced.stage_memory_GiB.end());
+    if (std::abs(now - was) > 1e-3 * std::max(1.0, now) || out.plan.predicted.fits != priced.fits) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "note: %s says %.2f GiB on its fullest GPU (%s); priced here %.2f GiB (%s)\n", plan_file.c_str(),
+                    was, out.plan.predicted.fits ? "fits" : "does not fit", now, priced.fits ? "fits" : "does not fit");
+      out.notes += line;
+    }
+  }
   if (const double was = out.plan.predicted.iteration_time_s; was > 0) {
-    const double now = CostModel(out.problem).estimate(out.plan).iteration_time_s;
+    const double now = priced.iteration_time_s;
     if (std::abs(now / was - 1) > 1e-3) {
       char line[512];
       std::snprintf(line, sizeof line,

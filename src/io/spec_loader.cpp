@@ -466,6 +466,13 @@ std::string validate_file(const std::string& path) {
     if (tag != kPlanFormat) format->fail(std::string(kPlanFormat) + " or " + kLaunchManifestFormat);
     return "plan";
   }
+  // A plan or launch manifest without its tag (edited away): named as
+  // what its keys say it is, rather than refused as a training file for
+  // its `model` key.
+  if (obj.has("stages") || obj.has("ranks"))
+    throw InputError(path, "format", "<missing>",
+                     std::string(kPlanFormat) + " (a plan: it has stages) or " + kLaunchManifestFormat +
+                         " (a launch manifest: it has ranks)");
   if (obj.has("groups")) {
     parse_cluster(obj, stem_of(path));
     return "cluster";

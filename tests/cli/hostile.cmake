@@ -387,3 +387,7 @@ file(WRITE ${_hostile}/zero3_training.yaml "global_batch: 512\nzero: 3\n")
 autohaap_cli_cases("cli"
   "hostile_plan_keeps_its_zero_and_says_so|0|note: --train .*zero3_training.yaml has zero 3. the plan.s zero [012] is kept|estimate|--plan|${_hostile}/measured_plan.json|-t|${_hostile}/zero3_training.yaml")
 set_tests_properties(cli_hostile_plan_keeps_its_zero_and_says_so PROPERTIES FIXTURES_REQUIRED hostile_measured_plan)
+add_test(NAME cli_hostile_validate_plan_checks
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/validate_plan_checks.sh $<TARGET_FILE:autohaap>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml)
+set_tests_properties(cli_hostile_validate_plan_checks PROPERTIES LABELS "cli" TIMEOUT 60)
