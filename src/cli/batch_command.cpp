@@ -49,7 +49,9 @@ std::string entry_line(const EntryResult& r, std::size_t position, std::size_t s
     std::snprintf(buf, sizeof buf, "  (%.2f s)", r.wall_s);
     line += buf;
   }
-  if (!r.error.empty() && r.status != EntryStatus::skipped) line += "\n    " + r.error;
+  // The note of a result kept from an earlier run too: a plan a time limit
+  // stopped (best so far, with its proven gap) had read as a plain "found".
+  if (!r.error.empty()) line += "\n    " + r.error;
   return line;
 }
 

@@ -25,3 +25,12 @@ autohaap_cli_cases("cli;batch" ${_batch_cases})
 # The second fleet run needs the first one's plans.
 set_tests_properties(cli_batch_fleet PROPERTIES FIXTURES_SETUP batch_fleet)
 set_tests_properties(cli_batch_fleet_again_skips cli_batch_out_of_another_manifest PROPERTIES FIXTURES_REQUIRED batch_fleet)
+# A result kept from an earlier run is printed with its note (an infeasible
+# entry's reason, a time-limited plan's gap), which a skipped entry's line
+# had left out: a plan a time limit stopped read as a plain "found".
+set(_kept_notes_cases
+  "batch_kept_notes_first|0|infeasible.*\n +llama3-405b does not fit|batch|${CMAKE_CURRENT_SOURCE_DIR}/data/batch/kept_notes.yaml|--out|${_batch_out}/kept_notes"
+  "batch_kept_notes_again|0|skipped .unchanged. infeasible.\n +llama3-405b does not fit|batch|${CMAKE_CURRENT_SOURCE_DIR}/data/batch/kept_notes.yaml|--out|${_batch_out}/kept_notes")
+autohaap_cli_cases("cli;batch" ${_kept_notes_cases})
+set_tests_properties(cli_batch_kept_notes_first PROPERTIES FIXTURES_SETUP batch_kept_notes)
+set_tests_properties(cli_batch_kept_notes_again PROPERTIES FIXTURES_REQUIRED batch_kept_notes)
