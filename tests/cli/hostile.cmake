@@ -373,18 +373,18 @@ file(WRITE ${_hostile}/huge_group.yaml "name: huge\ngroups:\n  - device: a100-80
 autohaap_cli_cases("cli"
   "hostile_huge_group_per_replica_within_limit|0|status +: found|search|-m|llama3-405b|-c|${_hostile}/huge_group.yaml|-t|${PROJECT_SOURCE_DIR}/tests/data/merge/per_replica.yaml|-j|1|--time-limit|60")
 set_tests_properties(cli_hostile_huge_group_per_replica_within_limit PROPERTIES TIMEOUT 120)
-# MFU counts a causal model's whole score matrix (Megatron-LM's and
-# torchtitan's convention), HFU what the fused kernel computes (half): at
-# 131,072 tokens MFU passed HFU without a word, read as more work than was
-# done. The summary now says how each counts where MFU is the larger.
+# What a figure or a setting means, said where it could mislead:
+# - MFU counts a causal model's whole score matrix (Megatron-LM's and
+#   torchtitan's convention), HFU what the fused kernel computes (half): at
+#   131,072 tokens MFU passed HFU without a word, read as more work than
+#   was done; the summary now says how each counts where MFU is the larger.
+# - A plan scored with a training file of another ZeRO stage keeps its own
+#   (a plan field): the note had said "scored with the one given" and kept
+#   the plan's zero 1 under a file of zero 3.
 file(WRITE ${_hostile}/seq_131072.yaml "global_batch: 64\nseq_len: 131072\n")
-autohaap_cli_cases("cli"
-  "hostile_mfu_above_hfu_says_why|0|mfu +: 0\\.6[0-9]+\nhfu +: 0\\.3[0-9]+\nmfu_counts +: the whole causal score matrix|estimate|-m|llama3-8b|-c|h100-sxm-4nodes|-t|${_hostile}/seq_131072.yaml|--tp|4|--pp|1|--dp|1|--cp|8|--micro-batch|1")
-# A plan scored with a training file of another ZeRO stage keeps its own
-# (a plan field), which the note now says (it had said "scored with the
-# one given" and kept the plan's zero 1 under a file of zero 3).
 file(WRITE ${_hostile}/zero3_training.yaml "global_batch: 512\nzero: 3\n")
 autohaap_cli_cases("cli"
+  "hostile_mfu_above_hfu_says_why|0|mfu +: 0\\.6[0-9]+\nhfu +: 0\\.3[0-9]+\nmfu_counts +: the whole causal score matrix|estimate|-m|llama3-8b|-c|h100-sxm-4nodes|-t|${_hostile}/seq_131072.yaml|--tp|4|--pp|1|--dp|1|--cp|8|--micro-batch|1"
   "hostile_plan_keeps_its_zero_and_says_so|0|note: --train .*zero3_training.yaml has zero 3. the plan.s zero [012] is kept|estimate|--plan|${_hostile}/measured_plan.json|-t|${_hostile}/zero3_training.yaml")
 set_tests_properties(cli_hostile_plan_keeps_its_zero_and_says_so PROPERTIES FIXTURES_REQUIRED hostile_measured_plan)
 add_test(NAME cli_hostile_validate_plan_checks
