@@ -1127,7 +1127,10 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     walk.arrangements = true;
     walk.rules = &rules;
     const bool arranged = walks_arrangements(space.group_orders()[o]).has_value();
-    if (t.rated && keep_below < kInf && m > 1 && every_position_open) {
+    // With one micro-batch (m = 1) too: the bounds' (m - 1) x pace is then
+    // 0, and the stage sum alone cuts (six node groups at a global batch
+    // of 8 had walked every skeleton of B = 8 unbounded, for minutes).
+    if (t.rated && keep_below < kInf && every_position_open) {
       for (std::size_t j = n; j-- > 0;) {
         if (!t.rate[j].empty()) rest[j] = rest[j + 1] + *std::max_element(t.rate[j].begin(), t.rate[j].end());
       }

@@ -391,3 +391,17 @@ add_test(NAME cli_hostile_validate_plan_checks
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/validate_plan_checks.sh $<TARGET_FILE:autohaap>
                  ${CMAKE_CURRENT_SOURCE_DIR}/data/replicas/mixed_stage.yaml)
 set_tests_properties(cli_hostile_validate_plan_checks PROPERTIES LABELS "cli" TIMEOUT 60)
+# A global batch of one micro-batch (m = 1) on six node groups: the walk
+# bounded no prefix where m = 1 (its bounds are (m - 1) x pace plus the
+# stage sum, and only the sum is left), so it visited every skeleton, and
+# gave no answer proven in minutes; the sum alone now cuts the prefixes,
+# and it ends, proven, in well under a second.
+file(WRITE ${_hostile}/six_groups_small.yaml
+     "name: six-small\ngroups:\n"
+     "  - {device: h100-sxm, nodes: 1, gpus_per_node: 8}\n  - {device: mi300x, nodes: 3, gpus_per_node: 4}\n"
+     "  - {device: l40s, nodes: 1, gpus_per_node: 2}\n  - {name: mi300x-single, device: mi300x, nodes: 2, gpus_per_node: 1}\n"
+     "  - {device: a100-80gb, nodes: 1, gpus_per_node: 4}\n  - {device: a10, nodes: 3, gpus_per_node: 8}\n")
+file(WRITE ${_hostile}/batch_of_8.yaml "global_batch: 8\nruntime: fsdp\nheadroom_GiB: 0\n")
+autohaap_cli_cases("cli"
+  "hostile_one_micro_batch_many_groups|0|iteration_time_s +: 0.0418506\n.*gap +: 0.0000|search|-m|gpt3-350m|-c|${_hostile}/six_groups_small.yaml|-t|${_hostile}/batch_of_8.yaml|-j|1|--time-limit|100")
+set_tests_properties(cli_hostile_one_micro_batch_many_groups PROPERTIES TIMEOUT 120)
