@@ -148,13 +148,12 @@ PlanProblem load_plan_problem(const std::string& plan_file, const ProblemArgs& a
     out.notes += "note: --train " + args.train + " has zero " + std::to_string(out.problem.training.zero) +
                  "; the plan's zero " + std::to_string(out.plan.zero) +
                  " is kept (a plan field: search again, or estimate --tp/--pp/--dp with --zero, for another)\n";
-  // A plan priced here at another time than its file says (other profiles,
-  // specs edited, another version's cost model) is said to be, with both:
-  // read back with latencies twice its own, 0.2417 s had become 0.4576 s
-  // without a word.
+  // A plan priced here at another time or memory than its file says (other
+  // profiles, specs edited, another version's cost model) is said to be,
+  // with both: read back with latencies twice its own, 0.2417 s had become
+  // 0.4576 s without a word, and a predicted block claiming 100 GiB that fit
+  // on 40 GiB GPUs was read as it stood.
   const PredictedPerformance priced = CostModel(out.problem).estimate(out.plan);
-  // Its memory too: a predicted block claiming 100 GiB that fit on 40 GiB
-  // GPUs had been read without a word.
   const std::vector<double>& file_GiB = out.plan.predicted.stage_memory_GiB;
   if (!file_GiB.empty() && file_GiB.size() == priced.stage_memory_GiB.size()) {
     const double was = *std::max_element(file_GiB.begin(), file_GiB.end());

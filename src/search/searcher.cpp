@@ -465,7 +465,7 @@ bool for_each_task_in_blocks(std::size_t n, const std::function<bool()>& stop, c
 // times allow where they sit, each position still open at most its
 // group's envelope. Computed once before the walk (the tasks share
 // groups); null where a layout's layers are not identical (a per-layer
-// profile).
+// profile), and for a layout a rule removes.
 class LayoutFinishTimes {
  public:
   LayoutFinishTimes(const SearchSpace& space, const MemoryPruner& memory, const LoadBalancer& balancer,
@@ -475,16 +475,21 @@ class LayoutFinishTimes {
         of_(space.problem().cluster.groups.size() * num_b_) {
     const int layers = space.problem().model.layers;
     parallel::for_each(of_.size(), [&](std::size_t k) {
-      const int group = static_cast<int>(k / num_b_);
-      const int micro_batch = space.micro_batches()[k % num_b_];
+      const int group = static_cast<int>(k / num_b_), b = static_cast<int>(k % num_b_);
+      const int micro_batch = space.micro_batches()[b];
       Group& g = of_[k];
       g.envelope_known = true;
       const std::size_t entries = space.layouts(group).size() * static_cast<std::size_t>(most_in_flight_);
       g.held_in_flight = std::make_unique<std::atomic<int>[]>(entries);
       for (std::size_t e = 0; e < entries; ++e) g.held_in_flight[e].store(-1, std::memory_order_relaxed);
       std::vector<double> envelope(static_cast<std::size_t>(layers), kInf);
-      const int b = static_cast<int>(k % num_b_);
       for (std::size_t li = 0; li < space.layouts(group).size(); ++li) {
+        // A layout a structural rule removes is in no skeleton: neither
+        // its finish times nor the envelope need it.
+        if (rules.rule(group, static_cast<int>(li), b)) {
+          g.layout.emplace_back();
+          continue;
+        }
         const GroupLayout& layout = space.layouts(group)[li];
         const StageSlot slot{layout.group, 0, layout.gpus_per_stage, layout.tp, layout.dp};
         auto finish = balancer.layer_finish_times(slot, micro_batch);
@@ -493,7 +498,7 @@ class LayoutFinishTimes {
           g.layout.emplace_back();
           continue;
         }
-        const int held = rules.rule(group, static_cast<int>(li), b) ? 0 : static_cast<int>(finish->size());
+        const int held = static_cast<int>(finish->size());
         for (int v = 1; v <= layers; ++v) {
           const int each = (v + layout.stages - 1) / layout.stages;  // layers per stage for v in all
           if (each > held) break;
