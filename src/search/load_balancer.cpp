@@ -258,22 +258,39 @@ std::vector<std::vector<Recompute>> LoadBalancer::mode_sets() const {
   return sets;
 }
 
-double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below) const {
-  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/false);
+double LoadBalancer::lower_bound(const Skeleton& skeleton, double refine_below, double interleaved_excess) const {
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/false, interleaved_excess);
 }
 
 double LoadBalancer::searched_lower_bound(const Skeleton& skeleton, double refine_below) const {
   // Without interleaving (max_vpp 1) this is lower_bound itself.
-  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/true);
+  return lower_bound_placed(skeleton, refine_below, 0, 0, /*per_vpp_memory=*/true, 0);
 }
 
-double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
-                                             double refine_below) const {
-  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back, /*per_vpp_memory=*/false);
+double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front, int back, double refine_below,
+                                             double interleaved_excess) const {
+  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back, /*per_vpp_memory=*/false,
+                            interleaved_excess);
+}
+
+double LoadBalancer::searched_arrangement_lower_bound(const Skeleton& skeleton, int front, int back, double refine_below) const {
+  return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back, /*per_vpp_memory=*/true, 0);
+}
+
+double LoadBalancer::interleaved_tail_floor(const Skeleton& skeleton) const {
+  const Problem& problem = cost_.problem();
+  const int p = skeleton.num_stages();
+  const int L = problem.model.layers;
+  if (problem.model.family == ModelFamily::generic || p < 1 || L % p != 0) return 0;
+  const Plan plan = make_plan(problem, skeleton, even_split(L, p), std::vector<Recompute>(p, modes_.front()), 1);
+  double floor = 0;
+  for (int i = 0; i < p; ++i) floor = std::max(floor, cost_.stage_tail_floor(plan, i, L / p));
+  // Rounding must never lift the bound above the optimum's tail.
+  return floor * (1 - 1e-12);
 }
 
 double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin, int loose_end,
-                                        bool per_vpp_memory) const {
+                                        bool per_vpp_memory, double interleaved_excess) const {
   const Problem& problem = cost_.problem();
   const int p = skeleton.num_stages();
   const int L = problem.model.layers;
@@ -293,11 +310,16 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   capacities.resize(p);
   for (int i = 0; i < p; ++i)
     capacities[i] = memory_.max_layers_leanest(skeleton.stages[i], skeleton.micro_batch, place(i), p, m);
-  // The searched bound adds the tail's own (tail_lower_bound), the walk's
-  // leaves it out (its bound is asked of millions of skeletons).
+  // The searched bound adds the tail's own (tail_lower_bound), and the
+  // interleaved schedules' (interleaved_tail_floor) where they pay more;
+  // the walk leaves both to its caller (its bound is asked of millions of
+  // skeletons).
+  const int most_vpp = max_vpp(skeleton);
   const double tail = per_vpp_memory ? tail_lower_bound(skeleton, &capacities) : 0;
-  const double fastest = iteration_lower_bound(speeds, capacities, L, m, max_vpp(skeleton)) + tail;
-  if (!identical || (modes_.size() == 1 && !(per_vpp_memory && max_vpp(skeleton) > 1)) || !(fastest <= refine_below))
+  const double interleaved_tail = per_vpp_memory && most_vpp > 1 ? interleaved_tail_floor(skeleton) : 0;
+  if (per_vpp_memory) interleaved_excess = std::max(0.0, interleaved_tail - tail);
+  const double fastest = iteration_lower_bound(speeds, capacities, L, m, most_vpp, interleaved_excess) + tail;
+  if (!identical || (modes_.size() == 1 && !(per_vpp_memory && most_vpp > 1)) || !(fastest <= refine_below))
     return fastest;
   // Each stage's modes, fastest first: what k layers cost where memory
   // forces a leaner mode on them (and, under interleaving, where its
@@ -318,7 +340,6 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   }
   // The same modes under w chunks: more micro-batches in flight
   // (CostModel::in_flight, rounded down), so each holds at most as many.
-  const int most_vpp = max_vpp(skeleton);
   const std::size_t ws = static_cast<std::size_t>(std::max(0, most_vpp - 1));
   if (chunked.size() < ws) chunked.resize(ws);
   chunked_filled.assign(ws, 0);
@@ -338,11 +359,13 @@ double LoadBalancer::lower_bound_placed(const Skeleton& skeleton, double refine_
   };
   const double bound =
       std::max(fastest, tail + iteration_lower_bound(speeds, tiers, L, m, most_vpp, refine_below - tail,
-                                                     per_vpp_memory ? interleaved : InterleavedTiers{}));
+                                                     per_vpp_memory ? interleaved : InterleavedTiers{},
+                                                     interleaved_excess));
   if (!per_vpp_memory || !(bound <= refine_below)) return bound;
   // The searched bound: the pace and the tail together.
   const CappedTail capped = [&](const std::vector<int>& caps) { return tail_lower_bound(skeleton, &caps); };
-  return std::max(bound, paced_tail_lower_bound(speeds, tiers, L, m, most_vpp, tail, capped, refine_below));
+  return std::max(bound,
+                  paced_tail_lower_bound(speeds, tiers, L, m, most_vpp, tail, capped, refine_below, interleaved_tail));
 }
 
 double LoadBalancer::tail_lower_bound(const Skeleton& skeleton, const std::vector<int>* capacities) const {
@@ -392,6 +415,12 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
     if (!tail_floor) tail_floor = tail_lower_bound(skeleton, &*capacities);
     return *tail_floor;
   };
+  // And the least an interleaved run's can have (its split is the equal one).
+  std::optional<double> interleaved_floor_s;
+  auto interleaved_tail = [&] {
+    if (!interleaved_floor_s) interleaved_floor_s = interleaved_tail_floor(skeleton);
+    return *interleaved_floor_s;
+  };
   for (const std::vector<Recompute>& modes : mode_sets()) {
     // What the plain run's stage table proves of every interleaved run of
     // the same modes (interleaved_floor): set after that run.
@@ -401,7 +430,7 @@ BalanceResult LoadBalancer::balance(const Skeleton& skeleton, double bound, cons
       if (vpp > 1 && std::isfinite(limit)) {
         if (!capacities) capacities = memory_.capacities(skeleton);
         if (iteration_lower_bound(speeds, *capacities, L, m, vpp) > limit * (1 + 1e-9) ||
-            (plain && plain->iteration_time_s(m, vpp) + tail() > limit * (1 + 1e-9))) {
+            (plain && plain->iteration_time_s(m, vpp) + std::max(tail(), interleaved_tail()) > limit * (1 + 1e-9))) {
           if (best.status == BalanceResult::Status::no_feasible_split) best.status = BalanceResult::Status::above_bound;
           continue;
         }

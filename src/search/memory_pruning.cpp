@@ -466,9 +466,51 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
     } else if (stages_before[n] > layers) {
       report.add(PruneRule::more_stages_than_layers, orders_walked);
     } else {
+      // The arrangements come in lexicographic order of their middles, so
+      // those that place the same first t middle groups follow each other:
+      // one that shares a placement keep_arrangement refused is skipped,
+      // and the placements it shares with the one before it that passed
+      // are not asked again. ok_depth: how many of the previous
+      // arrangement's placements passed; cut_depth: the one refused (none:
+      // past the middle).
+      const int middle = n - 2;
+      int ok_depth = 0, cut_depth = n;
+      const Arrangement* previous = nullptr;
       for (const Arrangement& a : arrangements) {
+        int shared = 0;  // middle groups placed as in the previous arrangement
+        if (previous)
+          while (shared < middle && a.from[shared + 1] == previous->from[shared + 1]) ++shared;
+        previous = &a;
+        if (cut_depth <= shared) {
+          report.add(PruneRule::lower_bound_above_best, 1);
+          continue;
+        }
         for (int k = 0; k < n; ++k) arranged_layouts[k] = layout_index[a.from[k]];
         Skeleton s = space.make(a.order_index, micro_batch_index, arranged_layouts);
+        if (walk.keep_arrangement) {
+          // Placing t middle groups leaves the rest loose: from the stage
+          // after the t-th to the last group's first.
+          const int loose_end = s.num_stages() - space.layouts(order[n - 1])[layout_index[n - 1]].stages;
+          int loose_begin = space.layouts(order[0])[layout_index[0]].stages;
+          for (int t = 1; t <= std::min(ok_depth, shared); ++t)
+            loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
+          ok_depth = std::min(ok_depth, shared);
+          cut_depth = n;
+          // The last placement leaves one group loose, which is the
+          // arrangement itself: its own bound (visit) decides it.
+          for (int t = ok_depth + 1; t <= middle - 2; ++t) {
+            loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
+            if (!walk.keep_arrangement(s, loose_begin, loose_end)) {
+              cut_depth = t;
+              break;
+            }
+            ok_depth = t;
+          }
+          if (cut_depth < n) {
+            report.add(PruneRule::lower_bound_above_best, 1);
+            continue;
+          }
+        }
         std::optional<PruneRule> broken = memory ? memory->check(s) : std::nullopt;
         if (broken)
           report.add(*broken, 1);

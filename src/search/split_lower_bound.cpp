@@ -350,7 +350,7 @@ namespace {
 // Without `plain`, only the interleaved schedules' terms (infinity where
 // none can run).
 double lower_bound_core(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
-                        double enough, const InterleavedTiers& interleaved, bool plain) {
+                        double enough, const InterleavedTiers& interleaved, bool plain, double excess) {
   const int p = static_cast<int>(speeds.edge.size());
   const double sum = sum_term_lower_bound(speeds, L);
   // Per thread, reused: this runs for every skeleton the initialization
@@ -415,7 +415,7 @@ double lower_bound_core(const StageSpeeds& speeds, const StageFinish& finish, bo
       double& floor = interleaved_floor[w - 2];
       if (floor == kInf) continue;
       const double P = std::max(bottleneck, floor);
-      if (m * P + (sum - P) / w > enough) continue;
+      if (m * P + (sum - P) / w + excess > enough) continue;
       const StageFinish chunked(speeds.edge, interleaved(w));
       for (int i = 0; i < p && floor < kInf; ++i)
         floor = chunked.capacity(i) < L / p ? kInf : std::max(floor, chunked.at(i, L / p));
@@ -423,7 +423,7 @@ double lower_bound_core(const StageSpeeds& speeds, const StageFinish& finish, bo
     }
   }
   auto time_at = [&](double pace, double stage_sum) {
-    return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor, plain);
+    return pipeline_time_lower_bound(pace, stage_sum, m, interleaved_floor, plain, excess);
   };
   if (!speeds.layers.empty() || !paced) return time_at(bottleneck, sum) * (1 - 1e-12);
   return paced_sum_bound(finish, speeds.edge, rate, L, bottleneck, sum, enough, time_at) * (1 - 1e-12);
@@ -450,16 +450,17 @@ const StageSpeeds& sending(const StageSpeeds& speeds) {
 // least of the plain schedule's bound with them and the interleaved
 // schedules' without.
 double lower_bound_of(const StageSpeeds& speeds, const StageFinish& finish, bool paced, int L, int m, int max_vpp,
-                      double enough, const InterleavedTiers& interleaved) {
-  if (!has_sends(speeds)) return lower_bound_core(speeds, finish, paced, L, m, max_vpp, enough, interleaved, true);
+                      double enough, const InterleavedTiers& interleaved, double excess) {
+  if (!has_sends(speeds))
+    return lower_bound_core(speeds, finish, paced, L, m, max_vpp, enough, interleaved, true, excess);
   const StageSpeeds& plain_speeds = sending(speeds);
   const double plain = lower_bound_core(plain_speeds, StageFinish(finish, plain_speeds.edge), paced, L, m, 1, enough,
-                                        {}, true);
+                                        {}, true, 0);
   const int p = static_cast<int>(speeds.edge.size());
   if (max_vpp < 2 || L % p != 0) return plain;
   // Only a term below the plain one changes the answer.
   return std::min(plain, lower_bound_core(speeds, finish, paced, L, m, max_vpp, std::min(enough, plain), interleaved,
-                                          false));
+                                          false, excess));
 }
 
 // paced_tail_lower_bound over the paces of `finish`, the pipeline's time
@@ -494,7 +495,8 @@ double paced_tail_walk(const StageSpeeds& speeds, const StageFinish& finish, int
 }  // namespace
 
 double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
-                              double uncapped_tail, const CappedTail& capped_tail, double enough) {
+                              double uncapped_tail, const CappedTail& capped_tail, double enough,
+                              double interleaved_tail) {
   if (!speeds.layers.empty() || m < 1) return uncapped_tail;
   const int p = static_cast<int>(speeds.edge.size());
   const StageFinish finish(speeds.edge, tiers);
@@ -508,7 +510,10 @@ double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers
                       [&](double at) { return pipeline_time_lower_bound(at, plain_sum, m, 1); });
   if (v < 2) return plain;
   const double sum = sum_term_lower_bound(speeds, L);
-  return std::min(plain, paced_tail_walk(speeds, finish, L, uncapped_tail, capped_tail, std::min(enough, plain),
+  // Interleaved, every stage holds L / p layers: the tail is at least
+  // theirs whatever the pace.
+  return std::min(plain, paced_tail_walk(speeds, finish, L, std::max(uncapped_tail, interleaved_tail), capped_tail,
+                                         std::min(enough, plain),
                                          [&](double at) { return pipeline_time_lower_bound(at, sum, m, v, false); }));
 }
 
@@ -553,7 +558,7 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
 
 double paced_classes_lower_bound(std::span<const FinishClass> classes, int layers, int micro_batches, double pace,
                                  double fixed_sum, double unpaced_sum, std::span<const double> floors, bool plain,
-                                 double enough) {
+                                 double enough, double interleaved_excess) {
   // Per thread, reused: asked of every prefix the walk's cheaper tests keep.
   thread_local std::vector<std::size_t> cheapest;
   thread_local std::vector<int> held;
@@ -583,7 +588,8 @@ double paced_classes_lower_bound(std::span<const FinishClass> classes, int layer
   }
   // More stages than layers: a rule of its own (more_stages_than_layers)
   // removes them, which this bound leaves to it.
-  if (beyond < 0) return pipeline_time_lower_bound(pace, unpaced_sum, micro_batches, floors, plain) * (1 - 1e-12);
+  if (beyond < 0)
+    return pipeline_time_lower_bound(pace, unpaced_sum, micro_batches, floors, plain, interleaved_excess) * (1 - 1e-12);
   // The sum term by what the classes hold now; infinity where they cannot
   // hold every layer (a pace below the least bottleneck: no split).
   auto sum_now = [&] {
@@ -602,7 +608,7 @@ double paced_classes_lower_bound(std::span<const FinishClass> classes, int layer
     return extra > 0 ? kInf : std::max(unpaced_sum, total);
   };
   auto time_at = [&](double at, double sum) {
-    return pipeline_time_lower_bound(at, sum, micro_batches, floors, plain);
+    return pipeline_time_lower_bound(at, sum, micro_batches, floors, plain, interleaved_excess);
   };
   // The sum falls only where some class holds one more layer, and the
   // time rises with the pace in between: only those paces are tried,
@@ -644,18 +650,20 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
   }
 }
 
-double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span<const double> floors, bool plain) {
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, std::span<const double> floors, bool plain,
+                                 double interleaved_excess) {
   double best = plain ? stage_sum + (m - 1) * pace : kInf;
   for (std::size_t k = 0; k < floors.size(); ++k) {
     if (floors[k] == kInf) continue;
     const double w = static_cast<double>(k + 2);
     const double P = std::max(pace, floors[k]);
-    best = std::min(best, m * P + (stage_sum - P) / w);
+    best = std::min(best, m * P + (stage_sum - P) / w + interleaved_excess);
   }
   return best;
 }
 
-double pace_passing(double limit, double stage_sum, int m, std::span<const double> floors) {
+double pace_passing(double limit, double stage_sum, int m, std::span<const double> floors,
+                    double interleaved_excess) {
   // A term slope * max(P, floor) + offset passes `limit` at every pace when
   // it does at its floor, else once P passes (limit - offset) / slope.
   auto passing = [limit](double slope, double offset, double floor) {
@@ -666,25 +674,28 @@ double pace_passing(double limit, double stage_sum, int m, std::span<const doubl
   for (std::size_t k = 0; k < floors.size(); ++k) {
     if (floors[k] == kInf) continue;
     const double w = static_cast<double>(k + 2);
-    pace = std::max(pace, passing(m - 1.0 / w, stage_sum / w, floors[k]));
+    pace = std::max(pace, passing(m - 1.0 / w, stage_sum / w + interleaved_excess, floors[k]));
   }
   return pace;
 }
 
-double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp, bool plain) {
+double pipeline_time_lower_bound(double pace, double stage_sum, int m, int max_vpp, bool plain,
+                                 double interleaved_excess) {
   const double plain_term = plain ? stage_sum + (m - 1) * pace : kInf;
   if (max_vpp < 2) return plain_term;
-  return std::min(plain_term, m * pace + (stage_sum - pace) / max_vpp);
+  return std::min(plain_term, m * pace + (stage_sum - pace) / max_vpp + interleaved_excess);
 }
 
-double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp) {
+double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& caps, int L, int m, int max_vpp,
+                             double interleaved_excess) {
   return lower_bound_of(speeds, StageFinish(speeds.edge, speeds.layer, caps), /*paced=*/false, L, m, max_vpp, kInf,
-                        {});
+                        {}, interleaved_excess);
 }
 
 double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int L, int m, int max_vpp,
-                             double enough, const InterleavedTiers& interleaved) {
-  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp, enough, interleaved);
+                             double enough, const InterleavedTiers& interleaved, double interleaved_excess) {
+  return lower_bound_of(speeds, StageFinish(speeds.edge, tiers), /*paced=*/true, L, m, max_vpp, enough, interleaved,
+                        interleaved_excess);
 }
 
 }  // namespace autohaap

@@ -94,7 +94,10 @@ Stopped stop_after(const Problem& problem, std::int64_t skeletons, int threads) 
 
 TEST(SearchGap, BoundNeverExceedsTheOptimumWhereverTheSearchStops) {
   int cases = 0, stopped_with_gap = 0;
-  for (const SmallCase& c : small_cases(8, 300000)) {
+  // 24 cases: bounds that price each schedule's own tail leave most small
+  // cases a single skeleton under the optimum, so a stop lands with a
+  // gap on only a few of them.
+  for (const SmallCase& c : small_cases(24, 300000)) {
     const std::uint32_t seed = c.seed;
     const Problem& problem = c.problem;
     const double opt = c.optimum;

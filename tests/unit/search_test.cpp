@@ -1167,6 +1167,87 @@ TEST(Search, ListedBoundsCountTheTailAndStayAtMostEachSkeletonsBestPlan) {
   std::printf("skeletons checked: %d, bound above the pipeline bound alone: %d\n", checked, raised);
 }
 
+// Placements of a skeleton's middle groups refused (SkeletonWalk::
+// keep_arrangement) skip exactly the arrangements that place those groups
+// so: on six distinct groups (four in the middle, placements of one or two
+// of them asked), a walk that refuses placements by a rule of its own
+// visits, in the same order, the arrangements an unrefused walk visits
+// whose placements all pass; each skipped one is counted under
+// lower_bound_above_best, and no placement is asked twice in a row.
+TEST(Search, ARefusedPlacementOfTheMiddleSkipsEveryArrangementThatMakesIt) {
+  Problem problem = random_problem(3);
+  problem.model = search_fixtures::tiny_gpt(12, 256, 4);
+  problem.cluster.groups.clear();
+  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4", "l40s"})
+    problem.cluster.groups.push_back(make_node_group(catalog_device(device), 1, 1));
+  problem.training.global_batch = 8;
+  problem.training.micro_batch_sizes = {1};
+  const SearchSpace space(problem);
+  // The groups of the stages before `loose_begin`: the placement asked.
+  auto placed = [](const Skeleton& s, int loose_begin) {
+    std::vector<int> groups;
+    for (int i = 0; i < loose_begin; ++i)
+      if (groups.empty() || groups.back() != s.stages[i].group) groups.push_back(s.stages[i].group);
+    return groups;
+  };
+  // Refuses about one placement in three, by its groups alone.
+  auto refused = [](const std::vector<int>& groups) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (int g : groups) h = (h ^ static_cast<std::uint64_t>(g + 1)) * 1099511628211ull;
+    return h % 3 == 0;
+  };
+  int orders = 0;
+  std::int64_t skipped_total = 0, kept_total = 0;
+  for (std::size_t o = 0; o < space.group_orders().size() && orders < 6; ++o) {
+    const std::vector<int>& order = space.group_orders()[o];
+    if (order.size() != 6 || walks_arrangements(order) != true) continue;
+    ++orders;
+    std::vector<Skeleton> all, kept;
+    SkeletonWalk walk;
+    walk.arrangements = true;
+    walk.visit = [&](Skeleton&& s) { all.push_back(std::move(s)); };
+    PruneReport plain_report;
+    ASSERT_TRUE(enumerate_skeletons(space, nullptr, static_cast<int>(o), 0, plain_report, walk));
+    std::vector<int> last_asked;
+    int repeated = 0;
+    walk.visit = [&](Skeleton&& s) { kept.push_back(std::move(s)); };
+    walk.keep_arrangement = [&](const Skeleton& s, int loose_begin, int loose_end) {
+      const std::vector<int> groups = placed(s, loose_begin);
+      // The loose stages run from there to the last group's first.
+      EXPECT_EQ(s.stages[loose_end].group, s.stages.back().group);
+      EXPECT_NE(s.stages[loose_end - 1].group, s.stages.back().group);
+      EXPECT_GE(groups.size(), 2u);
+      EXPECT_LE(groups.size(), 3u);
+      repeated += groups == last_asked;
+      last_asked = groups;
+      return !refused(groups);
+    };
+    PruneReport report;
+    ASSERT_TRUE(enumerate_skeletons(space, nullptr, static_cast<int>(o), 0, report, walk));
+    EXPECT_EQ(repeated, 0);
+    std::vector<std::uint64_t> expected;
+    for (const Skeleton& s : all) {
+      // The first group and one or two middle ones placed.
+      bool pass = true;
+      int groups = 0;
+      for (int i = 0; i < s.num_stages() && pass; ++i) {
+        if (i > 0 && s.stages[i].group == s.stages[i - 1].group) continue;
+        ++groups;
+        if (groups >= 3 && groups <= 4) pass = !refused(placed(s, i));
+      }
+      if (pass) expected.push_back(s.id);
+    }
+    EXPECT_EQ(ids(kept), expected) << "order " << o;
+    const std::int64_t skipped = static_cast<std::int64_t>(all.size() - kept.size());
+    EXPECT_EQ(report.count(PruneRule::lower_bound_above_best), skipped) << "order " << o;
+    skipped_total += skipped;
+    kept_total += static_cast<std::int64_t>(kept.size());
+  }
+  EXPECT_EQ(orders, 6);
+  EXPECT_GT(skipped_total, 0);
+  EXPECT_GT(kept_total, 0);
+}
+
 // Five distinct groups: orders of four or five groups are walked once per
 // first group, last group and set of middle ones, and every arrangement of
 // the middle is visited from there (SkeletonWalk::arrangements). The list

@@ -141,19 +141,22 @@ class LoadBalancer {
   // alone is cheaper (one capacity a stage, not one a mode); when it
   // already exceeds `refine_below` it is returned as is, and the modes'
   // bound stops tightening once it does: the caller only asks whether the
-  // skeleton can beat that.
-  double lower_bound(const Skeleton& skeleton,
-                     double refine_below = std::numeric_limits<double>::infinity()) const;
+  // skeleton can beat that. The tail is left to the caller; the
+  // interleaved terms add `interleaved_excess`, what they pay beyond it
+  // (split_lower_bound.hpp; e.g. the stages' interleaved_tail_floor less
+  // the caller's tail).
+  double lower_bound(const Skeleton& skeleton, double refine_below = std::numeric_limits<double>::infinity(),
+                     double interleaved_excess = 0) const;
   // lower_bound with each vpp's own memory (its micro-batches in flight,
   // split_lower_bound.hpp InterleavedTiers) and the tail, the pace and the
-  // tail bounded together (paced_tail_lower_bound): at least as high, and
+  // tail bounded together (paced_tail_lower_bound), each interleaved term
+  // with interleaved_tail_floor: at least as high, and
   // above it where interleaving does not fit or the stages that hold the
   // most layers by the pace sync slowly, but a capacity lookup per stage,
   // mode and vpp and a tail bound per pace tried. For the skeletons the
-  // initialization keeps, which are searched in its order; its walk, which
-  // bounds millions, takes lower_bound (a tighter bound there raises the
-  // list's cutoff above what its prefix bounds prune: Llama 3 70B on 8
-  // groups walked 2.6x longer).
+  // initialization keeps, which are searched in its order, and (for a set
+  // of arrangements at once) what its walk keeps; each skeleton it visits,
+  // millions, takes lower_bound.
   double searched_lower_bound(const Skeleton& skeleton,
                               double refine_below = std::numeric_limits<double>::infinity()) const;
   // The same bound for every skeleton that rearranges this one's stages
@@ -164,7 +167,8 @@ class LoadBalancer {
   // there sends at least its floor over any neighbour (stage_speeds), so
   // no arrangement's bound is below it.
   double arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
-                                 double refine_below = std::numeric_limits<double>::infinity()) const;
+                                 double refine_below = std::numeric_limits<double>::infinity(),
+                                 double interleaved_excess = 0) const;
 
   // A value the tail max_i (sync_i + opt_i) of no split of this skeleton is
   // below. Each stage's least tail (CostModel::stage_tail_floor) rises with
@@ -179,6 +183,18 @@ class LoadBalancer {
   // hold the layers; 0 for a generic layer list (its layers' parameters
   // differ). O(layers * stages) arithmetic, no stage estimate.
   double tail_lower_bound(const Skeleton& skeleton, const std::vector<int>* capacities = nullptr) const;
+  // The least tail of any interleaved plan of this skeleton: a search
+  // interleaves only the split of equal layers (interleaving_searched), so
+  // every stage reduces the gradients of its L / p layers (with the
+  // embedding or output layer where it has one), and the largest of their
+  // CostModel::stage_tail_floor bounds the tail. 0 where p does not divide
+  // the layers (no interleaving) and for a generic layer list. O(stages).
+  double interleaved_tail_floor(const Skeleton& skeleton) const;
+  // searched_lower_bound for every such arrangement (each middle stage's
+  // memory and sends as arrangement_lower_bound prices them; the tails,
+  // which the arrangement does not change, as searched_lower_bound's).
+  double searched_arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
+                                          double refine_below = std::numeric_limits<double>::infinity()) const;
 
   // The largest vpp the exact split tries on this skeleton
   // (max_interleaving).
@@ -246,9 +262,10 @@ class LoadBalancer {
 
   // lower_bound with the stages [loose_begin, loose_end) priced at place
   // loose_end - 1 for memory (none when the range is empty); with
-  // per_vpp_memory, searched_lower_bound's.
+  // per_vpp_memory, searched_lower_bound's (its own tails: the excess
+  // given is not read).
   double lower_bound_placed(const Skeleton& skeleton, double refine_below, int loose_begin, int loose_end,
-                            bool per_vpp_memory) const;
+                            bool per_vpp_memory, double interleaved_excess) const;
 
   const CostModel& cost_;
   const MemoryPruner& memory_;

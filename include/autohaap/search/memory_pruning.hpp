@@ -221,6 +221,13 @@ struct SkeletonWalk {
   // arrangement, counted as such. On n groups the walk's prefix tests drop
   // up to (n - 2)!-fold; the skeletons visited stay the same.
   bool arrangements = false;
+  // With `arrangements`, before the arrangements of a skeleton kept are
+  // visited: asked of `skeleton`, one of them, with its first t middle
+  // groups placed (1 <= t < n - 3) and the others, its stages [loose_begin,
+  // loose_end), still to be arranged among themselves. False skips every
+  // arrangement that places those t groups so, counted under
+  // lower_bound_above_best. Null: every arrangement is visited.
+  std::function<bool(const Skeleton& skeleton, int loose_begin, int loose_end)> keep_arrangement;
   // The space's layout rules, when the caller keeps them (structural_layouts).
   const LayoutRules* rules = nullptr;
 };

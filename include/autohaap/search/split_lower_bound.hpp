@@ -40,6 +40,17 @@
 // The sends of an interleaved schedule (which Megatron hides behind
 // compute) are left out, so the interleaved terms take the edges without
 // s_i and the plain term with them: the bound is the least of the two.
+// The tail max_i (sync_i + opt_i) differs between them too: a plain split
+// may leave a stage whose gradient sync is slow one layer, an interleaved
+// one gives it its L / p (CostModel::stage_tail_floor rises with the
+// layers). So the functions below take an `interleaved_excess`, the tail
+// the interleaved terms pay beyond the one the caller adds to every
+// schedule (0: none known). Measured: Llama 3 70B on eight node groups of
+// 64 GPUs, whose best bounds lay on 16-stage skeletons interleaved five
+// ways with an L40S stage of 64-way data parallelism, that stage's sync of
+// 5 layers 1.45 s against 0.29 s for one: every one of the 138,688
+// skeletons the initialization kept bounded 2-15% under its best time,
+// and every one above the optimum with each schedule's own tail.
 //
 // Thread safety: pure functions of their arguments (the cache is
 // concurrent). Cost: O(stages + groups * distinct layers) cached layer
@@ -110,7 +121,7 @@ using StageTiers = std::vector<std::vector<ModeTier>>;
 // fastest mode's time; the sum term unpaced. Cheap: what the search's
 // initialization asks of every skeleton it builds.
 double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& capacities, int layers,
-                             int micro_batches, int max_vpp = 1);
+                             int micro_batches, int max_vpp = 1, double interleaved_excess = 0);
 // Tighter, for a skeleton the cheap bound keeps: each stage's modes (a
 // stage whose layers only fit a leaner mode pays that mode's time for them;
 // at most the first three), and the sum term at each pace (no stage slower
@@ -125,7 +136,7 @@ double iteration_lower_bound(const StageSpeeds& speeds, const std::vector<int>& 
 using InterleavedTiers = std::function<const StageTiers&(int vpp)>;
 double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
                              int max_vpp = 1, double enough = std::numeric_limits<double>::infinity(),
-                             const InterleavedTiers& interleaved = {});
+                             const InterleavedTiers& interleaved = {}, double interleaved_excess = 0);
 
 // The pace and the tail cannot both be at their least. A stage of pace P
 // holds no more layers than it finishes by P (its fastest modes that fit,
@@ -137,8 +148,9 @@ double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers,
 // and in between f rises while the tail stays, so the least over every
 // pace is among those paces, from the whole-layer bottleneck up; the walk
 // stops once f with `uncapped_tail` (the least tail of any split) passes
-// the least found, or `enough`. Identical layers (generic: the uncapped
-// tail). Measured: Llama 3 70B on eight node groups of 64 GPUs, whose plans
+// the least found, or `enough`; the interleaved terms' tail is at least
+// `interleaved_tail` (every stage holds L / p layers) at every pace.
+// Identical layers (generic: the uncapped tail). Measured: Llama 3 70B on eight node groups of 64 GPUs, whose plans
 // at B = 8 spend a tenth of their time in the gradient sync of the stage
 // that paces them: the skeletons the initialization kept lay a median 9.5%
 // under their best times with the pace and tail bounded apart, 6.7% with
@@ -146,7 +158,7 @@ double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers,
 using CappedTail = std::function<double(const std::vector<int>& caps)>;
 double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
                               int max_vpp, double uncapped_tail, const CappedTail& capped_tail,
-                              double enough = std::numeric_limits<double>::infinity());
+                              double enough = std::numeric_limits<double>::infinity(), double interleaved_tail = 0);
 
 // Stages alike in how fast they finish a micro-batch's layers: each
 // finishes its k-th layer at `edge` + (*finish)[k - 1] at the earliest
@@ -197,7 +209,8 @@ double least_whole_layer_pace(std::span<FinishClass> classes, int layers, double
 // tests keep.
 double paced_classes_lower_bound(std::span<const FinishClass> classes, int layers, int micro_batches, double pace,
                                  double fixed_sum, double unpaced_sum, std::span<const double> floors, bool plain,
-                                 double enough = std::numeric_limits<double>::infinity());
+                                 double enough = std::numeric_limits<double>::infinity(),
+                                 double interleaved_excess = 0);
 
 // Per interleaving degree w = 2 .. max_vpp (out[w - 2]): the least pace of
 // a pipeline of these stages interleaved over w chunks. Every stage holds
@@ -220,17 +233,20 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
 // on them bound the time.
 // Without `plain`, the interleaved terms only (infinity where no floor is
 // finite): what bounds the interleaved schedules apart from the plain one,
-// whose pace and sum count the pipeline sends the others may hide.
+// whose pace and sum count the pipeline sends the others may hide. Each
+// interleaved term adds `interleaved_excess` (header).
 double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors,
-                                 bool plain = true);
+                                 bool plain = true, double interleaved_excess = 0);
 // A pace past which pipeline_time_lower_bound(pace, stage_sum,
-// micro_batches, floors) exceeds `limit` (each of its terms is linear and
+// micro_batches, floors, true, interleaved_excess) exceeds `limit` (each of its terms is linear and
 // non-decreasing in the pace: the largest of their crossings); -infinity
 // when it does at every pace, infinity when at none.
-double pace_passing(double limit, double stage_sum, int micro_batches, std::span<const double> floors);
+double pace_passing(double limit, double stage_sum, int micro_batches, std::span<const double> floors,
+                    double interleaved_excess = 0);
 // The same with no floor on any w from 2 to max_vpp: the least term is
 // then at w = max_vpp (without `plain`, that term alone; infinity where
 // max_vpp < 2).
-double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp, bool plain = true);
+double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, int max_vpp, bool plain = true,
+                                 double interleaved_excess = 0);
 
 }  // namespace autohaap
