@@ -97,6 +97,32 @@ double realized(const CostModel& cost, const Skeleton& s, const BalancedSplit& s
   return perf.iteration_time_s;
 }
 
+// The largest stage tail (gradient sync and optimizer step) of a plan as
+// the cost model prices it.
+double largest_tail(const CostModel& cost, const Plan& plan) {
+  double tail = 0;
+  for (int k = 0; k < static_cast<int>(plan.stages.size()); ++k) tail = std::max(tail, cost.stage(plan, k).tail_s());
+  return tail;
+}
+
+// Calls visit(cost, memory, balancer, skeleton, seed) for up to `count`
+// sampled skeletons of each random problem of seeds [first, last), each
+// with gradient sync overlapped on even seeds and then given to `adjust`.
+template <class Adjust, class Visit>
+void for_each_sampled_skeleton(std::uint32_t first, std::uint32_t last, std::size_t count, Adjust&& adjust,
+                               Visit&& visit) {
+  for (std::uint32_t seed = first; seed < last; ++seed) {
+    Problem problem = random_problem(seed);
+    problem.training.overlap_grad_reduce = seed % 2 == 0;
+    adjust(problem);
+    const CostModel cost(problem);
+    const MemoryPruner memory(cost);
+    const LoadBalancer balancer(cost, memory, nullptr);
+    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, count, seed))
+      visit(cost, memory, balancer, s, seed);
+  }
+}
+
 TEST(LoadBalancer, ObjectiveIsTheCostModelsIterationTime) {
   // The balancer fixes the two max terms by thresholds: it relies on the
   // iteration time being  sum(t + p2p) + (m-1) max(t + p2p) + max(sync + opt).
@@ -413,47 +439,41 @@ TEST(LoadBalancer, LowerBoundNeverExceedsTheOptimum) {
 // overlapped with the backward or not, ZeRO 0, 1 or 3) lies below it.
 TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
   int checked = 0, positive = 0;
-  for (std::uint32_t seed = 60; seed < 76; ++seed) {
-    Problem problem = random_problem(seed);
-    problem.training.overlap_grad_reduce = seed % 2 == 0;
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
-    const int L = problem.model.layers;
-    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 10, seed)) {
-      const int p = s.num_stages();
-      if (p < 2) continue;
-      const double bound = balancer.tail_lower_bound(s);
-      double least = kInf;
-      std::vector<int> layer_end(p);
-      std::function<void(int, int)> place = [&](int i, int begin) {
-        if (i == p - 1) {
-          layer_end[i] = L;
-          const std::vector<Recompute> none(p, Recompute::none), full(p, Recompute::full);
-          const Plan plan = make_plan(problem, s, layer_end, none);
-          double floor = 0;
-          for (int k = 0; k < p; ++k)
-            floor = std::max(floor, cost.stage_tail_floor(plan, k, plan.stages[k].num_layers()));
-          least = std::min(least, floor);
-          for (const std::vector<Recompute>* modes : {&none, &full}) {
-            const Plan priced = make_plan(problem, s, layer_end, *modes);
-            double tail = 0;
-            for (int k = 0; k < p; ++k) tail = std::max(tail, cost.stage(priced, k).tail_s());
-            EXPECT_LE(bound, tail) << "seed " << seed << " skeleton " << s.id;
+  for_each_sampled_skeleton(
+      60, 76, 10, [](Problem&) {},
+      [&](const CostModel& cost, const MemoryPruner&, const LoadBalancer& balancer, const Skeleton& s,
+          std::uint32_t seed) {
+        const Problem& problem = cost.problem();
+        const int L = problem.model.layers;
+        const int p = s.num_stages();
+        if (p < 2) return;
+        const double bound = balancer.tail_lower_bound(s);
+        double least = kInf;
+        std::vector<int> layer_end(p);
+        std::function<void(int, int)> place = [&](int i, int begin) {
+          if (i == p - 1) {
+            layer_end[i] = L;
+            const std::vector<Recompute> none(p, Recompute::none), full(p, Recompute::full);
+            const Plan plan = make_plan(problem, s, layer_end, none);
+            double floor = 0;
+            for (int k = 0; k < p; ++k)
+              floor = std::max(floor, cost.stage_tail_floor(plan, k, plan.stages[k].num_layers()));
+            least = std::min(least, floor);
+            for (const std::vector<Recompute>* modes : {&none, &full})
+              EXPECT_LE(bound, largest_tail(cost, make_plan(problem, s, layer_end, *modes)))
+                  << "seed " << seed << " skeleton " << s.id;
+            return;
           }
-          return;
-        }
-        for (int end = begin + 1; end <= L - (p - 1 - i); ++end) {
-          layer_end[i] = end;
-          place(i + 1, end);
-        }
-      };
-      place(0, 0);
-      EXPECT_NEAR(bound, least, 1e-9 * least) << "seed " << seed << " skeleton " << s.id;
-      positive += bound > 0;
-      ++checked;
-    }
-  }
+          for (int end = begin + 1; end <= L - (p - 1 - i); ++end) {
+            layer_end[i] = end;
+            place(i + 1, end);
+          }
+        };
+        place(0, 0);
+        EXPECT_NEAR(bound, least, 1e-9 * least) << "seed " << seed << " skeleton " << s.id;
+        positive += bound > 0;
+        ++checked;
+      });
   EXPECT_GT(checked, 60);
   EXPECT_GT(positive * 2, checked);
 }
@@ -465,21 +485,17 @@ TEST(LoadBalancer, TailBoundIsTheLeastTailOverEverySplit) {
 // brute force.
 template <class Visit>
 void for_each_small_skeleton(std::uint32_t first, std::uint32_t last, Visit&& visit) {
-  for (std::uint32_t seed = first; seed < last; ++seed) {
-    Problem problem = random_problem(seed);
-    problem.training.overlap_grad_reduce = seed % 2 == 0;
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
-    std::vector<Recompute> modes = problem.training.recompute_modes;
-    std::sort(modes.begin(), modes.end());
-    const int L = problem.model.layers;
-    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
-      if (!balancer.identical_layers(s) || count_splits(L, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000)
-        continue;
-      visit(cost, memory, balancer, modes, s, seed);
-    }
-  }
+  for_each_sampled_skeleton(
+      first, last, 12, [](Problem&) {},
+      [&](const CostModel& cost, const MemoryPruner& memory, const LoadBalancer& balancer, const Skeleton& s,
+          std::uint32_t seed) {
+        std::vector<Recompute> modes = cost.problem().training.recompute_modes;
+        std::sort(modes.begin(), modes.end());
+        const int L = cost.problem().model.layers;
+        if (!balancer.identical_layers(s) || count_splits(L, s.num_stages()) * std::pow(3.0, s.num_stages()) > 20000)
+          return;
+        visit(cost, memory, balancer, modes, s, seed);
+      });
 }
 
 // The floor a plain run's table sets every interleaved run
@@ -530,48 +546,44 @@ TEST(LoadBalancer, InterleavedFloorNeverExceedsAnInterleavedSplit) {
 // some skeletons.
 TEST(LoadBalancer, InterleavedTailIsTheEqualSplitsTailAndRaisesTheBound) {
   int checked = 0, exact = 0, raised = 0;
-  for (std::uint32_t seed = 1; seed < 61; ++seed) {
-    Problem problem = random_problem(seed);
+  auto slow_nic = [](Problem& problem) {
     for (NodeGroup& g : problem.cluster.groups) g.inter_node_GBps = 0.5;
-    problem.training.overlap_grad_reduce = seed % 2 == 0;
-    const CostModel cost(problem);
-    const MemoryPruner memory(cost);
-    const LoadBalancer balancer(cost, memory, nullptr);
-    const int L = problem.model.layers;
-    for (const Skeleton& s : sample(initialize_skeletons(SearchSpace(problem), &memory).skeletons, 12, seed)) {
-      const int p = s.num_stages(), most = balancer.max_vpp(s);
-      if (most < 2 || !balancer.identical_layers(s)) continue;
-      const double floor = balancer.interleaved_tail_floor(s);
-      for (int v = 2; v <= most; ++v) {
-        for (const Recompute mode : problem.training.recompute_modes) {
-          const Plan plan = make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, mode), v);
-          double tail = 0;
-          for (int i = 0; i < p; ++i) {
-            const StageEstimate e = cost.stage(plan, i);
-            tail = std::max(tail, e.dp_sync_s + e.optimizer_s);
+  };
+  for_each_sampled_skeleton(
+      1, 61, 12, slow_nic,
+      [&](const CostModel& cost, const MemoryPruner& memory, const LoadBalancer& balancer, const Skeleton& s,
+          std::uint32_t seed) {
+        const Problem& problem = cost.problem();
+        const int L = problem.model.layers;
+        const int p = s.num_stages(), most = balancer.max_vpp(s);
+        if (most < 2 || !balancer.identical_layers(s)) return;
+        const double floor = balancer.interleaved_tail_floor(s);
+        for (int v = 2; v <= most; ++v) {
+          for (const Recompute mode : problem.training.recompute_modes) {
+            const double tail =
+                largest_tail(cost, make_plan(problem, s, even_split(L, p), std::vector<Recompute>(p, mode), v));
+            EXPECT_LE(floor, tail) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
+            if (problem.training.overlap_grad_reduce) continue;
+            EXPECT_NEAR(floor, tail, 1e-9 * tail) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
+            ++exact;
           }
-          EXPECT_LE(floor, tail) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
-          if (problem.training.overlap_grad_reduce) continue;
-          EXPECT_NEAR(floor, tail, 1e-9 * tail) << "seed " << seed << " skeleton " << s.id << " vpp " << v;
-          ++exact;
         }
-      }
-      if (count_splits(L, p) * std::pow(3.0, p) > 20000) continue;
-      const double truth = brute_force(cost, s);
-      if (truth == kInf) continue;
-      const std::vector<int> capacities = memory.capacities(s);
-      const double tail = balancer.tail_lower_bound(s, &capacities);
-      const double excess = std::max(0.0, floor - tail);
-      const double with = tail + balancer.lower_bound(s, kInf, excess);
-      EXPECT_LE(with, truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id;
-      EXPECT_LE(balancer.searched_lower_bound(s), truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id;
-      raised += with > (tail + balancer.lower_bound(s)) * (1 + 1e-9);
-      ++checked;
-    }
-  }
-  std::printf("interleaved tail: %d interleaved plans priced at the floor exactly, %d skeletons checked against brute "
-              "force, bound raised on %d\n",
-              exact, checked, raised);
+        if (count_splits(L, p) * std::pow(3.0, p) > 20000) return;
+        const double truth = brute_force(cost, s);
+        if (truth == kInf) return;
+        const std::vector<int> capacities = memory.capacities(s);
+        const double tail = balancer.tail_lower_bound(s, &capacities);
+        const double excess = std::max(0.0, floor - tail);
+        const double with = tail + balancer.lower_bound(s, kInf, excess);
+        EXPECT_LE(with, truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id;
+        EXPECT_LE(balancer.searched_lower_bound(s), truth * (1 + 1e-12)) << "seed " << seed << " skeleton " << s.id;
+        raised += with > (tail + balancer.lower_bound(s)) * (1 + 1e-9);
+        ++checked;
+      });
+  std::printf(
+      "interleaved tail: %d interleaved plans priced at the floor exactly, %d skeletons checked against brute "
+      "force, bound raised on %d\n",
+      exact, checked, raised);
   EXPECT_GT(exact, 50);
   EXPECT_GT(checked, 30);
   EXPECT_GT(raised, 0);

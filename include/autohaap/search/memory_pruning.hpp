@@ -219,7 +219,8 @@ struct SkeletonWalk {
   // middle ((n - 2)! orders, each a skeleton of its own order; the memory
   // rules and visit see each). What a prefix skips is skipped for every
   // arrangement, counted as such. On n groups the walk's prefix tests drop
-  // up to (n - 2)!-fold; the skeletons visited stay the same.
+  // up to (n - 2)!-fold; the skeletons visited stay the same, but for the
+  // arrangements keep_arrangement skips.
   bool arrangements = false;
   // With `arrangements`, before the arrangements of a skeleton kept are
   // visited: asked of `skeleton`, one of them, with its first t middle
