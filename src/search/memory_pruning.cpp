@@ -496,9 +496,11 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
             loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
           ok_depth = std::min(ok_depth, shared);
           cut_depth = n;
-          // The last placement leaves one group loose, which is the
-          // arrangement itself: its own bound (visit) decides it.
-          for (int t = ok_depth + 1; t <= middle - 2; ++t) {
+          // A placement of t groups stands for (middle - t)! arrangements
+          // at most: the last ones, of fewer than six, are left to each
+          // arrangement's own bound (visit), which costs about what asking
+          // for them would.
+          for (int t = ok_depth + 1; t <= middle - 3; ++t) {
             loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
             if (!walk.keep_arrangement(s, loose_begin, loose_end)) {
               cut_depth = t;

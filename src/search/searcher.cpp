@@ -1184,21 +1184,24 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // Whether some arrangement of the skeleton's stages [loose_begin,
     // loose_end) (middle groups not placed yet) can beat keep_below: the
     // walk's bound of them all (the pipeline, the stages' tail floor, the
-    // interleaved terms' own), then the searched one (LoadBalancer::
-    // searched_arrangement_lower_bound: the pace and the tail together,
-    // each vpp's memory). Asked of the whole middle at a leaf, then of
-    // each placement of its first groups (SkeletonWalk::keep_arrangement):
-    // Llama 3 70B on eight node groups of 64 GPUs visited 110 million
-    // arrangements, 1.4% of them kept; with these tests 0.64 million, and
-    // the search proved its optimum in 101 s rather than 308.
-    const auto keeps_arrangements = [&](const Skeleton& s, int loose_begin, int loose_end) {
+    // interleaved terms' own) and, `searched`, then the search's
+    // (LoadBalancer::searched_arrangement_lower_bound: the pace and the
+    // tail together, each vpp's memory; dearer, tens of tail bounds). The
+    // whole middle of a leaf is asked both, each placement of its first
+    // groups (SkeletonWalk::keep_arrangement) the first: Llama 3 70B on
+    // eight node groups of 64 GPUs had visited 110 million arrangements,
+    // 1.4% of them kept, and proves its optimum in 87 s rather than 308.
+    // The searched bound asked of placements too cut that to 96 s there,
+    // but on six groups of 45 GPUs (Llama 3 8B under FSDP), where neither
+    // cuts anything, it took the initialization from 24 s to 56.
+    const auto keeps_arrangements = [&](const Skeleton& s, int loose_begin, int loose_end, bool searched) {
       const int back = s.num_stages() - loose_end;
       const double tail = tail_floors.floor(s);
       const double interleaved_excess = std::max(0.0, tail_floors.interleaved(s) - tail);
       if (!(tail + balancer.arrangement_lower_bound(s, loose_begin, back, keep_below - tail, interleaved_excess) <=
             keep_below))
         return false;
-      return balancer.searched_arrangement_lower_bound(s, loose_begin, back, keep_below) <= keep_below;
+      return !searched || balancer.searched_arrangement_lower_bound(s, loose_begin, back, keep_below) <= keep_below;
     };
     const bool arranged = walks_arrangements(space.group_orders()[o]).has_value();
     // With one micro-batch (m = 1) too: the bounds' (m - 1) x pace is then
@@ -1498,14 +1501,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // visited: each middle stage where it holds the most.
           if (arranged) {
             const Skeleton whole = space.make(o, b, layout_index);
-            return keeps_arrangements(whole, stages_at[0], whole.num_stages() - stages_at[n - 1]);
+            return keeps_arrangements(whole, stages_at[0], whole.num_stages() - stages_at[n - 1], true);
           }
           return true;
         }
         return lower * (1 - 1e-9) <= pipe_below;
       };
     }
-    walk.keep_arrangement = keeps_arrangements;
+    walk.keep_arrangement = [&](const Skeleton& s, int loose_begin, int loose_end) {
+      return keeps_arrangements(s, loose_begin, loose_end, false);
+    };
     walk.visit = [&](Skeleton&& s) {
       // Its pipeline bound and its stages' least tail (StageTailFloors): a
       // function of the skeleton alone, whatever the walk's state.

@@ -1169,8 +1169,8 @@ TEST(Search, ListedBoundsCountTheTailAndStayAtMostEachSkeletonsBestPlan) {
 
 // Placements of a skeleton's middle groups refused (SkeletonWalk::
 // keep_arrangement) skip exactly the arrangements that place those groups
-// so: on six distinct groups (four in the middle, placements of one or two
-// of them asked), a walk that refuses placements by a rule of its own
+// so: on seven distinct groups (five in the middle, placements of one or
+// two of them asked), a walk that refuses placements by a rule of its own
 // visits, in the same order, the arrangements an unrefused walk visits
 // whose placements all pass; each skipped one is counted under
 // lower_bound_above_best, and no placement is asked twice in a row.
@@ -1178,7 +1178,7 @@ TEST(Search, ARefusedPlacementOfTheMiddleSkipsEveryArrangementThatMakesIt) {
   Problem problem = random_problem(3);
   problem.model = search_fixtures::tiny_gpt(12, 256, 4);
   problem.cluster.groups.clear();
-  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4", "l40s"})
+  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4", "l40s", "a10"})
     problem.cluster.groups.push_back(make_node_group(catalog_device(device), 1, 1));
   problem.training.global_batch = 8;
   problem.training.micro_batch_sizes = {1};
@@ -1200,7 +1200,7 @@ TEST(Search, ARefusedPlacementOfTheMiddleSkipsEveryArrangementThatMakesIt) {
   std::int64_t skipped_total = 0, kept_total = 0;
   for (std::size_t o = 0; o < space.group_orders().size() && orders < 6; ++o) {
     const std::vector<int>& order = space.group_orders()[o];
-    if (order.size() != 6 || walks_arrangements(order) != true) continue;
+    if (order.size() != 7 || walks_arrangements(order) != true) continue;
     ++orders;
     std::vector<Skeleton> all, kept;
     SkeletonWalk walk;
@@ -1305,7 +1305,9 @@ TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoun
     EXPECT_GE(longest, 4u) << seed;
     // The bound every arrangement of a skeleton's middle shares is no
     // more than the bound of any arrangement: the middle's groups moved as
-    // blocks, so their sends go to other neighbours.
+    // blocks, so their sends go to other neighbours. So too the searched
+    // bound of them all, and the bound of those that keep the skeleton's
+    // first middle group in place (a placement the walk asks).
     const LoadBalancer balancer(cost, memory, &cache);
     int arranged = 0;
     for (const Skeleton& s : full.skeletons) {
@@ -1315,11 +1317,14 @@ TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoun
       while (s.stages[front].group == s.stages[0].group) ++front;
       while (s.stages[s.num_stages() - 1 - back].group == s.stages.back().group) ++back;
       const double shared = balancer.arrangement_lower_bound(s, front, back);
+      const double searched_shared = balancer.searched_arrangement_lower_bound(s, front, back);
       std::vector<std::vector<StageSlot>> blocks;
       for (int i = front; i < s.num_stages() - back; ++i) {
         if (i == front || s.stages[i].group != s.stages[i - 1].group) blocks.emplace_back();
         blocks.back().push_back(s.stages[i]);
       }
+      const double placed =
+          balancer.arrangement_lower_bound(s, front + static_cast<int>(blocks.front().size()), back);
       std::vector<int> order(blocks.size());
       std::iota(order.begin(), order.end(), 0);
       do {
@@ -1328,6 +1333,9 @@ TEST(Search, OrdersRearrangingTheMiddleAreWalkedOnceAndListWhatEachSkeletonsBoun
         for (const int k : order) other.stages.insert(other.stages.end(), blocks[k].begin(), blocks[k].end());
         other.stages.insert(other.stages.end(), s.stages.end() - back, s.stages.end());
         EXPECT_LE(shared, balancer.lower_bound(other) * (1 + 1e-12)) << seed << " skeleton " << s.id;
+        EXPECT_LE(searched_shared, balancer.searched_lower_bound(other) * (1 + 1e-12)) << seed << " skeleton " << s.id;
+        if (order.front() == 0)
+          EXPECT_LE(placed, balancer.lower_bound(other) * (1 + 1e-12)) << seed << " skeleton " << s.id;
         ++arranged;
       } while (std::next_permutation(order.begin(), order.end()));
     }

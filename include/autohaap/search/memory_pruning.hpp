@@ -224,7 +224,8 @@ struct SkeletonWalk {
   bool arrangements = false;
   // With `arrangements`, before the arrangements of a skeleton kept are
   // visited: asked of `skeleton`, one of them, with its first t middle
-  // groups placed (1 <= t < n - 3) and the others, its stages [loose_begin,
+  // groups placed (1 <= t <= n - 5: each placement stands for at least six
+  // arrangements) and the others, its stages [loose_begin,
   // loose_end), still to be arranged among themselves. False skips every
   // arrangement that places those t groups so, counted under
   // lower_bound_above_best. Null: every arrangement is visited.
