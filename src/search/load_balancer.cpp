@@ -273,7 +273,8 @@ double LoadBalancer::arrangement_lower_bound(const Skeleton& skeleton, int front
                             interleaved_excess);
 }
 
-double LoadBalancer::searched_arrangement_lower_bound(const Skeleton& skeleton, int front, int back, double refine_below) const {
+double LoadBalancer::searched_arrangement_lower_bound(const Skeleton& skeleton, int front, int back,
+                                                      double refine_below) const {
   return lower_bound_placed(skeleton, refine_below, front, skeleton.num_stages() - back, /*per_vpp_memory=*/true, 0);
 }
 

@@ -474,6 +474,8 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
       // arrangement's placements passed; cut_depth: the one refused (none:
       // past the middle).
       const int middle = n - 2;
+      // The stages of the layout at position k of `order`.
+      auto stages_of = [&](int k) { return space.layouts(order[k])[layout_index[k]].stages; };
       int ok_depth = 0, cut_depth = n;
       const Arrangement* previous = nullptr;
       for (const Arrangement& a : arrangements) {
@@ -490,10 +492,9 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
         if (walk.keep_arrangement) {
           // Placing t middle groups leaves the rest loose: from the stage
           // after the t-th to the last group's first.
-          const int loose_end = s.num_stages() - space.layouts(order[n - 1])[layout_index[n - 1]].stages;
-          int loose_begin = space.layouts(order[0])[layout_index[0]].stages;
-          for (int t = 1; t <= std::min(ok_depth, shared); ++t)
-            loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
+          const int loose_end = s.num_stages() - stages_of(n - 1);
+          int loose_begin = stages_of(0);
+          for (int t = 1; t <= std::min(ok_depth, shared); ++t) loose_begin += stages_of(a.from[t]);
           ok_depth = std::min(ok_depth, shared);
           cut_depth = n;
           // A placement of t groups stands for (middle - t)! arrangements
@@ -501,7 +502,7 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
           // arrangement's own bound (visit), which costs about what asking
           // for them would.
           for (int t = ok_depth + 1; t <= middle - 3; ++t) {
-            loose_begin += space.layouts(order[a.from[t]])[layout_index[a.from[t]]].stages;
+            loose_begin += stages_of(a.from[t]);
             if (!walk.keep_arrangement(s, loose_begin, loose_end)) {
               cut_depth = t;
               break;

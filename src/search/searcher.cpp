@@ -220,17 +220,14 @@ class LayoutTaus {
 class StageTailFloors {
  public:
   StageTailFloors(const SearchSpace& space, const CostModel& cost)
-      : space_(space), cost_(cost), shapes_(space.problem().cluster.groups.size()), by_layout_(shapes_.size()) {
+      : space_(space), cost_(cost), shapes_(space.problem().cluster.groups.size()), shape_of_(shapes_.size()) {
     const Problem& problem = space.problem();
     transformer_ = problem.model.family != ModelFamily::generic && problem.model.layers >= 1;
+    if (!transformer_) return;
     for (std::size_t group = 0; group < shapes_.size(); ++group) {
       for (const GroupLayout& layout : space.layouts(static_cast<int>(group))) {
-        if (!transformer_) {
-          by_layout_[group].push_back(0.0);
-          continue;
-        }
         if (const Shape* known = shape(layout.group, layout.gpus_per_stage, layout.tp, layout.dp)) {
-          by_layout_[group].push_back(known->floor);
+          shape_of_[group].push_back(static_cast<int>(known - shapes_[group].data()));
           continue;
         }
         Shape shape{layout.gpus_per_stage, layout.tp, layout.dp, 0.0, nullptr};
@@ -238,20 +235,20 @@ class StageTailFloors {
         shape.holding = std::make_unique<std::atomic<double>[]>(static_cast<std::size_t>(problem.model.layers));
         for (int k = 0; k < problem.model.layers; ++k)
           shape.holding[k].store(k == 0 ? shape.floor : kNotYet, std::memory_order_relaxed);
-        by_layout_[group].push_back(shape.floor);
+        shape_of_[group].push_back(static_cast<int>(shapes_[group].size()));
         shapes_[group].push_back(std::move(shape));
       }
     }
   }
   // The floor of a stage of layout space.layouts(group)[layout_index]:
   // what the walk's prefix test reads, once per prefix.
-  double floor(int group, int layout_index) const { return by_layout_[group][layout_index]; }
+  double floor(int group, int layout_index) const {
+    return transformer_ ? shapes_[group][shape_of_[group][layout_index]].floor : 0.0;
+  }
   // The same holding `layers` layers (1 to the model's; 0 for a generic
   // layer list).
   double floor(int group, int layout_index, int layers) const {
-    if (!transformer_) return 0;
-    const GroupLayout& g = space_.layouts(group)[layout_index];
-    return holding(group, *shape(group, g.gpus_per_stage, g.tp, g.dp), layers);
+    return transformer_ ? holding(group, shapes_[group][shape_of_[group][layout_index]], layers) : 0.0;
   }
   // The least tail of an interleaved plan of the skeleton: the largest
   // floor of its stages holding L / p layers; 0 where p does not divide
@@ -343,7 +340,7 @@ class StageTailFloors {
   const CostModel& cost_;
   bool transformer_ = false;
   std::vector<std::vector<Shape>> shapes_;        // per group, its layouts' distinct shapes
-  std::vector<std::vector<double>> by_layout_;  // per group, each layout's floor
+  std::vector<std::vector<int>> shape_of_;  // per group, each layout's index in shapes_ (transformer families)
 };
 
 TaskLayouts task_layouts(const SearchSpace& space, const LayoutRules& rules, const LayoutTaus& taus, int o, int b,
@@ -1162,6 +1159,17 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       }
       return open_interleaved_tail.emplace_back(k, std::move(suffix)).second;
     };
+    // The excess of a prefix to position `depth` (the whole pipeline at
+    // the last) whose interleaved stages hold at least k layers each (0:
+    // it cannot interleave): the largest floor holding k of its layouts
+    // and of each open position's least, less `tail`.
+    auto excess_of = [&](int depth, const std::vector<int>& layout_index, int k, double tail) {
+      if (k <= 0) return 0.0;
+      double most = static_cast<std::size_t>(depth) + 1 < n ? open_holding(k)[depth + 1] : 0.0;
+      for (int j = 0; j <= depth; ++j)
+        most = std::max(most, tail_floors.floor(space.group_orders()[o][j], layout_index[j], k));
+      return std::max(0.0, most - tail);
+    };
     std::vector<int> stage_layers_each;  // a whole skeleton's L / p per w
     // The embedding and output-layer time of each layout of the first and
     // last positions (both for a lone stage), in the fastest mode.
@@ -1321,16 +1329,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           // in flight, p at least the prefix's stages and the fewest the
           // open positions take (they come after it).
           const int least_p = stages_to[depth + 1] + fewest_after[depth + 1];
-          // Interleaved, each stage holds at least k layers, every layout
-          // placed and each open position's least.
-          excess = 0;
-          if (const int k = vpp.fewest_layers_from(b, least_p); k > 0) {
-            double interleaved_tail = open_holding(k)[depth + 1];
-            for (int j = 0; j <= depth; ++j)
-              interleaved_tail =
-                  std::max(interleaved_tail, tail_floors.floor(space.group_orders()[o][j], layout_index[j], k));
-            excess = std::max(0.0, interleaved_tail - tail);
-          }
+          // Interleaved, each stage holds at least the fewest layers of any
+          // pipeline from here that interleaves.
+          excess = excess_of(depth, layout_index, vpp.fewest_layers_from(b, least_p), tail);
           auto prefix_classes = [&](bool where_it_sits, bool sending) {
             classes.clear();
             for (int j = 0; j <= depth; ++j) {
@@ -1419,14 +1420,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
           sum += std::max(0, layers - p) * tau_min[n];
           const int max_vpp = vpp.at(b, p);
           // Interleaved, every stage holds L / p layers.
-          excess = 0;
-          if (max_vpp > 1) {
-            double interleaved_tail = 0;
-            for (std::size_t j = 0; j < n; ++j)
-              interleaved_tail = std::max(
-                  interleaved_tail, tail_floors.floor(space.group_orders()[o][j], layout_index[j], layers / p));
-            excess = std::max(0.0, interleaved_tail - tail);
-          }
+          excess = excess_of(depth, layout_index, max_vpp > 1 ? layers / p : 0, tail);
           // The rates' pace first (cheap): the merges cost more.
           if (pipeline_time_lower_bound(bottleneck, sum, m, max_vpp, true, excess) * (1 - 1e-9) > pipe_below)
             return false;

@@ -150,9 +150,9 @@ double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers,
 // stops once f with `uncapped_tail` (the least tail of any split) passes
 // the least found, or `enough`; the interleaved terms' tail is at least
 // `interleaved_tail` (every stage holds L / p layers) at every pace.
-// Identical layers (generic: the uncapped tail). Measured: Llama 3 70B on eight node groups of 64 GPUs, whose plans
-// at B = 8 spend a tenth of their time in the gradient sync of the stage
-// that paces them: the skeletons the initialization kept lay a median 9.5%
+// Identical layers (generic: the uncapped tail). Measured: Llama 3 70B
+// on eight node groups of 64 GPUs, whose plans at B = 8 spend a tenth of
+// their time in the gradient sync of the stage that paces them: the skeletons the initialization kept lay a median 9.5%
 // under their best times with the pace and tail bounded apart, 6.7% with
 // them bounded together.
 using CappedTail = std::function<double(const std::vector<int>& caps)>;
@@ -238,9 +238,10 @@ void interleaved_pace_floors(std::span<const FinishClass> classes, int max_vpp, 
 double pipeline_time_lower_bound(double pace, double stage_sum, int micro_batches, std::span<const double> floors,
                                  bool plain = true, double interleaved_excess = 0);
 // A pace past which pipeline_time_lower_bound(pace, stage_sum,
-// micro_batches, floors, true, interleaved_excess) exceeds `limit` (each of its terms is linear and
-// non-decreasing in the pace: the largest of their crossings); -infinity
-// when it does at every pace, infinity when at none.
+// micro_batches, floors, true, interleaved_excess) exceeds `limit` (each
+// of its terms is linear and non-decreasing in the pace: the largest of
+// their crossings); -infinity when it does at every pace, infinity when at
+// none.
 double pace_passing(double limit, double stage_sum, int micro_batches, std::span<const double> floors,
                     double interleaved_excess = 0);
 // The same with no floor on any w from 2 to max_vpp: the least term is
