@@ -386,6 +386,14 @@ std::vector<std::vector<int>> structural_layouts(const SearchSpace& space, int o
   return ok;
 }
 
+void fix_leading_layouts(std::vector<std::vector<int>>& ok, const std::vector<int>& fixed) {
+  for (std::size_t j = 0; j < fixed.size() && j < ok.size(); ++j) {
+    const bool kept = std::binary_search(ok[j].begin(), ok[j].end(), fixed[j]);
+    ok[j].clear();
+    if (kept) ok[j].push_back(fixed[j]);
+  }
+}
+
 std::optional<bool> walks_arrangements(const std::vector<int>& order) {
   if (order.size() < 4) return std::nullopt;
   return std::is_sorted(order.begin() + 1, order.end() - 1);
@@ -396,8 +404,10 @@ bool enumerate_skeletons(const SearchSpace& space, const MemoryPruner* memory, i
   const int layers = space.problem().model.layers;
   const auto& order = space.group_orders()[order_index];
   const int n = static_cast<int>(order.size());
-  const std::vector<std::vector<int>> ok =
-      structural_layouts(space, order_index, micro_batch_index, report, walk.rules);
+  PruneReport uncounted;
+  std::vector<std::vector<int>> ok = structural_layouts(space, order_index, micro_batch_index,
+                                                       walk.counts_structure ? report : uncounted, walk.rules);
+  fix_leading_layouts(ok, walk.fixed_layouts);
   for (const auto& list : ok) {
     if (list.empty()) return true;
   }

@@ -157,6 +157,14 @@ struct TaskLayouts {
   bool rated = false;                     // every tau known
 };
 
+// One piece of a task of the initialization's walk: its first positions'
+// layouts fixed (SkeletonWalk::fixed_layouts; none: the whole task), and
+// whether it counts what the structural rules remove from the task.
+struct TaskSlice {
+  std::vector<int> fixed_layouts;
+  bool counts_structure = true;
+};
+
 // Per (group, B): each structurally valid layout's layer time tau in the
 // fastest mode — infinity where a stage of it cannot hold one layer even
 // where memory is least loaded (it only ever appears in skeletons the
@@ -344,9 +352,10 @@ class StageTailFloors {
 };
 
 TaskLayouts task_layouts(const SearchSpace& space, const LayoutRules& rules, const LayoutTaus& taus, int o, int b,
-                         PruneReport& report) {
+                         PruneReport& report, const std::vector<int>& fixed_layouts = {}) {
   TaskLayouts t;
   t.ok = structural_layouts(space, o, b, report, &rules);
+  fix_leading_layouts(t.ok, fixed_layouts);
   const auto& order = space.group_orders()[o];
   t.rated = true;
   t.tau.resize(order.size());
@@ -458,6 +467,17 @@ constexpr std::size_t kRoundGuard = 500'000;
 // each level of cutting walks them again (Llama 3 70B on 8 groups: about
 // 11 s a level); one piece in eight is what two levels of halving reach.
 constexpr std::size_t kPiecesOfAnOverflow = 8;
+// A task whose weight (prepare_search's weigh_task: its structurally valid
+// skeletons, times the arrangements its walk stands for) reaches
+// kSliceWeight (PrepareOptions::slice_weight) is walked in slices, at
+// least kSlicesOfAHeavyTask (SkeletonWalk::fixed_layouts), each by
+// whichever thread is free. Llama 3 70B on eight node groups of 64 GPUs:
+// 233 of 438,400 tasks (weights 3e11 to 3e13) hold all but a second of the
+// walk's 127 s of work, about one in each round of 512; a round ends with
+// its slowest task, so one thread of two had been idle for 55 s of the
+// walk's 80 (two threads busy 161% of the search's time; 198% now).
+constexpr double kSliceWeight = 1e11;
+constexpr std::size_t kSlicesOfAHeavyTask = 16;
 
 // run(task, part) for tasks [0, n) in parallel, a block at a time, each
 // task with a Part of its own; after each block, merge(part) in task order.
@@ -1062,7 +1082,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // the prefixes' (m - 1) B. Skipping by it never drops what the per-skeleton test keeps, so
   // the result depends on the threshold alone.
   const double& threshold = prepared.threshold_s;
-  auto walk_task = [&](std::size_t task, Part& part) {
+  // Walks one slice of a task (SkeletonWalk::fixed_layouts; empty: all of it).
+  auto walk_task = [&](std::size_t task, const TaskSlice& slice, Part& part) {
     if (stopped.load(std::memory_order_relaxed)) return;
     if (must_stop()) {
       stopped.store(true);
@@ -1077,11 +1098,11 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // it (SkeletonWalk::arrangements): its structural counts alone, what
     // enumerate_skeletons would add, without the layouts' rates and edges.
     if (walks_arrangements(space.group_orders()[o]) == false) {
-      structural_layouts(space, o, b, part.report, &rules);
+      if (slice.counts_structure) structural_layouts(space, o, b, part.report, &rules);
       return;
     }
     PruneReport scratch;
-    const TaskLayouts t = task_layouts(space, rules, taus, o, b, scratch);
+    const TaskLayouts t = task_layouts(space, rules, taus, o, b, scratch, slice.fixed_layouts);
     const std::size_t n = t.ok.size();
     const int m = problem.training.global_batch / space.micro_batches()[b];
 
@@ -1103,6 +1124,26 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
     // layouts at positions <= j; open_tail[j]: the largest, over positions
     // >= j, of the least floor of any layout there.
     std::vector<double> tail_to(n + 1, 0.0), open_tail(n + 1, 0.0);
+    // What a prefix that passes leaves its children (the layouts of the
+    // next position) to screen them with before their own tests:
+    // screen_pace[j], a pace past which every pipeline from the prefix
+    // before position j lies above keep_below (its tests' pace_passing:
+    // each pipeline is at least the prefix's bound at its own whole-layer
+    // pace), and screen_need[j], the layers position j's layout must
+    // finish by it where the prefix's stages and the open positions after
+    // j hold all they could (no memory limit, edge or send; each open one
+    // its group's envelope). A layout that holds fewer puts the least
+    // whole-layer pace of every pipeline from it past screen_pace[j]: it is
+    // cut with a search of its finish times, before the merges of its own
+    // tests. Llama 3 70B on eight node groups of 64 GPUs: of the 44
+    // million layouts tested at the sixth of eight positions, 5% pass, and
+    // the screen cuts about half before their own tests. Infinity: no
+    // screen.
+    std::vector<double> screen_pace(n + 1, kInf);
+    std::vector<long long> screen_need(n + 1, 0);
+    auto held_by = [](const std::vector<double>& finish, double pace) {
+      return static_cast<long long>(std::upper_bound(finish.begin(), finish.end(), pace) - finish.begin());
+    };
     for (std::size_t j = n; j-- > 0;) {
       const int group = space.group_orders()[o][j];
       int fewest = std::numeric_limits<int>::max();
@@ -1285,6 +1326,7 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         const auto& list = t.ok[depth];  // ascending: find the layout's slot
         const std::size_t i = static_cast<std::size_t>(
             std::lower_bound(list.begin(), list.end(), layout_index[depth]) - list.begin());
+        screen_pace[depth + 1] = kInf;  // until this prefix passes
         pace_to[depth + 1] = pace_to[depth];  // until this prefix's own is known
         plain_pace_to[depth + 1] = plain_pace_to[depth];
         rate_to[depth + 1] = rate_to[depth] + t.rate[depth][i];
@@ -1295,6 +1337,9 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
         stages_to[depth + 1] = stages_to[depth] + stages_at[depth];
         slot_at[depth] = i;
         finish_at[depth] = finish_times.layout(group, b, layout_index[depth]);
+        if (screen_pace[depth] < kInf && finish_at[depth] &&
+            stages_at[depth] * held_by(*finish_at[depth], screen_pace[depth]) < std::max(1LL, screen_need[depth]))
+          return false;
         // Under plain 1F1B a stage's pipeline sends join its edge
         // (split_lower_bound.hpp); `sending` says whether they count. Stage
         // k of position j's layout, the pipeline `whole` or a prefix (then
@@ -1402,6 +1447,16 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
                          std::max(pace_to[depth + 1], plain_pace_to[depth + 1]), least_last_edge, sum, sends,
                          pipe_below))
             return false;
+          // Kept: what screens the next position's layouts.
+          const double pace = enough_pace(pipe_below, sum, floors);
+          if (pace < kInf) {
+            long long held = 0;
+            for (int j = 0; j <= depth; ++j) held += stages_at[j] * held_by(*finish_at[j], pace);
+            for (std::size_t j = depth + 2; j < n; ++j)
+              held += held_by(*finish_times.envelope(space.group_orders()[o][j], b), pace);
+            screen_pace[depth + 1] = pace;
+            screen_need[depth + 1] = layers - held;
+          }
         } else {
           // The skeleton is whole: its stage count, so each stage's place
           // and what memory lets it hold there (MemoryPruner::capacities,
@@ -1538,6 +1593,8 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       }
     };
     walk.stop = must_stop;
+    walk.fixed_layouts = slice.fixed_layouts;
+    walk.counts_structure = slice.counts_structure;
     if (!enumerate_skeletons(space, &memory, o, b, part.report, walk)) stopped.store(true);
   };
 
@@ -1702,19 +1759,43 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
   // arrangement of its middle (SkeletonWalk::arrangements). An order
   // another one walks costs its structural counts only: 1, as a task with
   // nothing to walk.
-  auto task_weight = [&](std::size_t task) {
+  //
+  // A task of weight kSliceWeight or more is walked in slices: one per
+  // choice of the layouts of its first d positions, d the fewest whose
+  // choices number kSlicesOfAHeavyTask (all but the last position at
+  // most), in the walk's own (mixed-radix) order. Which tasks are sliced,
+  // and how, depends on the task alone.
+  struct WeighedTask {
+    double weight = 1;
+    std::vector<TaskSlice> slices{TaskSlice{}};
+  };
+  auto weigh_task = [&](std::size_t task) {
+    WeighedTask weighed;
     const int o = static_cast<int>(task / static_cast<std::size_t>(num_b));
     const int b = static_cast<int>(task % static_cast<std::size_t>(num_b));
     const std::vector<int>& order = orders[o];
     const std::optional<bool> walks = walks_arrangements(order);
-    if (walks == false) return 1.0;
+    if (walks == false) return weighed;
     PruneReport scratch;
+    const std::vector<std::vector<int>> ok = structural_layouts(space, o, b, scratch, &rules);
     double weight = 1;
-    for (const std::vector<int>& ok : structural_layouts(space, o, b, scratch, &rules))
-      weight *= static_cast<double>(ok.size());
+    for (const std::vector<int>& layouts : ok) weight *= static_cast<double>(layouts.size());
     if (walks == true)
       for (std::size_t k = 2; k + 2 <= order.size(); ++k) weight *= static_cast<double>(k);
-    return std::max(1.0, weight);
+    weighed.weight = std::max(1.0, weight);
+    if (weight < (options.slice_weight > 0 ? options.slice_weight : kSliceWeight)) return weighed;
+    std::size_t depth = 0, choices = 1;
+    while (choices < kSlicesOfAHeavyTask && depth + 1 < ok.size()) choices *= ok[depth++].size();
+    if (choices < 2) return weighed;
+    weighed.slices.assign(choices, TaskSlice{});
+    for (std::size_t c = 0; c < choices; ++c) {
+      TaskSlice& slice = weighed.slices[c];
+      slice.fixed_layouts.resize(depth);
+      slice.counts_structure = c == 0;
+      for (std::size_t j = depth, rest = c; j-- > 0; rest /= ok[j].size())
+        slice.fixed_layouts[j] = ok[j][rest % ok[j].size()];
+    }
+    return weighed;
   };
   // How long each block of the last round took to walk (the sum of its
   // tasks' times), every participant's, as the exchange brought them: the
@@ -1759,8 +1840,12 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       // its tasks in task order. The deal depends on the round alone, not on
       // the thread or participant count. This participant's blocks are
       // walked in one parallel loop, then balanced each.
+      std::vector<WeighedTask> weighed(end - round);
       std::vector<std::pair<double, std::size_t>> by_weight;  // (weight, task)
-      for (std::size_t task = round; task < end; ++task) by_weight.emplace_back(task_weight(task), task);
+      for (std::size_t task = round; task < end; ++task) {
+        weighed[task - round] = weigh_task(task);
+        by_weight.emplace_back(weighed[task - round].weight, task);
+      }
       std::stable_sort(by_weight.begin(), by_weight.end(),
                        [](const auto& x, const auto& y) { return x.first > y.first; });
       std::array<double, kBlocksPerRound> load{};
@@ -1775,39 +1860,47 @@ PreparedSearch prepare_search(const CostModel& cost, const MemoryPruner& memory,
       std::vector<std::pair<std::uint32_t, std::size_t>> work;  // (block, task): this participant's
       for (const auto& [block, task] : dealt)
         if (walker[block] == static_cast<std::uint32_t>(options.participant)) work.emplace_back(block, task);
-      std::vector<Part> parts(work.size());
-      std::vector<double> task_s(work.size());
+      // Each task's slices, in task and slice order: (work item, slice).
+      std::vector<std::pair<std::size_t, const TaskSlice*>> pieces;
+      for (std::size_t k = 0; k < work.size(); ++k)
+        for (const TaskSlice& slice : weighed[work[k].second - round].slices) pieces.emplace_back(k, &slice);
+      std::vector<Part> parts(pieces.size());
+      std::vector<double> piece_s(pieces.size());
       // Walked heaviest first, each to the next free thread (longest
-      // processing time first): a round ends with its slowest task, and
-      // one walking every arrangement of six middle groups can take
+      // processing time first): a round ends with its slowest piece, and a
+      // task walking every arrangement of six middle groups can take
       // seconds where most take microseconds; started last, it left the
       // other thread idle (Llama 3 405B on eight node groups, two threads).
-      // Each task writes its own part, merged below in block and task
-      // order, so the order they are walked in changes nothing kept.
-      std::vector<double> weight_of(end - round, 0.0);
-      for (const auto& [weight, task] : by_weight) weight_of[task - round] = weight;
-      std::vector<std::size_t> heaviest_first(work.size());
-      for (std::size_t k = 0; k < heaviest_first.size(); ++k) heaviest_first[k] = k;
-      std::stable_sort(heaviest_first.begin(), heaviest_first.end(), [&](std::size_t x, std::size_t y) {
-        return weight_of[work[x].second - round] > weight_of[work[y].second - round];
-      });
+      // A slice weighs its task's weight over its slices. Each piece writes
+      // its own part, merged below in block, task and slice order, so the
+      // order they are walked in changes nothing kept.
+      std::vector<double> piece_weight(pieces.size());
+      for (std::size_t p = 0; p < pieces.size(); ++p) {
+        const WeighedTask& task = weighed[work[pieces[p].first].second - round];
+        piece_weight[p] = task.weight / static_cast<double>(task.slices.size());
+      }
+      std::vector<std::size_t> heaviest_first(pieces.size());
+      for (std::size_t p = 0; p < heaviest_first.size(); ++p) heaviest_first[p] = p;
+      std::stable_sort(heaviest_first.begin(), heaviest_first.end(),
+                       [&](std::size_t x, std::size_t y) { return piece_weight[x] > piece_weight[y]; });
       parallel::for_each_in_order(heaviest_first.size(), [&](std::size_t i) {
-        const std::size_t k = heaviest_first[i];
+        const std::size_t p = heaviest_first[i];
         const Stopwatch watch;
-        walk_task(work[k].second, parts[k]);
-        task_s[k] = watch.seconds();
+        walk_task(work[pieces[p].first].second, *pieces[p].second, parts[p]);
+        piece_s[p] = watch.seconds();
         return true;
       });
-      for (std::size_t k = 0; k < work.size(); ++k) {
-        if (mine.blocks.empty() || mine.blocks.back().index != work[k].first) {
+      for (std::size_t p = 0; p < pieces.size(); ++p) {
+        const std::uint32_t index = work[pieces[p].first].first;
+        if (mine.blocks.empty() || mine.blocks.back().index != index) {
           mine.blocks.emplace_back();
-          mine.blocks.back().index = work[k].first;
+          mine.blocks.back().index = index;
         }
         InitBlock& block = mine.blocks.back();
-        block.walk_s += task_s[k];
-        block.prune.merge(parts[k].report);
-        block.dropped_bound_s = std::min(block.dropped_bound_s, parts[k].dropped_bound);
-        for (auto& s : parts[k].kept) block.kept.push_back(std::move(s));
+        block.walk_s += piece_s[p];
+        block.prune.merge(parts[p].report);
+        block.dropped_bound_s = std::min(block.dropped_bound_s, parts[p].dropped_bound);
+        for (auto& s : parts[p].kept) block.kept.push_back(std::move(s));
       }
       // Every block's best bounds, balanced in one parallel loop: a block
       // holds one or two, and balancing them block by block left a thread

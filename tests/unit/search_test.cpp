@@ -1167,6 +1167,20 @@ TEST(Search, ListedBoundsCountTheTailAndStayAtMostEachSkeletonsBestPlan) {
   std::printf("skeletons checked: %d, bound above the pipeline bound alone: %d\n", checked, raised);
 }
 
+// Seven groups of seven device types, each of `nodes` x `gpus_per_node`,
+// under a 12-layer model and one micro-batch size: orders of five to
+// seven groups walk every arrangement of their middle.
+Problem seven_distinct_groups(int nodes, int gpus_per_node) {
+  Problem problem = random_problem(3);
+  problem.model = search_fixtures::tiny_gpt(12, 256, 4);
+  problem.cluster.groups.clear();
+  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4", "l40s", "a10"})
+    problem.cluster.groups.push_back(make_node_group(catalog_device(device), nodes, gpus_per_node));
+  problem.training.global_batch = 8;
+  problem.training.micro_batch_sizes = {1};
+  return problem;
+}
+
 // Placements of a skeleton's middle groups refused (SkeletonWalk::
 // keep_arrangement) skip exactly the arrangements that place those groups
 // so: on seven distinct groups (five in the middle, placements of one or
@@ -1175,13 +1189,7 @@ TEST(Search, ListedBoundsCountTheTailAndStayAtMostEachSkeletonsBestPlan) {
 // whose placements all pass; each skipped one is counted under
 // lower_bound_above_best, and no placement is asked twice in a row.
 TEST(Search, ARefusedPlacementOfTheMiddleSkipsEveryArrangementThatMakesIt) {
-  Problem problem = random_problem(3);
-  problem.model = search_fixtures::tiny_gpt(12, 256, 4);
-  problem.cluster.groups.clear();
-  for (const char* device : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-32gb", "t4", "l40s", "a10"})
-    problem.cluster.groups.push_back(make_node_group(catalog_device(device), 1, 1));
-  problem.training.global_batch = 8;
-  problem.training.micro_batch_sizes = {1};
+  const Problem problem = seven_distinct_groups(1, 1);
   const SearchSpace space(problem);
   // The groups of the stages before `loose_begin`: the placement asked.
   auto placed = [](const Skeleton& s, int loose_begin) {
@@ -1246,6 +1254,58 @@ TEST(Search, ARefusedPlacementOfTheMiddleSkipsEveryArrangementThatMakesIt) {
   EXPECT_EQ(orders, 6);
   EXPECT_GT(skipped_total, 0);
   EXPECT_GT(kept_total, 0);
+}
+
+// A walk cut into slices (SkeletonWalk::fixed_layouts), one per choice of
+// its first positions' layouts in mixed-radix order, visits what the whole
+// walk visits, in its order, and counts what it counts: the structural
+// removals once (the slice that counts_structure), every other removal in
+// the slice that makes it. On seven distinct groups, each walking every
+// arrangement of its middle, with a prefix test that refuses about one
+// prefix of three positions in three by its layouts alone.
+TEST(Search, SlicesOfAWalkVisitAndCountWhatTheWholeWalkDoes) {
+  const Problem problem = seven_distinct_groups(2, 2);
+  const SearchSpace space(problem);
+  auto refused = [](int depth, const std::vector<int>& layout_index) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (int j = 0; j <= depth; ++j) h = (h ^ static_cast<std::uint64_t>(layout_index[j] + 1)) * 1099511628211ull;
+    return depth == 2 && h % 3 == 0;
+  };
+  int orders = 0;
+  for (std::size_t o = 0; o < space.group_orders().size() && orders < 4; ++o) {
+    const std::vector<int>& order = space.group_orders()[o];
+    if (order.size() < 5 || walks_arrangements(order) != true) continue;
+    SCOPED_TRACE("order " + std::to_string(o));
+    PruneReport scratch;
+    const std::vector<std::vector<int>> ok = structural_layouts(space, static_cast<int>(o), 0, scratch);
+    if (ok[0].size() * ok[1].size() < 4) continue;
+    std::vector<Skeleton> whole, sliced;
+    SkeletonWalk walk;
+    walk.arrangements = true;
+    walk.keep_prefix = [&](int depth, const std::vector<int>& layout_index) { return !refused(depth, layout_index); };
+    walk.visit = [&](Skeleton&& s) { whole.push_back(std::move(s)); };
+    PruneReport whole_report;
+    ASSERT_TRUE(enumerate_skeletons(space, nullptr, static_cast<int>(o), 0, whole_report, walk));
+    if (whole.empty()) continue;  // more stages than layers, whatever the layouts
+    ++orders;
+    walk.visit = [&](Skeleton&& s) { sliced.push_back(std::move(s)); };
+    PruneReport sliced_report;
+    for (std::size_t a = 0; a < ok[0].size(); ++a)
+      for (std::size_t c = 0; c < ok[1].size(); ++c) {
+        walk.fixed_layouts = {ok[0][a], ok[1][c]};
+        walk.counts_structure = a == 0 && c == 0;
+        ASSERT_TRUE(enumerate_skeletons(space, nullptr, static_cast<int>(o), 0, sliced_report, walk));
+      }
+    EXPECT_EQ(ids(sliced), ids(whole));
+    EXPECT_EQ(sliced_report.removed, whole_report.removed);
+    EXPECT_GT(whole_report.count(PruneRule::lower_bound_above_best), 0);
+    // A layout the rules remove leaves its slice empty.
+    std::vector<std::vector<int>> fixed = ok;
+    fix_leading_layouts(fixed, {-1});
+    EXPECT_TRUE(fixed[0].empty());
+    EXPECT_EQ(fixed[1], ok[1]);
+  }
+  EXPECT_EQ(orders, 4);
 }
 
 // Five distinct groups: orders of four or five groups are walked once per
@@ -1627,6 +1687,32 @@ TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
         EXPECT_EQ(results[i].probes[k].predicted.iteration_time_s, one.probes[k].predicted.iteration_time_s);
     }
   }
+  }
+}
+
+// Every task walked in slices (PrepareOptions::slice_weight 1) lists what
+// whole tasks list, on one thread and two: the same skeletons, threshold
+// and removals, on five groups whose orders of four and five walk every
+// arrangement of their middle.
+TEST(Search, AnInitializationOfSlicedTasksListsWhatWholeTasksList) {
+  const Problem problem = five_small_groups();
+  const CostModel cost(problem);
+  const MemoryPruner memory(cost);
+  PrepareOptions options;
+  options.top_k = 2;
+  LatencyCache cache;
+  const PreparedSearch whole = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, options); });
+  ASSERT_FALSE(whole.skeletons.empty());
+  options.slice_weight = 1;
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    LatencyCache fresh;
+    const PreparedSearch sliced =
+        parallel::with_threads(threads, [&] { return prepare_search(cost, memory, fresh, options); });
+    EXPECT_EQ(ids(sliced.skeletons), ids(whole.skeletons));
+    EXPECT_EQ(sliced.threshold_s, whole.threshold_s);
+    EXPECT_EQ(sliced.prune.removed, whole.prune.removed);
+    EXPECT_EQ(sliced.prune.considered, whole.prune.considered);
   }
 }
 

@@ -232,7 +232,20 @@ struct SkeletonWalk {
   std::function<bool(const Skeleton& skeleton, int loose_begin, int loose_end)> keep_arrangement;
   // The space's layout rules, when the caller keeps them (structural_layouts).
   const LayoutRules* rules = nullptr;
+  // A slice of the walk (fix_leading_layouts): the layouts of its first
+  // positions fixed to these, so one heavy (order, B) is walked in pieces
+  // by several threads. The slices of every choice of those layouts the
+  // structural rules keep, walked in their mixed-radix order, visit what
+  // the whole walk does in its order. What the structural rules remove is
+  // counted by the slice whose counts_structure is set (one per walk);
+  // every slice counts what it skips itself. Empty: the whole walk.
+  std::vector<int> fixed_layouts;
+  bool counts_structure = true;
 };
+
+// Restricts each position j < fixed.size() of `ok` (structural_layouts) to
+// the layout fixed[j], or to none where the rules do not keep it.
+void fix_leading_layouts(std::vector<std::vector<int>>& ok, const std::vector<int>& fixed);
 
 // Whether enumerate_skeletons, told `arrangements`, walks this order for
 // the orders that rearrange its middle (true when it is their ascending

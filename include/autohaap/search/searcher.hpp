@@ -193,6 +193,12 @@ struct PrepareOptions {
   // Never below what one task holds at its peak (max_skeletons / 2), so a
   // single task never passes it.
   std::int64_t round_guard = 0;
+  // Tasks of at least this weight (their structurally valid skeletons
+  // times the arrangements their walk stands for) are walked in slices,
+  // each by whichever thread is free (SkeletonWalk::fixed_layouts); 0: the
+  // search's own (kSliceWeight, searcher.cpp). What is kept depends on
+  // neither.
+  double slice_weight = 0;
   // Stop early (PreparedSearch::stopped) when it says so.
   StopCondition stop;
   // > 0: stop early too once the best plan so far is proven within this
