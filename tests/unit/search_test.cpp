@@ -1620,17 +1620,26 @@ TEST(Search, AnInitializationStoppedInsideARoundSavesTheRoundsBeforeIt) {
 // and tasks cut their own), and with a memory guard of 3 skeletons (tasks
 // hold 2 at their peak under that limit, so rounds are walked again in
 // pieces) or of 1 (raised to the 2 a task may hold: a round of one task
-// never passes it): the same list, threshold and dropped bound.
+// never passes it), and with every task walked in slices (each slice
+// cutting its own under the limit): the same list, threshold and dropped
+// bound.
 TEST(Search, ParticipantsSharingTheInitializationsRoundsListWhatOneLists) {
   const Problem problem = five_small_groups();
   const CostModel cost(problem);
   const MemoryPruner memory(cost);
-  for (const auto& [limit, guard] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {5, 0}, {5, 3}, {5, 1}}) {
-  SCOPED_TRACE("max_skeletons " + std::to_string(limit) + ", round_guard " + std::to_string(guard));
+  struct Setting {
+    std::int64_t limit, guard;
+    double slice_weight;
+  };
+  for (const auto& [limit, guard, slice_weight] :
+       {Setting{0, 0, 0}, Setting{5, 0, 0}, Setting{5, 3, 0}, Setting{5, 1, 0}, Setting{5, 3, 1}}) {
+  SCOPED_TRACE("max_skeletons " + std::to_string(limit) + ", round_guard " + std::to_string(guard) +
+               ", slice_weight " + std::to_string(slice_weight));
   PrepareOptions alone;
   alone.top_k = 2;
   alone.max_skeletons = limit;
   alone.round_guard = guard;
+  alone.slice_weight = slice_weight;
   LatencyCache cache;
   const PreparedSearch one = parallel::with_threads(2, [&] { return prepare_search(cost, memory, cache, alone); });
   ASSERT_FALSE(one.skeletons.empty());
