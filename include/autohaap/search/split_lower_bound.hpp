@@ -152,9 +152,10 @@ double iteration_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers,
 // `interleaved_tail` (every stage holds L / p layers) at every pace.
 // Identical layers (generic: the uncapped tail). Measured: Llama 3 70B
 // on eight node groups of 64 GPUs, whose plans at B = 8 spend a tenth of
-// their time in the gradient sync of the stage that paces them: the skeletons the initialization kept lay a median 9.5%
-// under their best times with the pace and tail bounded apart, 6.7% with
-// them bounded together.
+// their time in the gradient sync of the stage that paces them: the
+// skeletons the initialization kept lay a median 9.5% under their best
+// times with the pace and tail bounded apart, 6.7% with them bounded
+// together.
 using CappedTail = std::function<double(const std::vector<int>& caps)>;
 double paced_tail_lower_bound(const StageSpeeds& speeds, const StageTiers& tiers, int layers, int micro_batches,
                               int max_vpp, double uncapped_tail, const CappedTail& capped_tail,
